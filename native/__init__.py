@@ -1,0 +1,1 @@
+"""CUDA C++ sources of the native HGEMM levels (compiled at run time by NVRTC)."""

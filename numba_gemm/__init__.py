@@ -1,0 +1,30 @@
+"""numba_gemm: a GEMM ladder from a naive loop to cuBLAS speed, in Python.
+
+    import numba_gemm
+    C = numba_gemm.gemm(A, B, level="k6")        # float32, Numba kernels
+    C = numba_gemm.gemm(A16, B16, level="v10")   # float16/bfloat16 in, float32 out, NVRTC kernels
+    for lv in numba_gemm.levels(): print(lv.name, lv.title, lv.delta)
+
+Importing this package does not import Numba; that happens at the first gemm()/levels() call,
+so a program can still choose the CUDA simulator first (see numba_gemm.gpu).
+"""
+__version__ = "0.1.0"
+
+
+def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="k6", stream=None):
+    from .api import gemm as _gemm
+
+    return _gemm(A, B, C, alpha=alpha, beta=beta, level=level, stream=stream)
+
+
+gemm.__doc__ = "C = alpha * A @ B + beta * C with one level of the ladder (see numba_gemm.api.gemm)."
+
+
+def levels():
+    """All levels in ladder order: Level records with name, title, delta, dtypes, family."""
+    from .levels import registry
+
+    return list(registry().values())
+
+
+__all__ = ["gemm", "levels", "__version__"]

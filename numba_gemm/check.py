@@ -1,0 +1,78 @@
+"""Correctness: the float64 reference, error metrics and the pass/fail rule.
+
+The rule is the forward error bound of a dot product: each element may be off by at most
+rtol * (|alpha| * (|A| @ |B|) + |beta| * |C|), the magnitudes that actually fed it. Unlike a
+tolerance on |ref| alone, this does not fail on elements where large terms cancel, and it is
+independent of the scale of the inputs. HGEMM references use the fp16/bf16-rounded inputs,
+so only the fp32 accumulation is being judged there too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# float32 accumulation over K terms errs by ~sqrt(K)*6e-8 in practice (K*6e-8 worst case).
+RTOL = {"sgemm": 1e-4, "hgemm": 1e-3}
+
+
+def reference(A, B, C, alpha: float, beta: float) -> np.ndarray:
+    """alpha * A @ B + beta * C in float64 (C is not read when beta == 0: BLAS semantics)."""
+    ref = alpha * (np.asarray(A, np.float64) @ np.asarray(B, np.float64))
+    if beta != 0:
+        ref += beta * np.asarray(C, np.float64)
+    return ref
+
+
+def scale(A, B, C, alpha: float, beta: float) -> np.ndarray:
+    """Per-element magnitude that bounds the rounding error: |alpha|·|A|@|B| + |beta|·|C|."""
+    s = abs(alpha) * (np.abs(np.asarray(A, np.float64)) @ np.abs(np.asarray(B, np.float64)))
+    if beta != 0:
+        s += abs(beta) * np.abs(np.asarray(C, np.float64))
+    return s
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    max_abs_err: float
+    rel_err: float          # max |err| / max |ref|
+    worst_ratio: float      # max over elements of |err| / allowed  (<= 1 passes)
+    bad_elements: int
+    first_bad: tuple | None
+
+    def __str__(self):
+        s = f"max|err|={self.max_abs_err:.3e}  max|err|/max|ref|={self.rel_err:.3e}"
+        if not self.ok:
+            s += f"  FAILED: {self.bad_elements} elements out of tolerance, first at {self.first_bad}"
+        return s
+
+
+def verify(out, A, B, C_in, alpha: float, beta: float, family: str = "sgemm") -> Verdict:
+    """Compare a level's output with the float64 reference. NaN/Inf in `out` always fails."""
+    out = np.asarray(out, np.float64)
+    ref = reference(A, B, C_in, alpha, beta)
+    allowed = RTOL[family] * scale(A, B, C_in, alpha, beta) + np.finfo(np.float32).tiny
+    err = np.abs(out - ref)
+    err[~np.isfinite(out)] = np.inf
+    bad = ~(err <= allowed)
+    max_ref = float(np.max(np.abs(ref))) if ref.size else 0.0
+    max_err = float(np.max(err)) if err.size else 0.0
+    first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
+    return Verdict(
+        ok=not bad.any(),
+        max_abs_err=max_err,
+        rel_err=max_err / max_ref if max_ref > 0 else max_err,
+        worst_ratio=float(np.max(err / allowed)) if err.size else 0.0,
+        bad_elements=int(bad.sum()),
+        first_bad=first,
+    )
+
+
+def random_inputs(M: int, N: int, K: int, dtype=np.float32, rng=None, c_dtype=np.float32):
+    """Fresh uniform(-1, 1) operands: never zeros, different every call unless rng is seeded."""
+    rng = np.random.default_rng() if rng is None else rng
+    A = rng.uniform(-1, 1, (M, K)).astype(dtype)
+    B = rng.uniform(-1, 1, (K, N)).astype(dtype)
+    C = rng.uniform(-1, 1, (M, N)).astype(c_dtype)
+    return A, B, C
