@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Check and time numba_gemm levels against cuBLAS.
+
+    python bench.py --level k4                     # one level at 4096³ (the seed's size)
+    python bench.py --level all --size 4096,4097   # the whole ladder at two sizes
+    python bench.py --level k1,k2 --size 4096,4097 # the power-of-two stride experiment
+    python bench.py --level hgemm --size 4096,8192 # v7..v10, fp16 in, fp32 out
+    python bench.py --level k6 --sass              # static SASS census (no GPU needed)
+
+Each level is first checked against a float64 reference (alpha=0.5, beta=-1.5, C poisoned),
+then timed with CUDA events (warm-up, median of repeats), and cuBLAS runs on the same buffers
+in the same process. With no GPU, the Numba levels run in the Numba CUDA simulator at a small
+ragged shape and are checked only: timings need a GPU. The exit status is 1 if any checked
+level gives a wrong result.
+"""
+import argparse
+import json
+import sys
+
+from numba_gemm.gpu import use_simulator_if_no_gpu
+
+EPILOG = """level names: k1 k2 k3 k3c k4 k5 k6 (float32, Numba) and v7 v8 v9 v10 (fp16/bf16, native);
+groups: all, sgemm, hgemm.  Figures and how they were measured: docs/RESULTS.md."""
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        description="Check and time GEMM levels against cuBLAS (and explain them).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--level", default="k4",
+                   help="level(s): a name (k4), a comma list (k1,k2), or all / sgemm / hgemm "
+                        "(default: %(default)s)")
+    p.add_argument("--size", default=None,
+                   help="square sizes n (M=N=K=n), comma separated (default: 4096 on a GPU, "
+                        "a small ragged shape in the simulator)")
+    p.add_argument("--shape", action="append", default=[], metavar="M,N,K",
+                   help="a rectangular shape; repeat for several")
+    p.add_argument("--dtype", default="fp16", choices=["fp16", "bf16"],
+                   help="input type of the HGEMM levels (SGEMM levels are float32; default: fp16)")
+    p.add_argument("--reps", type=int, default=None,
+                   help="timed repeats per level (default: as many as fit ~0.4 s, 3..50)")
+    p.add_argument("--flush-l2", action="store_true",
+                   help="clear the L2 cache before every timed call (default: warm L2, as cuBLAS "
+                        "sees it in a loop)")
+    p.add_argument("--no-check", action="store_true", help="skip the float64 correctness check")
+    p.add_argument("--seed", type=int, default=None, help="random seed for the inputs")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("--csv", metavar="FILE", help="write the results as CSV")
+    p.add_argument("--explain", action="store_true",
+                   help="print each level's three ledgers (bytes, requests, cycles) and what moved")
+    p.add_argument("--sass", action="store_true",
+                   help="print the static SASS census of the levels (no GPU needed), then exit")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the ladder: TFLOPS per level with the cuBLAS line (needs matplotlib)")
+    return p.parse_args(argv)
+
+
+def shapes_from(args, simulator):
+    shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape]
+    if any(len(s) != 3 or min(s) < 1 for s in shapes):
+        sys.exit("--shape takes three positive integers M,N,K")
+    if args.size:
+        shapes += [(n, n, n) for n in (int(x) for x in args.size.split(","))]
+    if not shapes:
+        from numba_gemm.bench import SIM_SHAPE
+        shapes = [SIM_SHAPE] if simulator else [(4096, 4096, 4096)]
+    if simulator and max(max(s) for s in shapes) > 96:
+        print(f"note: the simulator runs one Python thread per GPU thread; {shapes} may take "
+              "a very long time (sizes up to ~64 are practical)", file=sys.stderr)
+    return shapes
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    simulator = use_simulator_if_no_gpu()    # before numba is imported
+
+    from numba_gemm import bench
+
+    try:
+        levels = bench.parse_levels(args.level)
+    except ValueError as e:
+        sys.exit(f"bench.py: {e}")
+
+    if args.sass:
+        from numba_gemm import sass
+        print(sass.format_table([c for lv in levels for c in sass.census_level(lv)]))
+        return 0
+
+    shapes = shapes_from(args, simulator)
+    if simulator:
+        print("No CUDA GPU found: running the Numba levels in the Numba CUDA simulator at "
+              f"{' '.join('×'.join(map(str, s)) for s in shapes)} to check them. "
+              "Timings need a GPU.\n")
+
+    session = bench.Session(simulator, flush_l2=args.flush_l2, reps=args.reps,
+                            verify=not args.no_check, seed=args.seed)
+    results = []
+    progress = bench.Progress(len(levels) * len(shapes))
+    for shape in shapes:
+        for lv in levels:
+            progress.step(f"{lv.name} {'×'.join(map(str, shape))}")
+            results.append(session.run(lv, *shape, dtype_name=args.dtype))
+    progress.close()
+    bench.link_speedups(results)
+
+    if args.explain:
+        from numba_gemm import ledgers
+        for r in results:
+            print(ledgers.explain(r.level, measured_ms=r.ms, shape=(r.M, r.N, r.K)))
+            print()
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([r.as_dict() for r in results], f, indent=2)
+    if args.csv:
+        import csv
+        with open(args.csv, "w", newline="") as f:
+            rows = [r.as_dict() for r in results]
+            w = csv.DictWriter(f, fieldnames=[k for k in rows[0] if k != "extra"], extrasaction="ignore")
+            w.writeheader()
+            w.writerows(rows)
+    if args.plot:
+        from numba_gemm.plot import plot_ladder
+        plot_ladder(results, args.plot)
+
+    print(bench.format_table(results))
+    wrong = [r for r in results if r.ok is False]
+    if wrong:
+        print(f"\nWRONG RESULTS: {', '.join(r.level for r in wrong)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

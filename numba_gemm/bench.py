@@ -1,0 +1,204 @@
+"""Check and time levels against cuBLAS (the logic behind bench.py)."""
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import check, levels as _levels
+
+SIM_SHAPE = (40, 36, 33)   # ragged on purpose: every tile edge is exercised
+CHECK_ROWS = 128           # rows of C verified against float64 at large sizes
+
+
+@dataclass
+class Result:
+    level: str
+    M: int
+    N: int
+    K: int
+    dtype: str
+    mode: str                       # "gpu" or "simulator"
+    ok: bool | None = None          # None: not checked
+    rel_err: float | None = None    # max|err| / max|ref| over the checked rows
+    ms: float | None = None
+    tflops: float | None = None
+    cublas_ms: float | None = None
+    cublas_tflops: float | None = None
+    pct_cublas: float | None = None
+    speedup_prev: float | None = None
+    prev_level: str | None = None
+    reps: int | None = None
+    l2_flushed: bool = False
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def parse_levels(spec: str) -> list:
+    """'k4' | 'k1,k2' | 'all' | 'sgemm' | 'hgemm' -> Level records in ladder order."""
+    reg = _levels.registry()
+    names = []
+    for part in (p.strip().lower() for p in spec.split(",") if p.strip()):
+        if part == "all":
+            names += list(reg)
+        elif part in _levels.FAMILIES:
+            names += [n for n, lv in reg.items() if lv.family == part]
+        else:
+            names.append(_levels.get(part).name)
+    seen = set()
+    return [reg[n] for n in names if not (n in seen or seen.add(n))]
+
+
+def _host_dtype(level, dtype_name: str | None):
+    if level.family == "sgemm":
+        return np.dtype(np.float32)
+    name = (dtype_name or "float16").lower()
+    name = {"fp16": "float16", "half": "float16", "bf16": "bfloat16"}.get(name, name)
+    for d in level.dtypes:
+        if d.name == name:
+            return d
+    raise ValueError(f"level {level.name} takes {', '.join(d.name for d in level.dtypes)}, not {name}")
+
+
+class Session:
+    """Holds device buffers and the cuBLAS handle so levels of one shape share the same inputs."""
+
+    def __init__(self, simulator: bool, flush_l2: bool = False, reps: int | None = None,
+                 verify: bool = True, seed: int | None = None):
+        self.simulator = simulator
+        self.flush_l2 = flush_l2
+        self.reps = reps
+        self.verify = verify
+        self.rng = np.random.default_rng(seed)
+        self._inputs = {}
+        self._cublas = None
+        self._cublas_times = {}
+
+    def inputs(self, M, N, K, dtype):
+        key = (M, N, K, dtype.name)
+        if key not in self._inputs:
+            from numba import cuda
+
+            self._inputs.clear()   # one shape at a time: 8192² buffers are large
+            A, B, C = check.random_inputs(M, N, K, dtype=dtype, rng=self.rng)
+            bits = np.uint16 if dtype.name == "bfloat16" else dtype
+            dev = (cuda.to_device(A.view(bits)), cuda.to_device(B.view(bits)),
+                   cuda.device_array((M, N), np.float32))
+            self._inputs[key] = (A, B, C, dev)
+        return self._inputs[key]
+
+    def cublas_ms(self, M, N, K, dtype, dA, dB, dC):
+        key = (M, N, K, dtype.name)
+        if key not in self._cublas_times:
+            from .cublas import Cublas
+            from .timing import bench
+
+            if self._cublas is None:
+                self._cublas = Cublas()
+            t = bench(lambda: self._cublas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype),
+                      reps=self.reps, flush_l2=self.flush_l2)
+            self._cublas_times[key] = t.median_ms
+        return self._cublas_times[key]
+
+    def run(self, level, M, N, K, dtype_name=None) -> Result:
+        dtype = _host_dtype(level, dtype_name)
+        res = Result(level.name, M, N, K, dtype.name, "simulator" if self.simulator else "gpu")
+        reason = level.unsupported(M, N, K)
+        if reason:
+            res.note = f"skipped: {reason}"
+            return res
+        if self.simulator and level.native:
+            res.note = "skipped: native CUDA levels need a GPU (see --sass for the static census)"
+            return res
+        A, B, C, (dA, dB, dC) = self.inputs(M, N, K, dtype)
+
+        # correctness first: alpha/beta != (1, 0) so the epilogue is exercised, C poisoned first
+        if self.verify:
+            alpha, beta = 0.5, -1.5
+            from numba import cuda
+
+            cuda.to_device(C, to=dC)
+            level.run(dA, dB, dC, alpha, beta)
+            out = dC.copy_to_host()
+            rows = np.arange(M) if M <= CHECK_ROWS else np.sort(
+                self.rng.choice(M, CHECK_ROWS, replace=False))
+            v = check.verify(out[rows], A[rows], B, C[rows], alpha, beta, family=level.family)
+            res.ok, res.rel_err = v.ok, v.rel_err
+            if not v.ok:
+                res.note = str(v)
+        if self.simulator:
+            return res
+
+        from .timing import bench
+
+        t = bench(lambda: level.run(dA, dB, dC, 1.0, 0.0), reps=self.reps, flush_l2=self.flush_l2)
+        flops = 2.0 * M * N * K
+        res.ms, res.tflops, res.reps, res.l2_flushed = t.median_ms, t.tflops(flops), t.reps, t.l2_flushed
+        try:
+            res.cublas_ms = self.cublas_ms(M, N, K, dtype, dA, dB, dC)
+            res.cublas_tflops = flops / (res.cublas_ms * 1e-3) / 1e12
+            res.pct_cublas = 100.0 * res.cublas_ms / res.ms
+        except Exception as exc:  # the level's figures still stand without the baseline
+            res.note = (res.note + f" cuBLAS baseline unavailable: {exc}").strip()
+        return res
+
+
+def link_speedups(results: list[Result]) -> None:
+    """speedup_prev = time of the previous measured level on the same shape / this level's time."""
+    last = {}
+    for r in results:
+        key = (r.M, r.N, r.K, r.dtype)
+        prev = last.get(key)
+        if prev is not None and prev.ms and r.ms:
+            r.speedup_prev, r.prev_level = prev.ms / r.ms, prev.level
+        if r.ms:
+            last[key] = r
+
+
+def format_table(results: list[Result]) -> str:
+    gpu = any(r.ms for r in results)
+    head = ["level", "M×N×K", "dtype", "check", "max rel err"]
+    if gpu:
+        head += ["ms", "TFLOPS", "cuBLAS ms", "cuBLAS TFLOPS", "% cuBLAS", "× prev"]
+    rows = [head]
+    for r in results:
+        row = [r.level, f"{r.M}×{r.N}×{r.K}", r.dtype,
+               {True: "ok", False: "WRONG", None: "-"}[r.ok],
+               f"{r.rel_err:.2e}" if r.rel_err is not None else "-"]
+        if gpu:
+            row += [_f(r.ms, 3), _f(r.tflops, 2), _f(r.cublas_ms, 3), _f(r.cublas_tflops, 2),
+                    _f(r.pct_cublas, 1),
+                    f"{r.speedup_prev:.2f} ({r.prev_level})" if r.speedup_prev else "-"]
+        rows.append(row)
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(str(c).rjust(w) for c, w in zip(row, widths)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"  {r.level} {r.M}×{r.N}×{r.K}: {r.note}" for r in results if r.note]
+    return "\n".join(lines + (["notes:"] + notes if notes else []))
+
+
+def _f(x, nd):
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+class Progress:
+    """A one-line progress bar on stderr for sweeps (silent when stderr is not a terminal)."""
+
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+        self.live = total > 1 and sys.stderr.isatty()
+
+    def step(self, label: str):
+        self.done += 1
+        if self.live:
+            filled = int(30 * self.done / self.total)
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {label:<28}")
+            sys.stderr.flush()
+
+    def close(self):
+        if self.live:
+            sys.stderr.write("\n")
