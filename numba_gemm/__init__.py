@@ -22,7 +22,7 @@ gemm.__doc__ = "C = alpha * A @ B + beta * C with one level of the ladder (see n
 
 def levels():
     """All levels in ladder order: Level records with name, title, delta, dtypes, family."""
-    from .levels import registry
+    from .registry import registry
 
     return list(registry().values())
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import levels as _levels
+from . import registry as _levels
 
 
 def _is_device(x) -> bool:

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import check, levels as _levels
+from . import check, registry as _levels
 
 SIM_SHAPE = (40, 36, 33)   # ragged on purpose: every tile edge is exercised
 CHECK_ROWS = 128           # rows of C verified against float64 at large sizes

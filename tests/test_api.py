@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import numba_gemm
-from numba_gemm import levels as L
+from numba_gemm import registry as L
 
 
 def _mats(M=5, N=6, K=7, dtype=np.float32):

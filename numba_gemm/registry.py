@@ -1,4 +1,4 @@
-"""The level registry: every module in numba_gemm.sgemm and numba_gemm.hgemm is a level.
+"""The level registry (numba_gemm.registry): every module in numba_gemm.sgemm and numba_gemm.hgemm is a level.
 
 A level module exposes the same small surface (the level contract):
 
