@@ -7,11 +7,14 @@ from . import registry as _levels
 
 
 def _is_device(x) -> bool:
-    return hasattr(x, "__cuda_array_interface__")
+    # the simulator's device arrays (FakeCUDAArray) have no __cuda_array_interface__
+    return hasattr(x, "__cuda_array_interface__") or type(x).__name__ == "FakeCUDAArray"
 
 
 def _describe(x) -> tuple[tuple, np.dtype, bool]:
     """(shape, dtype, row-major contiguous) for a NumPy or __cuda_array_interface__ array."""
+    if type(x).__name__ == "FakeCUDAArray":
+        return tuple(x.shape), np.dtype(x.dtype), x.is_c_contiguous()
     if _is_device(x):
         cai = x.__cuda_array_interface__
         shape = tuple(cai["shape"])
