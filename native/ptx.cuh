@@ -1,0 +1,113 @@
+// ptx.cuh - the PTX instructions the native HGEMM levels use, one thin wrapper each.
+//
+// Shared-memory operands are 32-bit shared-window addresses (smem_u32), as the instructions
+// take them; global operands are generic 64-bit pointers.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// ---- cp.async (sm_80+): global -> shared without passing through registers -----------------
+
+// 16 bytes, L1 bypassed (.cg). src_bytes == 0 reads nothing and zero-fills all 16 bytes,
+// which is how tiles past the matrix edge become zeros; src must still be a valid address.
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>  // wait until at most N groups are still in flight
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+// ---- ldmatrix: four 8x8 b16 matrices from shared memory into mma fragments ----------------
+
+// Lane l supplies the address of row l%8 of matrix l/8; register i receives matrix i.
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+// Transposed: each 8x8 matrix is stored row = k, so lane t receives column t/4 (an n index),
+// rows 2(t%4), 2(t%4)+1 - exactly the B fragment layout of mma.m16n8k16 (".col").
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// ---- mma.sync m16n8k16, fp32 accumulate: d += a * b ---------------------------------------
+
+__device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1, __half) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1, __nv_bfloat16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// ---- mbarrier (sm_80+; expect_tx and try_wait.parity sm_90) --------------------------------
+
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+// Make the initialised barriers visible to the async proxy (TMA) before first use.
+__device__ __forceinline__ void fence_barrier_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+// Arrive once and announce `bytes` of transactions (TMA completes them) for the current phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(bar), "r"(bytes) : "memory");
+}
+// Block until the phase with the given parity has completed.
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n"
+        "}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+// ---- TMA (sm_90): one instruction moves a whole 2-D box, completion counted on an mbarrier --
+
+// x is the inner (contiguous) coordinate, y the outer one, both in elements. Boxes that
+// overhang the tensor are zero-filled and still count their full size in bytes.
+__device__ __forceinline__ void tma_load_2d(u32 dst, const void* tmap, int x, int y, u32 bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];\n"
+        :: "r"(dst), "l"(reinterpret_cast<u64>(tmap)), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void prefetch_tmap(const void* tmap) {
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<u64>(tmap)) : "memory");
+}
+
+// ---- the 128-byte XOR swizzle (the layout TMA's SWIZZLE_128B writes) ------------------------
+// A tile is stored as "panels" of 128-byte rows. 16-byte chunk c of row r is stored at chunk
+// c ^ (r % 8) of that row. With the panel 1024-byte aligned this is exactly SWIZZLE_128B:
+// byte offset o -> o ^ (((o >> 7) & 7) << 4).
+__device__ __forceinline__ u32 swz128(u32 row, u32 chunk) {
+    return row * 128u + ((chunk ^ (row & 7u)) << 4);
+}

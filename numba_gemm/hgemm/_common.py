@@ -1,0 +1,162 @@
+"""Host-side logic shared by the native HGEMM levels: argument packing, launch, and the pure
+functions the kernels mirror (the 128-byte swizzle, the super-tile decode, the super-tile choice).
+
+The pure functions are the specification of what the device code does; tests check their
+properties with hypothesis, without a GPU.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+try:
+    import ml_dtypes
+
+    BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - bf16 levels then take fp16 only
+    BF16 = None
+
+DTYPES = (np.float16,) + ((BF16,) if BF16 is not None else ())
+
+INT32_MAX = 2**31 - 1
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# ---------------------------------------------------------------------------- swizzle
+
+def swizzle128(row: int, chunk: int) -> int:
+    """Byte offset of 16-byte chunk `chunk` (0..7) of row `row` in a 128-byte-row tile.
+
+    The chunk index is XORed with row % 8, so the 8 rows an ldmatrix reads at one logical
+    chunk land in 8 different 16-byte bank groups (conflict-free), with no padding.
+    """
+    return row * 128 + ((chunk ^ (row % 8)) * 16)
+
+
+def tma_swizzle_128b(offset: int) -> int:
+    """Where TMA's CU_TENSOR_MAP_SWIZZLE_128B puts the byte at linear `offset` of a box.
+
+    The documented pattern (CUTLASS calls it Swizzle<3,4,3>): address bits [4,7) are XORed
+    with bits [7,10), i.e. the 16-byte chunk within a 128-byte row is XORed with the row index
+    modulo 8, the pattern repeating every 1024 bytes. It assumes the shared destination is
+    1024-byte aligned, which the kernels guarantee.
+    """
+    return offset ^ (((offset >> 7) & 7) << 4)
+
+
+# ---------------------------------------------------------------------------- super-tiles
+
+def supertile_decode(bid: int, grid_m: int, grid_n: int, sm: int, sn: int) -> tuple[int, int]:
+    """Tile (bm, bn) computed by block `bid` of a 1-D grid of grid_m * grid_n blocks (v9).
+
+    Tile rows are grouped into bands of `sm` rows (the last band may be shorter); a band is
+    cut into super-tiles `sn` tiles wide (the last may be narrower); inside a super-tile n
+    varies fastest. Consecutive blocks therefore stay inside one sm x sn super-tile, so they
+    share A rows and B columns while both are in L2. Every bid in [0, grid_m*grid_n) maps to
+    a distinct tile: ragged edges need no idle blocks. The kernel does exactly this.
+    """
+    band = bid // (sm * grid_n)
+    r = bid - band * sm * grid_n
+    hm = min(sm, grid_m - band * sm)          # rows in this band
+    sc = r // (hm * sn)                       # super-tile index within the band
+    r2 = r - sc * hm * sn
+    wn = min(sn, grid_n - sc * sn)            # columns in this super-tile
+    return band * sm + r2 // wn, sc * sn + r2 % wn
+
+
+def supertile_working_set(sm: int, sn: int, bm: int, bn: int, K: int, elem_bytes: int = 2) -> int:
+    """Bytes of A and B one super-tile reads: (SM·BM + SN·BN)·K·elem_bytes (the seed's rule)."""
+    return (sm * bm + sn * bn) * K * elem_bytes
+
+
+def choose_supertile(M: int, N: int, K: int, bm: int, bn: int, l2_bytes: int,
+                     elem_bytes: int = 2, l2_share: float = 0.5) -> tuple[int, int]:
+    """The super-tile (SM, SN), in tiles, for a grid of cdiv(M,bm) x cdiv(N,bn) tiles.
+
+    Rule: the super-tile's working set (SM·BM + SN·BN)·K·elem_bytes must fit in
+    l2_share·L2. Half by default: Hopper's L2 is two partitions and data read by SMs on both
+    sides is held in both, so the capacity for operands that every SM reads is about half.
+    Within the rule, the fewest DRAM re-reads: a band's SM rows of A stay resident while the
+    band is swept, so A is read about once and B once per band, ceil(grid_m / SM) times. So
+    take the largest SM first (fewest B passes), then the largest SN that still fits (B
+    columns shared by more consecutive blocks). SM, SN are clamped to the grid; when even 1 x 1 does not fit (huge K),
+    return (1, 1): the order then hardly matters since nothing is re-used from L2 anyway.
+    """
+    grid_m, grid_n = cdiv(M, bm), cdiv(N, bn)
+    budget = int(l2_bytes * l2_share)
+    per_a = bm * K * elem_bytes
+    per_b = bn * K * elem_bytes
+    if per_a + per_b > budget:
+        return 1, 1
+    sm = min(grid_m, (budget - per_b) // per_a)
+    sn = min(grid_n, max(1, (budget - sm * per_a) // per_b))
+    return int(sm), int(sn)
+
+
+# ---------------------------------------------------------------------------- launch helpers
+
+def element_type(a) -> str:
+    """'f16' or 'bf16' for a device array of A or B (bf16 arrives as uint16 bit patterns)."""
+    dt = np.dtype(a.dtype)
+    if dt == np.float16:
+        return "f16"
+    if dt == np.uint16 or (BF16 is not None and dt == BF16):
+        return "bf16"
+    raise TypeError(f"HGEMM levels take float16 or bfloat16 (as uint16 bits), got {dt}")
+
+
+def device_ptr(a) -> int:
+    return int(a.__cuda_array_interface__["data"][0])
+
+
+def rows_16b_aligned(ptr: int, row_elems: int, elem_bytes: int = 2) -> bool:
+    """True when every row of a row-major matrix starts on a 16-byte boundary (cp.async/TMA)."""
+    return ptr % 16 == 0 and (row_elems * elem_bytes) % 16 == 0
+
+
+def pack_args(*values):
+    """ctypes objects for cuLaunchKernel, by type: ('p', ptr) pointer, ('i', n) int32, ('f', x) float."""
+    out = []
+    for kind, v in values:
+        if kind == "p":
+            out.append(ctypes.c_void_p(v))
+        elif kind == "i":
+            if not -(2**31) <= v <= INT32_MAX:
+                raise ValueError(f"kernel argument {v} does not fit in int32")
+            out.append(ctypes.c_int32(v))
+        elif kind == "f":
+            out.append(ctypes.c_float(v))
+        else:
+            raise ValueError(kind)
+    return out
+
+
+def check_dims(M: int, N: int, K: int) -> str | None:
+    """Shapes the native kernels cannot index: each dimension is passed as int32."""
+    if max(M, N, K) > INT32_MAX:
+        return f"each of M, N, K must be < 2^31 (int32 kernel arguments), got M={M}, N={N}, K={K}"
+    return None
+
+
+def launch(source: str, kernel: str, grid, block, smem: int, stream, args) -> None:
+    from .. import nvrtc
+
+    fn = nvrtc.function(source, kernel)
+    nvrtc.launch(fn, grid, block, smem, stream, args)
+
+
+def l2_cache_bytes() -> int:
+    """L2 size of the current device (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), cached."""
+    global _L2
+    if _L2 is None:
+        from .. import nvrtc
+
+        _L2 = nvrtc.device_attribute("L2_CACHE_SIZE")
+    return _L2
+
+
+_L2 = None

@@ -1,0 +1,387 @@
+"""Compile the native levels with NVRTC, cache the cubins on disk, load and launch them.
+
+Everything here works from pip wheels: NVRTC (nvidia-cuda-nvrtc), the CUDA headers found by
+cuda.pathfinder, and cuda.bindings for the driver calls. Compiling needs no GPU; loading and
+launching do.
+
+- compile_cubin(name, arch) -> bytes   SASS for one .cu in numba_gemm.native (cached on disk)
+- function(name, kernel)    -> CUfunction loaded into Numba's current context (cached in-process)
+- launch(fn, grid, block, smem, stream, args)   cuLaunchKernel with checked results
+
+We compile straight to CUBIN for a real architecture (sm_90a), never to PTX: the GPU's driver
+may be older than this NVRTC, and a driver refuses PTX from a newer ISA, while SASS for a
+supported architecture loads fine.
+
+Cache key: sha256 of the source, every header it includes (ours and the toolkit's), the
+options, the NVRTC version and the arch. Files are written to a temp name and renamed, so a
+concurrent reader never sees half a cubin.
+
+Environment:
+  NUMBA_GEMM_CACHE_DIR=path    cache location (default ~/.cache/numba_gemm)
+  NUMBA_GEMM_SHOW_COMPILE=1    print the equivalent compile command when NVRTC runs
+  NUMBA_GEMM_DUMP_SASS=1       write <cubin>.sass (nvdisasm) next to each cubin
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import importlib.resources
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+DEFAULT_ARCH = "sm_90a"
+
+# -lineinfo keeps SASS readable against the source at no runtime cost.
+BASE_OPTIONS = ("-std=c++17", "-default-device", "-lineinfo", "--ptxas-options=-v")
+
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+
+
+class CompileError(RuntimeError):
+    """NVRTC rejected a source; the message carries the full NVRTC log."""
+
+
+class DriverError(RuntimeError):
+    """A CUDA driver call failed."""
+
+
+# ---------------------------------------------------------------------------- locations
+
+def native_dir() -> Path:
+    return Path(str(importlib.resources.files("numba_gemm.native")))
+
+
+@functools.lru_cache(maxsize=None)
+def include_dirs() -> tuple[Path, ...]:
+    """Our headers first, then the toolkit headers from the pip wheels (cuda_fp16.h, mma.h, cuda.h)."""
+    dirs = [native_dir()]
+    from cuda.pathfinder import find_nvidia_header_directory
+
+    for lib in ("cudart", "nvrtc"):
+        try:
+            d = find_nvidia_header_directory(lib)
+        except Exception:  # noqa: BLE001 - a missing wheel shows up as a compile error below
+            d = None
+        if d and Path(d) not in dirs:
+            dirs.append(Path(d))
+    return tuple(dirs)
+
+
+def cache_dir() -> Path:
+    d = os.environ.get("NUMBA_GEMM_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "numba_gemm"
+    )
+    return Path(d)
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_version() -> tuple[int, int]:
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    _check_nvrtc(err, "nvrtcVersion")
+    return int(major), int(minor)
+
+
+def nvdisasm_path() -> str | None:
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+
+        return find_nvidia_binary_utility("nvdisasm")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# ---------------------------------------------------------------------------- compile
+
+def _resolve(name: str, quoted: bool, here: Path) -> Path | None:
+    candidates = ([here] if quoted else []) + list(include_dirs())
+    for d in candidates:
+        p = d / name
+        if p.is_file():
+            return p
+    return None
+
+
+def _dependencies(path: Path, seen: dict[Path, bytes], depth: int = 0) -> None:
+    """Every file `path` includes, recursively (toolkit headers to a bounded depth)."""
+    text = path.read_bytes()
+    seen[path] = text
+    if depth > 6:
+        return
+    for quote, name in _INCLUDE_RE.findall(text.decode("utf-8", "replace")):
+        dep = _resolve(name, quote == '"', path.parent)
+        if dep is not None and dep not in seen:
+            _dependencies(dep, seen, depth + 1)
+
+
+def options_for(arch: str, extra: tuple[str, ...] = ()) -> list[str]:
+    return [*BASE_OPTIONS, f"-arch={arch}", *(f"-I{d}" for d in include_dirs()), *extra]
+
+
+def cache_key(source_name: str, arch: str = DEFAULT_ARCH, extra: tuple[str, ...] = ()) -> str:
+    src = native_dir() / source_name
+    if not src.is_file():
+        raise FileNotFoundError(f"no native source {source_name!r} in {native_dir()}")
+    files: dict[Path, bytes] = {}
+    _dependencies(src, files)
+    h = hashlib.sha256()
+    for p in sorted(files, key=lambda p: (p != src, p.name, str(p))):
+        h.update(p.name.encode() + b"\0" + hashlib.sha256(files[p]).digest())
+    # include dirs are part of the options, but their location is not what matters: content is.
+    opts = [o for o in options_for(arch, extra) if not o.startswith("-I")]
+    h.update(repr((opts, nvrtc_version(), arch)).encode())
+    return h.hexdigest()[:32]
+
+
+def _check_nvrtc(err, what: str, prog=None):
+    from cuda.bindings import nvrtc
+
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        log = _program_log(prog) if prog is not None else ""
+        raise CompileError(f"{what} failed: {err}\n{log}")
+
+
+def _program_log(prog) -> str:
+    from cuda.bindings import nvrtc
+
+    err, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS or size <= 1:
+        return ""
+    buf = b" " * size
+    (err,) = nvrtc.nvrtcGetProgramLog(prog, buf)
+    return buf.rstrip(b"\0 ").decode("utf-8", "replace")
+
+
+def _nvrtc_compile(source_name: str, arch: str, extra: tuple[str, ...]) -> tuple[bytes, str]:
+    from cuda.bindings import nvrtc
+
+    src = native_dir() / source_name
+    opts = options_for(arch, extra)
+    if os.environ.get("NUMBA_GEMM_SHOW_COMPILE", "0") not in ("", "0"):
+        print(f"[numba_gemm] nvrtc {' '.join(opts)} {src}  (NVRTC {'.'.join(map(str, nvrtc_version()))})",
+              file=sys.stderr)
+    err, prog = nvrtc.nvrtcCreateProgram(src.read_bytes(), str(src).encode(), 0, [], [])
+    _check_nvrtc(err, "nvrtcCreateProgram")
+    try:
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(
+                f"NVRTC could not compile {source_name} for {arch}:\n{_program_log(prog)}"
+            )
+        log = _program_log(prog)
+        err, size = nvrtc.nvrtcGetCUBINSize(prog)
+        _check_nvrtc(err, "nvrtcGetCUBINSize", prog)
+        cubin = b" " * size
+        (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
+        _check_nvrtc(err, "nvrtcGetCUBIN", prog)
+        return bytes(cubin), log
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def cubin_path(source_name: str, arch: str = DEFAULT_ARCH, extra: tuple[str, ...] = ()) -> Path:
+    stem = Path(source_name).stem
+    return cache_dir() / f"{stem}.{arch}.{cache_key(source_name, arch, extra)}.cubin"
+
+
+_compile_lock = threading.Lock()
+
+
+def compile_cubin(source_name: str, arch: str = DEFAULT_ARCH) -> bytes:
+    """SASS (a cubin) for native/<source_name>, compiled by NVRTC for `arch`, cached on disk."""
+    return _compile(source_name, arch, ())
+
+
+def compile_log(source_name: str, arch: str = DEFAULT_ARCH) -> str:
+    """The NVRTC/ptxas log of the cached compile (register counts, spill stores and loads)."""
+    path = cubin_path(source_name, arch)
+    _compile(source_name, arch, ())
+    log = path.with_suffix(".log")
+    return log.read_text() if log.exists() else ""
+
+
+_cubins: dict = {}
+
+
+def _compile(source_name: str, arch: str, extra: tuple[str, ...]) -> bytes:
+    path = cubin_path(source_name, arch, extra)
+    hit = _cubins.get(path)
+    if hit is not None:
+        return hit
+    with _compile_lock:
+        if path.exists():
+            _cubins[path] = path.read_bytes()
+            return _cubins[path]
+        cubin, log = _nvrtc_compile(source_name, arch, extra)
+        _atomic_write(path.with_suffix(".log"), log.encode())
+        _atomic_write(path, cubin)
+        _cubins[path] = cubin
+    if os.environ.get("NUMBA_GEMM_DUMP_SASS", "0") not in ("", "0"):
+        sass = disassemble(cubin)
+        _atomic_write(path.with_suffix(".sass"), sass.encode())
+        print(f"[numba_gemm] SASS written to {path.with_suffix('.sass')}", file=sys.stderr)
+    return cubin
+
+
+def disassemble(cubin: bytes) -> str:
+    """SASS text of a cubin (nvdisasm from the nvidia-cuda-nvdisasm wheel or PATH)."""
+    tool = nvdisasm_path()
+    if tool is None:
+        raise FileNotFoundError("nvdisasm not found: pip install nvidia-cuda-nvdisasm")
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "k.cubin"
+        p.write_bytes(cubin)
+        out = subprocess.run([tool, "-c", "-g", str(p)], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"nvdisasm failed: {out.stderr}")
+        return out.stdout
+
+
+# ---------------------------------------------------------------------------- load + launch
+
+def check(result, what: str):
+    """Raise DriverError unless a cuda.bindings driver call succeeded; return its values."""
+    from cuda.bindings import driver as drv
+
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        _, name = drv.cuGetErrorName(err)
+        _, desc = drv.cuGetErrorString(err)
+        name = name.decode() if isinstance(name, bytes) else name
+        desc = desc.decode() if isinstance(desc, bytes) else desc
+        raise DriverError(f"{what} failed: {name}: {desc}")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+_modules: dict = {}
+_functions: dict = {}
+_load_lock = threading.Lock()
+
+
+def _context_key():
+    """Make Numba's primary context current (the arrays live there) and return its handle."""
+    from cuda.bindings import driver as drv
+    from numba import cuda
+
+    cuda.current_context()
+    ctx = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    return int(ctx)
+
+
+def function(source_name: str, kernel_name: str, arch: str = DEFAULT_ARCH):
+    """The CUfunction `kernel_name` of native/<source_name>, loaded once per context."""
+    from cuda.bindings import driver as drv
+
+    ctx = _context_key()
+    key = (ctx, source_name, kernel_name, arch)
+    fn = _functions.get(key)
+    if fn is not None:
+        return fn
+    with _load_lock:
+        mkey = (ctx, source_name, arch)
+        mod = _modules.get(mkey)
+        if mod is None:
+            cubin = compile_cubin(source_name, arch)
+            mod = check(drv.cuModuleLoadData(cubin), f"cuModuleLoadData({source_name})")
+            _modules[mkey] = mod
+        fn = check(drv.cuModuleGetFunction(mod, kernel_name.encode()),
+                   f"cuModuleGetFunction({kernel_name})")
+        _functions[key] = fn
+    return fn
+
+
+def device_arch() -> str:
+    """sm_XY[a] of the current device: 'a' (arch-specific features such as wgmma/setmaxnreg) on 9.0."""
+    from cuda.bindings import driver as drv
+
+    _context_key()
+    dev = check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
+    A = drv.CUdevice_attribute
+    major = check(drv.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attr")
+    minor = check(drv.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attr")
+    return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
+
+
+def device_attribute(name: str) -> int:
+    """An integer CU_DEVICE_ATTRIBUTE_<name> of the current device (e.g. 'L2_CACHE_SIZE')."""
+    from cuda.bindings import driver as drv
+
+    _context_key()
+    dev = check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
+    attr = getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+    return int(check(drv.cuDeviceGetAttribute(attr, dev), f"cuDeviceGetAttribute({name})"))
+
+
+_smem_set: dict = {}
+
+
+def _allow_dynamic_smem(fn, smem: int) -> None:
+    from cuda.bindings import driver as drv
+
+    key = int(fn)
+    if smem <= 48 * 1024 or _smem_set.get(key, 0) >= smem:
+        return
+    check(
+        drv.cuFuncSetAttribute(
+            fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem
+        ),
+        f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={smem})",
+    )
+    _smem_set[key] = smem
+
+
+def stream_handle(stream) -> int:
+    """A raw CUstream value from a Numba stream, a cuda.core/driver stream, an int, or None (0)."""
+    if stream is None or stream == 0:
+        return 0
+    h = getattr(stream, "handle", stream)
+    if isinstance(h, ctypes.c_void_p):
+        return h.value or 0
+    if hasattr(h, "value") and isinstance(getattr(h, "value"), int):
+        return h.value
+    return int(h)
+
+
+def launch(fn, grid, block, smem: int, stream, args) -> None:
+    """cuLaunchKernel(fn) with `args` (ctypes objects, or objects with getPtr(), in order)."""
+    from cuda.bindings import driver as drv
+
+    _allow_dynamic_smem(fn, smem)
+    ptrs = (ctypes.c_void_p * len(args))(
+        *[a.getPtr() if hasattr(a, "getPtr") else ctypes.addressof(a) for a in args]
+    )
+    g = tuple(grid) + (1,) * (3 - len(grid))
+    b = tuple(block) + (1,) * (3 - len(block))
+    check(
+        drv.cuLaunchKernel(fn, *g, *b, smem, drv.CUstream(stream_handle(stream)),
+                           ctypes.addressof(ptrs), 0),
+        "cuLaunchKernel",
+    )
