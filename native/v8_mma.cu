@@ -1,0 +1,227 @@
+// v8 - WMMA replaced by inline PTX: ldmatrix + mma.sync.m16n8k16, padding replaced by the
+// 128-byte XOR swizzle.
+//
+// C (M x N, fp32) = alpha * A (M x K) @ B (K x N) + beta * C; A, B fp16 or bf16, row-major.
+//
+// Tile: 128 x 256 x 64, 4-stage cp.async pipeline (4 x 48 KB of shared memory), 256 threads =
+// 8 warps as 2 (m) x 4 (n), each warp 64 x 64 of C = 4 x 8 mma tiles of 16 x 8 (128 fp32
+// accumulators per thread). Per 16-wide k step a warp issues 4 ldmatrix for A, 4 ldmatrix.trans
+// for B and 32 mma: 8 shared loads of 512 B feed 32 x 4096 FLOPs, so shared-memory bandwidth
+// stays below the tensor pipe's demand (a 64 x 32 warp tile needs 6 loads per 16 mma).
+//
+// Shared layout: every tile is made of "panels" of 128-byte rows (64 halves). A's tile is one
+// panel of 128 rows (m) x 64 k; B's tile is 4 panels of 64 rows (k) x 64 n. Chunk c (16 B) of
+// row r is stored at chunk c ^ (r % 8): the 8 rows an ldmatrix reads sit in 8 different
+// 16-byte bank groups, with no padding. With 1024-byte aligned panels this is byte for byte
+// the layout TMA's SWIZZLE_128B writes (v10 loads the same tiles by TMA, reads them the same).
+//
+// Edges: cp.async with src-size 0 zero-fills chunks past M, N, K; masked stores. Rows that are
+// not 16-byte aligned (K or N % 8 != 0, or an unaligned base) fall back to element-wise loads.
+// 64-bit offsets wherever a row index multiplies a leading dimension.
+#include "ptx.cuh"
+
+namespace hg {
+
+constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4, THREADS = 256;
+constexpr int WARPS_M = 2, WARPS_N = 4;
+constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;     // 64 x 64
+constexpr int MT = WM / 16, NT = WN / 8;                 // 4 x 8 mma tiles per warp
+constexpr u32 A_BYTES = BM * BK * 2;                     // 16 KB: one panel, 128 rows
+constexpr u32 B_PANEL = BK * 128;                        // 8 KB: 64 k-rows x 64 n
+constexpr u32 B_BYTES = (BN / 64) * B_PANEL;             // 32 KB
+constexpr u32 STAGE_BYTES = A_BYTES + B_BYTES;           // 48 KB, a multiple of 1024
+// Dynamic shared memory the host must give: STAGES * STAGE_BYTES + 1024 (slack to align the
+// base to 1024 bytes) = 197,632 bytes.
+
+static_assert(BK * 2 == 128, "the swizzle and the ldmatrix XOR walk assume 128-byte A rows");
+static_assert(WN == 64, "a warp's B columns are exactly one 64-wide panel");
+
+typedef unsigned short bits16;
+
+// Copy one 16-byte chunk. VEC: cp.async (zero-fill when !ok). Otherwise element-wise with
+// per-element bounds, for rows that are not 16-byte aligned in global memory.
+template <bool VEC>
+__device__ __forceinline__ void copy_chunk(u32 dst, char* dst_generic, const bits16* src,
+                                           bool row_ok, long long col, long long ncols,
+                                           const bits16* any_valid) {
+    if (VEC) {
+        const bool ok = row_ok && col < ncols;
+        cp_async16(dst, ok ? (const void*)src : (const void*)any_valid, ok ? 16 : 0);
+    } else {
+        u32 w[4];
+        #pragma unroll
+        for (int e = 0; e < 8; e += 2) {
+            const u32 lo = (row_ok && col + e < ncols) ? src[e] : 0u;
+            const u32 hi = (row_ok && col + e + 1 < ncols) ? src[e + 1] : 0u;
+            w[e / 2] = lo | (hi << 16);
+        }
+        *reinterpret_cast<uint4*>(dst_generic) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
+// The whole block computes tile (bm, bn). FAST: both operands take cp.async (16-byte rows).
+template <typename T, bool FAST>
+__device__ __forceinline__ void block_tile(const bits16* __restrict__ A, const bits16* __restrict__ B,
+                                           float* __restrict__ C, int M, int N, int K,
+                                           float alpha, float beta, bool vec_a, bool vec_b,
+                                           bool vec_c, int bm, int bn, char* smem_raw) {
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+    const int m0 = bm * BM, n0 = bn * BN;
+
+    // 1024-aligned base: the XOR walks below flip address bits 4..6 only.
+    const u32 raw = smem_u32(smem_raw);
+    const u32 base = (raw + 1023u) & ~1023u;
+    char* const base_generic = smem_raw + (base - raw);
+
+    // ---- producer-side precompute: each thread copies 4 chunks of A and 8 of B per stage.
+    // A chunk i: row tid/8 + 32i, chunk tid%8 -> same (row % 8) for all i, 4096 bytes apart.
+    const int a_r = tid / 8, a_c = tid % 8;
+    const u32 a_dst = swz128(a_r, a_c);
+    const bits16* a_src = A + (long long)(m0 + a_r) * K + a_c * 8;
+    const long long a_step = 32LL * K;
+    // B chunk i: k-row tid/32 + 8i, 16-byte column tid%32 (panel (tid%32)/8) -> 1024 bytes apart.
+    const int b_r = tid / 32, b_nc = tid % 32;
+    const u32 b_dst = A_BYTES + (b_nc / 8) * B_PANEL + swz128(b_r, b_nc % 8);
+    const long long b_col = (long long)n0 + b_nc * 8;
+    const bits16* b_src = B + (long long)b_r * N + b_col;
+    const long long b_step = 8LL * N;
+
+    auto load_stage = [&](int stage, int kt) {
+        const u32 st = base + stage * STAGE_BYTES;
+        char* stg = base_generic + stage * STAGE_BYTES;
+        const long long k0 = (long long)kt * BK;
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const bool row_ok = m0 + a_r + 32 * i < M;
+            const bits16* src = a_src + i * a_step + k0;
+            if (FAST || vec_a)
+                copy_chunk<true>(st + a_dst + i * 4096, nullptr, src, row_ok, k0 + a_c * 8, K, A);
+            else
+                copy_chunk<false>(0, stg + a_dst + i * 4096, src, row_ok, k0 + a_c * 8, K, A);
+        }
+        #pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const bool row_ok = k0 + b_r + 8 * i < K;
+            const bits16* src = b_src + k0 * N + i * b_step;
+            if (FAST || vec_b)
+                copy_chunk<true>(st + b_dst + i * 1024, nullptr, src, row_ok, b_col, N, B);
+            else
+                copy_chunk<false>(0, stg + b_dst + i * 1024, src, row_ok, b_col, N, B);
+        }
+    };
+
+    // ---- consumer-side precompute: this lane's ldmatrix addresses, swizzle included.
+    // A (x4): lane supplies row lane%16, logical chunk lane/16 (+2 per k16 step: XOR kk*32).
+    const u32 a_lane = warp_m * (WM * 128) + swz128(lane % 16, lane / 16);
+    // B (x4.trans): matrices (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15);
+    // lane supplies k-row lane%8 + 8*((lane/8)%2), chunk lane/16 (+2 per 16 n: XOR j*32).
+    const u32 b_lane = A_BYTES + warp_n * B_PANEL + swz128(lane % 8 + 8 * ((lane / 8) % 2), lane / 16);
+
+    float acc[MT][NT][4];
+    #pragma unroll
+    for (int i = 0; i < MT; ++i)
+        #pragma unroll
+        for (int j = 0; j < NT; ++j)
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    const int k_tiles = (K + BK - 1) / BK;
+    #pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < k_tiles) load_stage(s, s);
+        cp_async_commit();
+    }
+
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        cp_async_wait<STAGES - 2>();   // tile kt has landed (this thread's copies) ...
+        __syncthreads();               // ... and everyone's; stage (kt-1)%S is free again
+        {
+            const int nk = kt + STAGES - 1;
+            if (nk < k_tiles) load_stage(nk % STAGES, nk);
+            cp_async_commit();         // an empty group keeps the wait count in step
+        }
+        const u32 st = base + (kt % STAGES) * STAGE_BYTES;
+        const u32 a_thr = st + a_lane, b_thr = st + b_lane;
+        #pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            u32 af[MT][4], bf[NT / 2][4];
+            #pragma unroll
+            for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], (a_thr + i * 16 * 128) ^ (kk * 32));
+            #pragma unroll
+            for (int j = 0; j < NT / 2; ++j) ldmatrix_x4_trans(bf[j], (b_thr + kk * 16 * 128) ^ (j * 32));
+            #pragma unroll
+            for (int i = 0; i < MT; ++i)
+                #pragma unroll
+                for (int j = 0; j < NT / 2; ++j) {
+                    mma_16816(acc[i][2 * j], af[i], bf[j][0], bf[j][1], T());
+                    mma_16816(acc[i][2 * j + 1], af[i], bf[j][2], bf[j][3], T());
+                }
+        }
+    }
+    cp_async_wait<0>();
+
+    // ---- epilogue: accumulator (i, j) holds rows g, g+8 and columns 2q, 2q+1 of a 16 x 8 tile.
+    const int g = lane / 4, q = lane % 4;
+    #pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const long long row = (long long)m0 + warp_m * WM + i * 16 + g + 8 * h;
+            if (row >= M) continue;
+            float* crow = C + row * N;
+            #pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const long long col = (long long)n0 + warp_n * WN + j * 8 + 2 * q;
+                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
+                if (vec_c && col + 1 < N) {
+                    float2* c2 = reinterpret_cast<float2*>(crow + col);
+                    if (beta != 0.0f) {
+                        const float2 old = *c2;
+                        v0 += beta * old.x;
+                        v1 += beta * old.y;
+                    }
+                    *c2 = make_float2(v0, v1);
+                } else {
+                    if (col < N) crow[col] = beta != 0.0f ? v0 + beta * crow[col] : v0;
+                    if (col + 1 < N) crow[col + 1] = beta != 0.0f ? v1 + beta * crow[col + 1] : v1;
+                }
+            }
+        }
+    }
+}
+
+}  // namespace hg
+
+// ---- which tile a block computes -------------------------------------------------------------
+#ifndef HG_TILE_ORDER_DEFINED
+// v8: a 1-D grid in row-major tile order (n fastest), as the seed's v8.
+__device__ __forceinline__ void tile_of(int bid, int grid_m, int grid_n, int, int, int& bm, int& bn) {
+    bm = bid / grid_n;
+    bn = bid - bm * grid_n;
+}
+#define HG_ENTRY(dt) v8_mma_##dt
+#endif
+
+#define HG_ARGS const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,      \
+    float* __restrict__ C, int M, int N, int K, float alpha, float beta, int vec_a, int vec_b, \
+    int vec_c, int super_m, int super_n
+
+template <typename T>
+__device__ __forceinline__ void hgemm_entry(HG_ARGS) {
+    extern __shared__ char smem[];
+    const int grid_m = (M + hg::BM - 1) / hg::BM, grid_n = (N + hg::BN - 1) / hg::BN;
+    int bm, bn;
+    tile_of(blockIdx.x, grid_m, grid_n, super_m, super_n, bm, bn);
+    if (vec_a && vec_b)
+        hg::block_tile<T, true>(A, B, C, M, N, K, alpha, beta, true, true, vec_c, bm, bn, smem);
+    else
+        hg::block_tile<T, false>(A, B, C, M, N, K, alpha, beta, vec_a, vec_b, vec_c, bm, bn, smem);
+}
+
+extern "C" __global__ void __launch_bounds__(hg::THREADS, 1) HG_ENTRY(f16)(HG_ARGS) {
+    hgemm_entry<__half>(A, B, C, M, N, K, alpha, beta, vec_a, vec_b, vec_c, super_m, super_n);
+}
+extern "C" __global__ void __launch_bounds__(hg::THREADS, 1) HG_ENTRY(bf16)(HG_ARGS) {
+    hgemm_entry<__nv_bfloat16>(A, B, C, M, N, K, alpha, beta, vec_a, vec_b, vec_c, super_m, super_n);
+}
