@@ -59,6 +59,77 @@ __device__ __forceinline__ void copy_chunk(u32 dst, char* dst_generic, const bit
     }
 }
 
+// ---- the consumer side, shared with v10 -----------------------------------------------------
+
+// This lane's ldmatrix addresses relative to a stage, swizzle included (computed once).
+// A (x4): matrices (m0-7,k0-7) (m8-15,k0-7) (m0-7,k8-15) (m8-15,k8-15) = mma's a0..a3; lane
+// supplies row lane%16, logical chunk lane/16. Chunk 2kk + lane/16 of row r is at
+// (2kk + lane/16) ^ (r%8) = ((lane/16) ^ (r%8)) ^ 2kk, so a k step is an XOR with kk*32 bytes.
+__device__ __forceinline__ u32 a_lane_offset(int warp_m, int lane) {
+    return warp_m * (WM * 128) + swz128(lane % 16, lane / 16);
+}
+// B (x4.trans): matrices (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15) = b0b1, b2b3 of
+// two n8 tiles; lane supplies k-row lane%8 + 8*((lane/8)%2), chunk lane/16; the next 16
+// columns are 2 chunks on: an XOR with j*32 bytes. A warp's 64 columns are one panel.
+__device__ __forceinline__ u32 b_lane_offset(int warp_n, int lane) {
+    return A_BYTES + warp_n * B_PANEL + swz128(lane % 8 + 8 * ((lane / 8) % 2), lane / 16);
+}
+
+// One BK-deep stage: 4 k16 steps of 4 + 4 ldmatrix and 32 mma. a_thr, b_thr: stage base +
+// the lane offsets above; the stage base must be 1024-byte aligned (the XORs touch bits 4..6).
+template <typename T>
+__device__ __forceinline__ void mma_stage(float (&acc)[MT][NT][4], u32 a_thr, u32 b_thr) {
+    #pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+        u32 af[MT][4], bf[NT / 2][4];
+        #pragma unroll
+        for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], (a_thr + i * 16 * 128) ^ (kk * 32));
+        #pragma unroll
+        for (int j = 0; j < NT / 2; ++j) ldmatrix_x4_trans(bf[j], (b_thr + kk * 16 * 128) ^ (j * 32));
+        #pragma unroll
+        for (int i = 0; i < MT; ++i)
+            #pragma unroll
+            for (int j = 0; j < NT / 2; ++j) {
+                mma_16816(acc[i][2 * j], af[i], bf[j][0], bf[j][1], T());
+                mma_16816(acc[i][2 * j + 1], af[i], bf[j][2], bf[j][3], T());
+            }
+    }
+}
+
+// Epilogue: accumulator (i, j) holds rows g, g+8 and columns 2q, 2q+1 of a 16 x 8 tile.
+// Masked; float2 stores when C rows allow; beta == 0 never reads C.
+__device__ __forceinline__ void store_tile(const float (&acc)[MT][NT][4], float* __restrict__ C,
+                                           int M, int N, int m0, int n0, int warp_m, int warp_n,
+                                           int lane, float alpha, float beta, bool vec_c) {
+    const int g = lane / 4, q = lane % 4;
+    #pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const long long row = (long long)m0 + warp_m * WM + i * 16 + g + 8 * h;
+            if (row >= M) continue;
+            float* crow = C + row * N;
+            #pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const long long col = (long long)n0 + warp_n * WN + j * 8 + 2 * q;
+                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
+                if (vec_c && col + 1 < N) {
+                    float2* c2 = reinterpret_cast<float2*>(crow + col);
+                    if (beta != 0.0f) {
+                        const float2 old = *c2;
+                        v0 += beta * old.x;
+                        v1 += beta * old.y;
+                    }
+                    *c2 = make_float2(v0, v1);
+                } else {
+                    if (col < N) crow[col] = beta != 0.0f ? v0 + beta * crow[col] : v0;
+                    if (col + 1 < N) crow[col + 1] = beta != 0.0f ? v1 + beta * crow[col + 1] : v1;
+                }
+            }
+        }
+    }
+}
+
 // The whole block computes tile (bm, bn). FAST: both operands take cp.async (16-byte rows).
 template <typename T, bool FAST>
 __device__ __forceinline__ void block_tile(const bits16* __restrict__ A, const bits16* __restrict__ B,
@@ -111,12 +182,7 @@ __device__ __forceinline__ void block_tile(const bits16* __restrict__ A, const b
         }
     };
 
-    // ---- consumer-side precompute: this lane's ldmatrix addresses, swizzle included.
-    // A (x4): lane supplies row lane%16, logical chunk lane/16 (+2 per k16 step: XOR kk*32).
-    const u32 a_lane = warp_m * (WM * 128) + swz128(lane % 16, lane / 16);
-    // B (x4.trans): matrices (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15);
-    // lane supplies k-row lane%8 + 8*((lane/8)%2), chunk lane/16 (+2 per 16 n: XOR j*32).
-    const u32 b_lane = A_BYTES + warp_n * B_PANEL + swz128(lane % 8 + 8 * ((lane / 8) % 2), lane / 16);
+    const u32 a_lane = a_lane_offset(warp_m, lane), b_lane = b_lane_offset(warp_n, lane);
 
     float acc[MT][NT][4];
     #pragma unroll
@@ -142,53 +208,11 @@ __device__ __forceinline__ void block_tile(const bits16* __restrict__ A, const b
             cp_async_commit();         // an empty group keeps the wait count in step
         }
         const u32 st = base + (kt % STAGES) * STAGE_BYTES;
-        const u32 a_thr = st + a_lane, b_thr = st + b_lane;
-        #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            u32 af[MT][4], bf[NT / 2][4];
-            #pragma unroll
-            for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], (a_thr + i * 16 * 128) ^ (kk * 32));
-            #pragma unroll
-            for (int j = 0; j < NT / 2; ++j) ldmatrix_x4_trans(bf[j], (b_thr + kk * 16 * 128) ^ (j * 32));
-            #pragma unroll
-            for (int i = 0; i < MT; ++i)
-                #pragma unroll
-                for (int j = 0; j < NT / 2; ++j) {
-                    mma_16816(acc[i][2 * j], af[i], bf[j][0], bf[j][1], T());
-                    mma_16816(acc[i][2 * j + 1], af[i], bf[j][2], bf[j][3], T());
-                }
-        }
+        mma_stage<T>(acc, st + a_lane, st + b_lane);
     }
     cp_async_wait<0>();
 
-    // ---- epilogue: accumulator (i, j) holds rows g, g+8 and columns 2q, 2q+1 of a 16 x 8 tile.
-    const int g = lane / 4, q = lane % 4;
-    #pragma unroll
-    for (int i = 0; i < MT; ++i) {
-        #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const long long row = (long long)m0 + warp_m * WM + i * 16 + g + 8 * h;
-            if (row >= M) continue;
-            float* crow = C + row * N;
-            #pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const long long col = (long long)n0 + warp_n * WN + j * 8 + 2 * q;
-                float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
-                if (vec_c && col + 1 < N) {
-                    float2* c2 = reinterpret_cast<float2*>(crow + col);
-                    if (beta != 0.0f) {
-                        const float2 old = *c2;
-                        v0 += beta * old.x;
-                        v1 += beta * old.y;
-                    }
-                    *c2 = make_float2(v0, v1);
-                } else {
-                    if (col < N) crow[col] = beta != 0.0f ? v0 + beta * crow[col] : v0;
-                    if (col + 1 < N) crow[col + 1] = beta != 0.0f ? v1 + beta * crow[col + 1] : v1;
-                }
-            }
-        }
-    }
+    store_tile(acc, C, M, N, m0, n0, warp_m, warp_n, lane, alpha, beta, vec_c);
 }
 
 }  // namespace hg
@@ -203,6 +227,7 @@ __device__ __forceinline__ void tile_of(int bid, int grid_m, int grid_n, int, in
 #define HG_ENTRY(dt) v8_mma_##dt
 #endif
 
+#ifndef HG_NO_ENTRY
 #define HG_ARGS const unsigned short* __restrict__ A, const unsigned short* __restrict__ B,      \
     float* __restrict__ C, int M, int N, int K, float alpha, float beta, int vec_a, int vec_b, \
     int vec_c, int super_m, int super_n
@@ -225,3 +250,4 @@ extern "C" __global__ void __launch_bounds__(hg::THREADS, 1) HG_ENTRY(f16)(HG_AR
 extern "C" __global__ void __launch_bounds__(hg::THREADS, 1) HG_ENTRY(bf16)(HG_ARGS) {
     hgemm_entry<__nv_bfloat16>(A, B, C, M, N, K, alpha, beta, vec_a, vec_b, vec_c, super_m, super_n);
 }
+#endif  // HG_NO_ENTRY

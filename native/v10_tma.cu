@@ -1,0 +1,139 @@
+// v10 = v9 with loads by TMA and an mbarrier pipeline instead of cp.async + __syncthreads.
+//
+// One thread (tid 0) issues, per stage, one cp.async.bulk.tensor.2d for the 128 x 64 A box and
+// one per 64 x 64 B panel (up to 4). TMA writes them with SWIZZLE_128B, byte for byte the
+// layout v8 wrote with cp.async, so the ldmatrix/mma code (v8's mma_stage) is unchanged; it
+// also zero-fills whatever part of a box lies outside the matrix, so there is no edge code
+// in the loads. Each stage has two mbarriers:
+//   full[s]  (1 arrival + transaction bytes): tid 0 arrives with expect_tx(bytes of the stage);
+//            TMA completes the bytes; the phase flips when the whole stage has landed.
+//   empty[s] (8 arrivals): lane 0 of each warp arrives when the warp has read the stage.
+// There is no __syncthreads in the K loop: a warp waits only for the stage it is about to read,
+// and the producer waits only for the stage it is about to overwrite.
+//
+// Refill distance: at iteration kt tid 0 refills the stage read at kt-2 (tile kt+STAGES-2),
+// not the one read at kt-1: the other warps have long finished kt-2, so the producer (which
+// also computes, in warp 0) practically never waits, and two tiles are in flight ahead of
+// the one being multiplied.
+//
+// The tensor maps are built on the host (numba_gemm.tma) and passed by value as
+// __grid_constant__ parameters; TMA takes their generic address. Requirements (checked on the
+// host before launch): 16-byte aligned base, rows a multiple of 16 bytes (K % 8 == 0 and
+// N % 8 == 0 for 2-byte types), inner box exactly 128 bytes (the swizzle span the XOR walk assumes).
+#define HG_NO_ENTRY
+#include "v9_supertile.cu"   // tile_of (super-tiles) and v8's hg:: consumer code, no entries
+
+// CUtensorMap as cuda.h declares it (128 opaque bytes, 64-byte aligned). cuda.h itself is a host
+// header that pulls in <stdlib.h>, which NVRTC does not have, so the layout is restated here.
+#ifndef CUDA_VERSION
+struct alignas(64) CUtensorMap {
+    unsigned long long opaque[16];
+};
+#endif
+static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == 64, "CUtensorMap layout");
+
+namespace hg {
+
+// Dynamic shared memory the host must give: STAGES * STAGE_BYTES + 1024 (alignment slack)
+// + the barriers = 197,696 bytes.
+
+template <typename T>
+__device__ __forceinline__ void block_tile_tma(const CUtensorMap* tm_a, const CUtensorMap* tm_b,
+                                               float* __restrict__ C, int M, int N, int K,
+                                               float alpha, float beta, bool vec_c, int bm, int bn,
+                                               char* smem_raw) {
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+    const int m0 = bm * BM, n0 = bn * BN;
+
+    // SWIZZLE_128B boxes must start on 1024-byte boundaries; stages are 48 KB apart.
+    const u32 raw = smem_u32(smem_raw);
+    const u32 base = (raw + 1023u) & ~1023u;
+    const u32 full = base + STAGES * STAGE_BYTES;   // full[s] at full + 8s
+    const u32 empty = full + STAGES * 8;            // empty[s] at empty + 8s
+
+    // B panels wholly right of N are not loaded: their columns are never stored, and only
+    // those columns read them. Fewer bytes, and no box that lies entirely outside the tensor.
+    const int b_panels = min(BN / 64, (N - n0 + 63) / 64);
+    const u32 stage_tx = A_BYTES + b_panels * B_PANEL;
+
+    if (tid == 0) {
+        prefetch_tmap(tm_a);
+        prefetch_tmap(tm_b);
+        #pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + 8 * s, 1);
+            mbar_init(empty + 8 * s, THREADS / 32);
+        }
+        fence_barrier_init();
+        fence_proxy_async();
+    }
+    __syncthreads();
+
+    const int k_tiles = (K + BK - 1) / BK;
+    auto issue = [&](int f) {   // tid 0 only: load K tile f into stage f % STAGES
+        const int s = f % STAGES;
+        const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
+        mbar_arrive_expect_tx(bar, stage_tx);
+        tma_load_2d(st, tm_a, f * BK, m0, bar);
+        for (int p = 0; p < b_panels; ++p)
+            tma_load_2d(st + A_BYTES + p * B_PANEL, tm_b, n0 + 64 * p, f * BK, bar);
+    };
+
+    if (tid == 0)
+        for (int f = 0; f < STAGES - 2 && f < k_tiles; ++f) issue(f);
+
+    float acc[MT][NT][4];
+    #pragma unroll
+    for (int i = 0; i < MT; ++i)
+        #pragma unroll
+        for (int j = 0; j < NT; ++j)
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    const u32 a_lane = a_lane_offset(warp_m, lane), b_lane = b_lane_offset(warp_n, lane);
+
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        if (tid == 0) {
+            const int f = kt + STAGES - 2;
+            if (f < k_tiles) {
+                // the (f / STAGES)-th fill of its stage needs the previous read of it released
+                if (f >= STAGES) mbar_wait(empty + 8 * (f % STAGES), ((f / STAGES) - 1) & 1);
+                issue(f);
+            }
+        }
+        __syncwarp();
+        const int s = kt % STAGES;
+        mbar_wait(full + 8 * s, (kt / STAGES) & 1);
+        const u32 st = base + s * STAGE_BYTES;
+        mma_stage<T>(acc, st + a_lane, st + b_lane);
+        __syncwarp();                      // every lane's ldmatrix of stage s is done
+        if (lane == 0) mbar_arrive(empty + 8 * s);
+    }
+
+    store_tile(acc, C, M, N, m0, n0, warp_m, warp_n, lane, alpha, beta, vec_c);
+}
+
+}  // namespace hg
+
+#define V10_ARGS const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b, \
+    float* __restrict__ C, int M, int N, int K, float alpha, float beta, int vec_c, int super_m,     \
+    int super_n
+
+template <typename T>
+__device__ __forceinline__ void v10_entry(const CUtensorMap* tm_a, const CUtensorMap* tm_b,
+                                          float* C, int M, int N, int K, float alpha, float beta,
+                                          int vec_c, int super_m, int super_n) {
+    extern __shared__ char smem[];
+    const int grid_m = (M + hg::BM - 1) / hg::BM, grid_n = (N + hg::BN - 1) / hg::BN;
+    int bm, bn;
+    tile_of(blockIdx.x, grid_m, grid_n, super_m, super_n, bm, bn);
+    hg::block_tile_tma<T>(tm_a, tm_b, C, M, N, K, alpha, beta, vec_c, bm, bn, smem);
+}
+
+extern "C" __global__ void __launch_bounds__(hg::THREADS, 1) v10_tma_f16(V10_ARGS) {
+    v10_entry<__half>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n);
+}
+extern "C" __global__ void __launch_bounds__(hg::THREADS, 1) v10_tma_bf16(V10_ARGS) {
+    v10_entry<__nv_bfloat16>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n);
+}
