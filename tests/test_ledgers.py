@@ -1,0 +1,301 @@
+"""The three ledgers: the seed's published figures, and the request/bank models on
+hand-checkable warp patterns. Pure arithmetic: no GPU, no simulator."""
+import json
+import math
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from numba_gemm import ledgers as L
+
+SEED = L.SEED_GEOMETRY
+N = 4096
+
+
+def seed_bytes(level, n=N):
+    return L.bytes_ledger(level, L.RTX4090, n, geom=SEED[level])
+
+
+def seed_cycles(level, n=N):
+    return L.cycle_ledger(level, L.RTX4090, n, geom=SEED[level])
+
+
+def seed_requests(level, n=N):
+    return L.request_ledger(level, n, geom=SEED[level])
+
+
+# ---------------------------------------------------------------- bytes ledger
+
+@pytest.mark.parametrize("level, intensity", [
+    ("k1", 0.250), ("k2", 0.250), ("k3", 7.969), ("k3c", 12.720),
+    ("k4", 7.969), ("k5", 12.720), ("k6", 12.720),
+])
+def test_seed_intensities(level, intensity):
+    assert round(seed_bytes(level).intensity, 3) == intensity
+
+
+def test_intensity_formula_exact():
+    # 32×32 tile: 2·32·32·K FLOPs over 4·(32+32)·K + 4·32·32 bytes per tile
+    k3 = seed_bytes("k3")
+    assert k3.intensity == pytest.approx(2 * 32 * 32 * N / (4 * 64 * N + 4 * 1024), rel=1e-12)
+    k5 = seed_bytes("k5")
+    assert k5.intensity == pytest.approx(2 * 32 * 128 * N / (4 * 160 * N + 4 * 32 * 128), rel=1e-12)
+
+
+def test_k2_attainment_is_far_above_the_roofline():
+    # The seed: "K2 reached 2112.7% of roofline". Its arithmetic used intensity 0.250 exactly
+    # (flops/t over 0.25 × 1008 GB/s); our model also counts C's 4 bytes per output.
+    k2 = seed_bytes("k2")
+    flops = 2 * N**3
+    assert round(100 * flops / 0.025815 / (0.25 * 1008e9), 1) == 2112.7
+    assert k2.attainment(0.025815) == pytest.approx(2112.7, rel=5e-4)
+
+
+def test_roofline_uses_the_larger_time():
+    c = L.RTX4090
+    k5 = seed_bytes("k5")
+    assert k5.roofline_s == pytest.approx(max(k5.dram_bytes / c.bandwidth, k5.flops / c.fp32_flops))
+    assert k5.bound == "memory"
+
+
+# ---------------------------------------------------------------- requests ledger
+
+def test_k1_33_requests_per_fma():
+    r = seed_requests("k1")
+    assert r.requests_per_fma == 33
+    assert r.by_array()["A"][0] == 32
+    assert r.by_array()["B"][0] == 1
+
+
+def test_k2_coalesced():
+    r = seed_requests("k2")
+    assert r.requests_per_fma == 2
+    assert r.by_array() == {"A": (1.0, 1.0), "B": (1.0, 1.0)}
+
+
+@pytest.mark.parametrize("level, per_fma", [("k3", 2 / 32), ("k3c", 5 / 128), ("k4", 16 / 256),
+                                            ("k5", 40 / 1024), ("k6", 40 / 1024)])
+def test_tiled_requests_per_fma(level, per_fma):
+    assert seed_requests(level).requests_per_fma == pytest.approx(per_fma)
+
+
+def test_k6_moves_instructions_not_requests():
+    k5, k6 = seed_requests("k5"), seed_requests("k6")
+    assert k5.requests_per_fma == k6.requests_per_fma
+    assert k5.loads_per_fma == pytest.approx(4 * k6.loads_per_fma)
+    assert {w for _, w, *_ in k6.loads} == {16}
+
+
+def test_k1_4096_vs_4097():
+    for n in (4096, 4097):
+        assert seed_requests("k1", n).requests_per_fma == 33
+    assert "1 distinct" in L.stride_view(4096, SEED["k1"])
+    assert "16384 bytes apart" in L.stride_view(4096, SEED["k1"])
+    assert "32 distinct" in L.stride_view(4097, SEED["k1"])
+
+
+# ---------------------------------------------------------------- cycles ledger
+
+def test_k2_k3_cycles_and_prediction():
+    k2, k3 = seed_cycles("k2"), seed_cycles("k3")
+    assert round(k2.cycles_per_fma, 2) == 3.88
+    assert round(k3.cycles_per_fma, 2) == 3.34
+    assert k3.per_fma == {"lds_free": 1.0, "lds_bcast": 1.0, "ldg": 0.0625}
+    # the seed printed 1.162: 3.88 / 3.34 after rounding; unrounded the ledger says 1.161
+    assert round(round(k2.cycles_per_fma, 2) / round(k3.cycles_per_fma, 2), 3) == 1.162
+    assert round(L.predicted_speedup(k2, k3), 3) == 1.161
+
+
+def test_k3_to_k4_loads_per_8_fmas():
+    k3, k4 = seed_cycles("k3"), seed_cycles("k4")
+    assert 8 * k3.per_fma["lds_bcast"] == 8 and 8 * k3.per_fma["lds_free"] == 8
+    assert 8 * k4.per_fma["lds_bcast"] == 8 and 8 * k4.per_fma["lds_free"] == 1
+    assert round(8 * k3.shared_cycles, 2) == 25.76
+    assert round(8 * k4.shared_cycles, 2) == 6.96
+    assert round(k3.shared_cycles / k4.shared_cycles, 2) == 3.70
+    # with the global loads (0.0625 per FMA × 1.94): 3.34 -> 0.99
+    assert round(k4.cycles_per_fma, 2) == 0.99
+    assert round(k4.global_cycles, 2) == 0.12
+
+
+def test_per_32_fmas_k3_k4_k5():
+    got = [round(32 * seed_cycles(lv).shared_cycles, 1) for lv in ("k3", "k4", "k5")]
+    assert got == [103.0, 27.8, 15.0]
+    k5 = seed_cycles("k5")
+    assert 32 * k5.per_fma["lds_bcast"] == 8 and 32 * k5.per_fma["lds_free"] == 4
+
+
+def test_cycle_ledger_unit_predicts_the_seed_k2_time():
+    # SM cycles per warp instruction: (M·N·K/32) × 3.88 / (128 SMs × 2.52 GHz) vs 25.815 ms
+    t = seed_cycles("k2").predicted_s(N, N, N)
+    assert t == pytest.approx(0.025815, rel=0.005)
+
+
+def test_k6_and_k1_not_priced_on_the_4090():
+    assert seed_cycles("k6").cycles_per_fma is None
+    assert set(seed_cycles("k6").missing) == {"ldg128", "lds128", "lds128_bcast"}
+    assert seed_cycles("k1").cycles_per_fma is None      # ldg_x32 has no seed price
+    assert "not measured on this card" in L.explain("k6", L.RTX4090)
+
+
+def test_k6_transposed_a_store_is_8_way():
+    st_ = L.warp_steps("k6", N, SEED["k6"])[0]
+    a_stores = [a for a in st_.accesses if a.array == "As" and a.op == "store"]
+    assert a_stores and all(a.kind == "lds_conflict8" for a in a_stores)
+    assert seed_cycles("k6").stores_per_fma["sts_conflict8"] > 0
+
+
+# ---------------------------------------------------------------- cards and costs
+
+def test_h200_not_measured_until_json(tmp_path):
+    bare = L._H200_BASE
+    assert bare.costs == {}
+    text = L.explain("k3", bare)
+    assert "not measured on this card" in text
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps({"device": "NVIDIA H200", "sms": 132, "clock_ghz": 1.755,
+                             "copy_bandwidth_Bps": 4.2e12,
+                             "costs": {"lds_free": 1.0, "lds_bcast": 0.5, "ldg": 2.0}}))
+    c = L.h200(p)
+    assert c.clock_ghz == 1.755 and c.bandwidth == 4.2e12
+    k3 = L.cycle_ledger("k3", c, N, SEED["k3"])
+    assert k3.cycles_per_fma == pytest.approx(1.0 + 0.5 + 0.0625 * 2.0)
+    assert "not measured" not in L.explain("k3", c).split("cycles ledger")[1].split("moved")[0]
+
+
+def test_fp32_peak_h200():
+    assert L._H200_BASE.fp32_flops == pytest.approx(132 * 128 * 2 * 1.98e9)
+
+
+# ---------------------------------------------------------------- HGEMM: L2 model
+
+def test_supertile_working_set_and_rereads():
+    t9 = L.SEED_HTILES["v9"]
+    lg = L.l2_ledger("v9", 8192, L.RTX5080, tile=t9)
+    assert lg.working_set == (16 * 128 + 2 * 64) * 8192 * 2
+    assert lg.a_reads == 1 and lg.b_reads == 64 // 16
+    v8 = L.l2_ledger("v8", 8192, L.RTX5080, tile=L.SEED_HTILES["v8"])
+    assert v8.b_reads == 64                                 # the seed's ~8 GB of re-reads
+    assert 2 * 8192 * 8192 * (v8.b_reads - 1) / 1e9 == pytest.approx(8.5, abs=0.2)
+    v7 = L.l2_ledger("v7", 8192, L.RTX5080, tile=L.SEED_HTILES["v7"])
+    assert v7.a_reads == 64 and v7.b_reads == 1
+    for lv in ("v7", "v8", "v9"):                           # 4096: everything fits once
+        lg = L.l2_ledger(lv, 4096, L.RTX5080, tile=L.SEED_HTILES[lv])
+        assert (lg.a_reads, lg.b_reads) == (1, 1)
+
+
+def test_supertile_too_big_for_l2():
+    big = L.HTile(128, 64, 64, "super", 32, 4)
+    lg = L.l2_ledger("v9", 8192, L.RTX5080, tile=big)
+    assert lg.working_set > L.RTX5080.l2_bytes
+    assert "exceeds L2" in lg.notes[0]
+
+
+# ---------------------------------------------------------------- pure request model
+
+WIDTHS = st.sampled_from([4, 8, 16])
+
+
+@settings(max_examples=60, deadline=None)
+@given(base_seg=st.integers(0, 10**6), perm=st.randoms(use_true_random=False))
+def test_contiguous_aligned_warp_is_one_request(base_seg, perm):
+    addrs = [base_seg * 128 + 4 * l for l in range(32)]
+    perm.shuffle(addrs)
+    assert L.requests(addrs) == 1
+    assert L.sectors(addrs) == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(stride=st.integers(1, 200), base_seg=st.integers(0, 10**5))
+def test_stride_requests(stride, base_seg):
+    addrs = [base_seg * 128 + 4 * stride * l for l in range(32)]
+    assert L.requests(addrs) == min(stride, 32)
+    assert L.sectors(addrs) == min(4 * stride, 32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(off=st.integers(1, 31), base_seg=st.integers(0, 10**5))
+def test_misaligned_contiguous_is_two_requests(off, base_seg):
+    addrs = [base_seg * 128 + 4 * off + 4 * l for l in range(32)]
+    assert L.requests(addrs) == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(addr=st.integers(0, 2**40).map(lambda a: a * 4))
+def test_broadcast_is_one_request_one_sector(addr):
+    assert L.requests([addr] * 32) == 1
+    assert L.sectors([addr] * 32) == 1
+    assert L.global_kind([addr] * 32) == "ldg_bcast"
+
+
+@settings(max_examples=40, deadline=None)
+@given(base_seg=st.integers(0, 10**5))
+def test_float4_warp_is_four_requests(base_seg):
+    addrs = [base_seg * 128 + 16 * l for l in range(32)]
+    assert L.requests(addrs, width=16) == 4
+    assert L.sectors(addrs, width=16) == 16
+    assert L.global_kind(addrs, 16) == "ldg128"
+
+
+@settings(max_examples=60, deadline=None)
+@given(stride=st.integers(0, 96))
+def test_bank_ways_is_gcd(stride):
+    addrs = [4 * stride * l for l in range(32)]
+    p = L.bank_profile(addrs)
+    want = 1 if stride == 0 else math.gcd(stride, 32)
+    assert p.ways == want
+    kind = L.shared_kind(addrs)
+    if stride == 0:
+        assert kind == "lds_bcast"
+    elif want == 1:
+        assert kind == "lds_free"
+    else:
+        assert kind == f"lds_conflict{want}"
+
+
+def test_float4_shared_patterns():
+    assert L.shared_kind([16 * l for l in range(32)], 16) == "lds128"
+    assert L.bank_profile([16 * l for l in range(32)], 16).wavefronts == 4
+    assert L.shared_kind([64] * 32, 16) == "lds128_bcast"
+    # 8 lanes of a quarter-warp 128 bytes apart: all in banks 0-3, 8-way
+    assert L.bank_profile([128 * l for l in range(32)], 16).ways == 8
+
+
+# ---------------------------------------------------------------- reports
+
+def test_stride_experiment_reproduces_the_seed_split():
+    s = L.SEED_STRIDE_4090
+    text = L.stride_experiment(s["k1"][4096], s["k2"][4096], s["k1"][4097], s["k2"][4097], "RTX 4090")
+    assert "8.209×" in text and "2.392×" in text and "3.43×" in text
+    h = L.SEED_CUDA_C_H200
+    text = L.stride_experiment(h["k1"][4096], h["k2"][4096], h["k1"][4097], h["k2"][4097], "H200")
+    assert "12.564×" in text and "3.773×" in text
+
+
+@pytest.mark.parametrize("level", L.ALL_LEVELS)
+@pytest.mark.parametrize("card", ["rtx4090", "h200"])
+def test_explain_every_level(level, card):
+    text = L.explain(level, card, {level: 10.0, L._previous(level) or level: 20.0})
+    assert "bytes ledger" in text and level in text
+    if level.startswith("v"):
+        assert "n/a: tensor-core level" in text
+
+
+def test_markdown_tables_cover_the_ladder():
+    md = L.markdown_tables("rtx4090")
+    for lv in L.ALL_LEVELS:
+        assert f"| {lv} " in md
+    assert "| k3 | 1.0000 |" not in md  # kinds are columns, not the first cell
+    assert "1.161×" in md
+
+
+def test_modules_agree_with_the_seed_geometry():
+    """When a level module is importable its constants must give the seed's ledgers."""
+    for lv in L.SGEMM_LEVELS:
+        g, src = L.geometry(lv)
+        if src.startswith("seed"):
+            continue
+        assert g == SEED[lv], src
+        assert L.request_ledger(lv).requests_per_fma == seed_requests(lv).requests_per_fma
+        assert L.cycle_ledger(lv, L.RTX4090).per_fma == seed_cycles(lv).per_fma
