@@ -1,0 +1,257 @@
+"""Pure host logic of the native levels: the swizzle, the super-tile decode and choice, and an
+emulation of v8's shared-memory layout + ldmatrix + mma.sync fragment mapping (no GPU needed).
+
+The formulas the kernels use:
+  swizzle:   chunk c (16 B) of 128-byte row r lives at byte r*128 + ((c ^ (r % 8)) * 16)
+  SWIZZLE_128B (TMA, 1024-byte aligned destination): offset o -> o ^ (((o >> 7) & 7) << 4)
+The first is the second applied to the linear offset r*128 + c*16, which is what makes v10's
+TMA tiles readable by v8's ldmatrix code unchanged.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numba_gemm.hgemm import _common as cm
+from numba_gemm.hgemm import v8_mma, v9_supertile
+
+# ---------------------------------------------------------------------------- swizzle
+
+
+@given(st.integers(0, 4095))
+def test_swizzle_is_a_bijection_within_each_8_row_period(period):
+    rows = range(8 * period, 8 * period + 8)
+    offsets = {cm.swizzle128(r, c) for r in rows for c in range(8)}
+    base = 8 * period * 128
+    assert offsets == {base + 16 * i for i in range(64)}
+
+
+@given(st.integers(0, 4095), st.integers(0, 7))
+def test_swizzle_keeps_rows_in_place_and_spreads_a_column_over_all_banks(row, chunk):
+    off = cm.swizzle128(row, chunk)
+    assert off // 128 == row                           # only the chunk moves, within its row
+    first = row - row % 8
+    groups = {(cm.swizzle128(r, chunk) % 128) // 16 for r in range(first, first + 8)}
+    assert len(groups) == 8                             # an ldmatrix column: 8 distinct bank groups
+
+
+@given(st.integers(0, 2**20 - 1), st.integers(0, 7), st.integers(0, 15))
+def test_swizzle_matches_tma_swizzle_128b(row, chunk, byte):
+    linear = row * 128 + chunk * 16 + byte
+    assert cm.tma_swizzle_128b(linear) == cm.swizzle128(row, chunk) + byte
+
+
+def test_tma_swizzle_128b_known_values():
+    # row 1: chunk 0 <-> 1; row 7, chunk 0 -> chunk 7; period of 1024 bytes
+    assert cm.tma_swizzle_128b(128) == 144
+    assert cm.tma_swizzle_128b(7 * 128) == 7 * 128 + 7 * 16
+    assert cm.tma_swizzle_128b(1024 + 128 + 16) == 1024 + 128
+
+
+@given(st.integers(0, 1023), st.integers(0, 3))
+def test_xor_walk_equals_fresh_swizzle(lane_row, kk):
+    # the kernels precompute swizzle(row, h) and step k by XOR kk*32 (two chunks)
+    for h in (0, 1):
+        assert cm.swizzle128(lane_row, h) ^ (kk * 32) == cm.swizzle128(lane_row, 2 * kk + h)
+
+
+# ---------------------------------------------------------------------------- super-tiles
+
+grids = st.tuples(st.integers(1, 40), st.integers(1, 40), st.integers(1, 48), st.integers(1, 48))
+
+
+@settings(max_examples=300)
+@given(grids)
+def test_supertile_decode_visits_every_tile_exactly_once(g):
+    grid_m, grid_n, sm, sn = g
+    seen = [cm.supertile_decode(b, grid_m, grid_n, sm, sn) for b in range(grid_m * grid_n)]
+    assert sorted(seen) == [(m, n) for m in range(grid_m) for n in range(grid_n)]
+
+
+@given(st.integers(1, 30), st.integers(1, 30), st.integers(1, 8), st.integers(1, 8))
+def test_supertile_decode_stays_inside_one_supertile(grid_m, grid_n, sm, sn):
+    # consecutive blocks fill one super-tile before moving on: each appears in one run
+    tiles = [cm.supertile_decode(b, grid_m, grid_n, sm, sn) for b in range(grid_m * grid_n)]
+    runs = [(m // sm, n // sn) for m, n in tiles]
+    heads = [t for i, t in enumerate(runs) if i == 0 or runs[i - 1] != t]
+    assert len(heads) == len(set(heads))
+
+
+def test_supertile_decode_v8_order_is_row_major():
+    grid_m, grid_n = 5, 7
+    sm, sn = v8_mma.tile_order(grid_m * 128, grid_n * 256, 64)
+    order = [cm.supertile_decode(b, grid_m, grid_n, sm, sn) for b in range(grid_m * grid_n)]
+    assert order == [(m, n) for m in range(grid_m) for n in range(grid_n)]
+
+
+def test_supertile_decode_matches_the_seed_example():
+    # seed: 16 x 2 super-tiles of 64 x 128 tiles, n fastest inside
+    assert cm.supertile_decode(0, 64, 128, 16, 2) == (0, 0)
+    assert cm.supertile_decode(1, 64, 128, 16, 2) == (0, 1)
+    assert cm.supertile_decode(2, 64, 128, 16, 2) == (1, 0)
+    assert cm.supertile_decode(32, 64, 128, 16, 2) == (0, 2)
+    assert cm.supertile_decode(64 * 32, 64, 128, 16, 2) == (16, 0)
+
+
+shapes = st.tuples(st.integers(1, 40000), st.integers(1, 40000), st.integers(1, 200000))
+
+
+@settings(max_examples=300)
+@given(shapes, st.sampled_from([40, 50, 60, 64, 96]).map(lambda mb: mb * 2**20))
+def test_choose_supertile_respects_the_l2_rule(shape, l2):
+    M, N, K = shape
+    bm, bn = v9_supertile.BM, v9_supertile.BN
+    sm, sn = cm.choose_supertile(M, N, K, bm, bn, l2)
+    grid_m, grid_n = cm.cdiv(M, bm), cm.cdiv(N, bn)
+    assert 1 <= sm <= grid_m and 1 <= sn <= grid_n
+    budget = l2 // 2
+    ws = cm.supertile_working_set(sm, sn, bm, bn, K)
+    if (sm, sn) != (1, 1):
+        assert ws <= budget
+        # largest SM first: one more row would break the rule or the grid
+        assert sm == grid_m or cm.supertile_working_set(sm + 1, 1, bm, bn, K) > budget
+        assert sn == grid_n or cm.supertile_working_set(sm, sn + 1, bm, bn, K) > budget
+    else:
+        assert ws <= budget or cm.supertile_working_set(1, 1, bm, bn, K) > budget
+
+
+def test_choose_supertile_h200_8192():
+    sm, sn = v9_supertile.tile_order(8192, 8192, 8192, l2_bytes=60 * 2**20)
+    # A panel 2 MiB, B panel 4 MiB, budget 30 MiB: 13 rows of A + 1 column of B
+    assert (sm, sn) == (13, 1)
+    # 4096: A panel 1 MiB, B panel 2 MiB: 28 rows of A fit beside one B column
+    assert v9_supertile.tile_order(4096, 4096, 4096, l2_bytes=60 * 2**20) == (28, 1)
+
+
+# ---------------------------------------------------------------------------- v8 emulation
+# A numpy model of one v8 block: the loader's cp.async destinations, the ldmatrix lane
+# addresses, the PTX fragment layouts of ldmatrix(.trans) and mma.m16n8k16, and the epilogue
+# mapping, transcribed from native/v8_mma.cu. It must reproduce A @ B exactly.
+
+BM, BN, BK = v8_mma.BM, v8_mma.BN, v8_mma.BK
+A_BYTES, B_PANEL = BM * BK * 2, BK * 128
+
+
+def _swz(r, c):
+    return r * 128 + ((c ^ (r & 7)) << 4)
+
+
+def _load_stage_cp_async(A, B, m0, n0, k0):
+    """Shared bytes of one stage as v8's 256 threads write them (zero-fill past the edges)."""
+    M, K = A.shape
+    N = B.shape[1]
+    sm = np.zeros(A_BYTES + 4 * B_PANEL, np.uint8)
+    for tid in range(256):
+        a_r, a_c = tid // 8, tid % 8
+        for i in range(4):
+            row, col = m0 + a_r + 32 * i, k0 + a_c * 8
+            chunk = A[row, col:col + 8] if row < M and col < K else np.zeros(8, A.dtype)
+            dst = _swz(a_r, a_c) + i * 4096
+            sm[dst:dst + 16] = chunk.view(np.uint8)
+        b_r, b_nc = tid // 32, tid % 32
+        for i in range(8):
+            row, col = k0 + b_r + 8 * i, n0 + b_nc * 8
+            chunk = B[row, col:col + 8] if row < K and col < N else np.zeros(8, B.dtype)
+            dst = A_BYTES + (b_nc // 8) * B_PANEL + _swz(b_r, b_nc % 8) + i * 1024
+            sm[dst:dst + 16] = chunk.view(np.uint8)
+    return sm
+
+
+def _load_stage_tma(A, B, m0, n0, k0):
+    """The same stage as TMA with SWIZZLE_128B writes it: linear box, then the swizzle."""
+    M, K = A.shape
+    N = B.shape[1]
+    pad = np.zeros((M + BM, K + BK + 64), A.dtype)
+    pad[:M, :K] = A
+    boxA = np.ascontiguousarray(pad[m0:m0 + BM, k0:k0 + BK]).view(np.uint8).ravel()
+    padB = np.zeros((K + BK, N + BN + 64), B.dtype)
+    padB[:K, :N] = B
+    sm = np.zeros(A_BYTES + 4 * B_PANEL, np.uint8)
+    idx = np.arange(boxA.size)
+    sm[np.vectorize(cm.tma_swizzle_128b)(idx)] = boxA
+    for p in range(4):
+        box = np.ascontiguousarray(padB[k0:k0 + BK, n0 + 64 * p:n0 + 64 * p + 64]).view(np.uint8).ravel()
+        sm[A_BYTES + p * B_PANEL + np.vectorize(cm.tma_swizzle_128b)(np.arange(box.size))] = box
+    return sm
+
+
+def _ldmatrix_x4(sm, addrs, trans):
+    """regs[lane][i] = the two b16 values of matrix i that lane receives (PTX ldmatrix)."""
+    mats = [np.stack([sm[a:a + 16].view(np.float16) for a in addrs[8 * i:8 * i + 8]]) for i in range(4)]
+    regs = np.zeros((32, 4, 2), np.float16)
+    for t in range(32):
+        for i in range(4):
+            if trans:
+                regs[t, i] = mats[i][2 * (t % 4):2 * (t % 4) + 2, t // 4]
+            else:
+                regs[t, i] = mats[i][t // 4, 2 * (t % 4):2 * (t % 4) + 2]
+    return regs
+
+
+def _mma(acc, a, b0, b1):
+    """acc[lane][4] += A(16x16) @ B(16x8) with PTX m16n8k16 fragment layouts."""
+    Am = np.zeros((16, 16))
+    Bm = np.zeros((16, 8))
+    for t in range(32):
+        g, q = t // 4, t % 4
+        Am[g, 2 * q:2 * q + 2] = a[t, 0]
+        Am[g + 8, 2 * q:2 * q + 2] = a[t, 1]
+        Am[g, 2 * q + 8:2 * q + 10] = a[t, 2]
+        Am[g + 8, 2 * q + 8:2 * q + 10] = a[t, 3]
+        Bm[2 * q:2 * q + 2, g] = b0[t]
+        Bm[2 * q + 8:2 * q + 10, g] = b1[t]
+    D = Am @ Bm
+    for t in range(32):
+        g, q = t // 4, t % 4
+        acc[t] += [D[g, 2 * q], D[g, 2 * q + 1], D[g + 8, 2 * q], D[g + 8, 2 * q + 1]]
+
+
+def _emulate_block(A, B, m0, n0, loader):
+    M, K = A.shape
+    N = B.shape[1]
+    C = np.full((M, N), np.nan)
+    acc = np.zeros((8, 4, 8, 32, 4))           # warp, i, j, lane, e
+    for k0 in range(0, K, BK):
+        sm = loader(A, B, m0, n0, k0)
+        for warp in range(8):
+            wm, wn = warp // 4, warp % 4
+            a_lane = [wm * 64 * 128 + _swz(l % 16, l // 16) for l in range(32)]
+            b_lane = [A_BYTES + wn * B_PANEL + _swz(l % 8 + 8 * ((l // 8) % 2), l // 16) for l in range(32)]
+            for kk in range(BK // 16):
+                af = [_ldmatrix_x4(sm, [(a + i * 16 * 128) ^ (kk * 32) for a in a_lane], False) for i in range(4)]
+                bf = [_ldmatrix_x4(sm, [(b + kk * 16 * 128) ^ (j * 32) for b in b_lane], True) for j in range(4)]
+                for i in range(4):
+                    for j in range(4):
+                        _mma(acc[warp, i, 2 * j], af[i], bf[j][:, 0], bf[j][:, 1])
+                        _mma(acc[warp, i, 2 * j + 1], af[i], bf[j][:, 2], bf[j][:, 3])
+    for warp in range(8):
+        wm, wn = warp // 4, warp % 4
+        for lane in range(32):
+            g, q = lane // 4, lane % 4
+            for i in range(4):
+                for h in range(2):
+                    row = m0 + wm * 64 + i * 16 + g + 8 * h
+                    for j in range(8):
+                        col = n0 + wn * 64 + j * 8 + 2 * q
+                        for e in range(2):
+                            if row < M and col + e < N:
+                                C[row, col + e] = acc[warp, i, j, lane, 2 * h + e]
+    return C
+
+
+@pytest.mark.parametrize("loader", [_load_stage_cp_async, _load_stage_tma], ids=["cp.async", "tma"])
+def test_v8_block_emulation_reproduces_the_product(loader):
+    rng = np.random.default_rng(7)
+    M, N, K = 100, 200, 72   # one ragged block, two K tiles (the second one partial)
+    A = rng.integers(-3, 4, (M, K)).astype(np.float16)
+    B = rng.integers(-3, 4, (K, N)).astype(np.float16)
+    C = _emulate_block(A, B, 0, 0, loader)
+    np.testing.assert_array_equal(C, A.astype(np.float64) @ B.astype(np.float64))
+
+
+def test_cp_async_and_tma_write_identical_shared_bytes():
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((300, 200)).astype(np.float16)
+    B = rng.standard_normal((200, 520)).astype(np.float16)
+    for m0, n0, k0 in [(0, 0, 0), (128, 256, 64), (256, 512, 192)]:
+        np.testing.assert_array_equal(_load_stage_cp_async(A, B, m0, n0, k0), _load_stage_tma(A, B, m0, n0, k0))

@@ -1,0 +1,104 @@
+"""NVRTC compile, on-disk cache and SASS of the native levels (runs without a GPU)."""
+import re
+
+import pytest
+
+from numba_gemm import nvrtc
+from numba_gemm.hgemm import v7_wmma, v8_mma, v9_supertile, v10_tma
+
+LEVELS = [v7_wmma, v8_mma, v9_supertile, v10_tma]
+
+
+@pytest.fixture(scope="module")
+def sass():
+    return {lv.SOURCE: nvrtc.disassemble(nvrtc.compile_cubin(lv.SOURCE)) for lv in LEVELS}
+
+
+def _function(text, name):
+    parts = re.split(r"\n\s*\.text\.", text)
+    for p in parts[1:]:
+        if p.startswith(name + ":"):
+            return p
+    raise AssertionError(f"{name} not in the cubin")
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=lambda m: m.LEVEL)
+def test_every_source_compiles_for_sm_90a_with_both_entries(lv, sass):
+    for kind in ("f16", "bf16"):
+        body = _function(sass[lv.SOURCE], lv.KERNEL_NAMES[kind])
+        assert "HMMA" in body
+    assert lv.KERNEL_NAME == lv.KERNEL_NAMES["f16"]
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=lambda m: m.LEVEL)
+def test_sass_has_what_the_level_exists_for_and_no_spills(lv, sass):
+    body = _function(sass[lv.SOURCE], lv.KERNEL_NAME)
+    ops = set(re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", body, re.M))
+    for prefix in lv.SASS_MUST_HAVE:
+        assert any(op.startswith(prefix) for op in ops), f"{lv.LEVEL}: no {prefix} in SASS"
+    assert not any(op.startswith(("LDL", "STL")) for op in ops), f"{lv.LEVEL} uses local memory"
+    log = nvrtc.compile_log(lv.SOURCE)
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert spills and all(s == ("0", "0") for s in spills), log
+
+
+def test_v10_loads_by_tma_only():
+    body = _function(nvrtc.disassemble(nvrtc.compile_cubin("v10_tma.cu")), "v10_tma_f16")
+    assert "UTMALDG.2D" in body and "LDGSTS" not in body
+    # the K loop has no block-wide barrier: the only BAR.SYNC follows the mbarrier init
+    assert body.count("BAR.SYNC") == 1
+
+
+def test_cache_on_disk_and_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_GEMM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(nvrtc, "_cubins", {})
+    cubin = nvrtc.compile_cubin("v7_wmma.cu")
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert any(f.endswith(".cubin") for f in files) and any(f.endswith(".log") for f in files)
+    assert not any(f.endswith(".tmp") for f in files)
+    assert cubin[:4] == b"\x7fELF"
+    assert nvrtc.compile_cubin("v7_wmma.cu") == cubin           # in-process hit
+    monkeypatch.setattr(nvrtc, "_cubins", {})
+    assert nvrtc.compile_cubin("v7_wmma.cu") == cubin           # on-disk hit
+    k = nvrtc.cache_key("v7_wmma.cu")
+    assert k != nvrtc.cache_key("v7_wmma.cu", "sm_80")
+    assert k != nvrtc.cache_key("v7_wmma.cu", extra=("-DX=1",))
+    assert nvrtc.cache_key("v9_supertile.cu") != nvrtc.cache_key("v8_mma.cu")
+
+
+def test_cache_key_covers_included_headers(tmp_path, monkeypatch):
+    (tmp_path / "h.cuh").write_text("#define V 1\n")
+    (tmp_path / "k.cu").write_text('#include "h.cuh"\nextern "C" __global__ void k(int* p) { *p = V; }\n')
+    monkeypatch.setattr(nvrtc, "native_dir", lambda: tmp_path)
+    k1 = nvrtc.cache_key("k.cu")
+    (tmp_path / "h.cuh").write_text("#define V 2\n")
+    assert nvrtc.cache_key("k.cu") != k1
+
+
+def test_compile_error_carries_the_log(tmp_path, monkeypatch):
+    (tmp_path / "bad.cu").write_text('extern "C" __global__ void k() { undeclared_thing(); }\n')
+    monkeypatch.setattr(nvrtc, "native_dir", lambda: tmp_path)
+    monkeypatch.setenv("NUMBA_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(nvrtc.CompileError, match="undeclared_thing"):
+        nvrtc.compile_cubin("bad.cu")
+
+
+def test_show_compile_and_dump_sass(tmp_path, monkeypatch, capsys):
+    (tmp_path / "ok.cu").write_text('extern "C" __global__ void k(float* p) { p[threadIdx.x] *= 2.f; }\n')
+    monkeypatch.setattr(nvrtc, "native_dir", lambda: tmp_path)
+    monkeypatch.setenv("NUMBA_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NUMBA_GEMM_SHOW_COMPILE", "1")
+    monkeypatch.setenv("NUMBA_GEMM_DUMP_SASS", "1")
+    nvrtc.compile_cubin("ok.cu")
+    err = capsys.readouterr().err
+    assert "-arch=sm_90a" in err and "ok.cu" in err
+    sass_files = list((tmp_path / "cache").glob("*.sass"))
+    assert sass_files and "EXIT" in sass_files[0].read_text()
+
+
+def test_compile_cubin_signature_for_the_census():
+    import inspect
+
+    sig = inspect.signature(nvrtc.compile_cubin)
+    assert list(sig.parameters) == ["source_name", "arch"]
+    assert sig.parameters["arch"].default == "sm_90a"
