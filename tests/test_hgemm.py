@@ -1,0 +1,175 @@
+"""HGEMM levels v7..v10: the level contract and host logic here; correctness on the GPU only.
+
+GPU tests: fresh random fp16/bf16 inputs on ragged shapes, alpha/beta, beta == 0 with C
+poisoned by NaN, the element-wise fallback (K or N % 8 != 0, unaligned base) for v7-v9, v10's
+refusal, and offsets past 2^31 elements. All compared with check.verify(family="hgemm").
+"""
+import numpy as np
+import pytest
+
+from numba_gemm import check
+from numba_gemm.hgemm import _common as cm
+from numba_gemm.hgemm import v7_wmma, v8_mma, v9_supertile, v10_tma
+from tests.conftest import GPU
+
+LEVELS = [v7_wmma, v8_mma, v9_supertile, v10_tma]
+ids = [lv.LEVEL for lv in LEVELS]
+DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_level_contract(lv):
+    for attr in ("LEVEL", "TITLE", "DELTA", "DTYPES", "SOURCE", "KERNEL_NAME", "SASS_MUST_HAVE"):
+        assert getattr(lv, attr)
+    assert lv.DELTA.startswith(lv.LEVEL + " = ")
+    assert callable(lv.run) and callable(lv.unsupported)
+    assert np.dtype(np.float16) in [np.dtype(d) for d in lv.DTYPES]
+    assert lv.__doc__ and len(lv.__doc__) > 200
+
+
+@pytest.mark.parametrize("lv", [v8_mma, v9_supertile, v10_tma], ids=["v8", "v9", "v10"])
+def test_launch_config_fits_an_h200(lv):
+    grid, block, smem = lv.launch_config(8192, 8192, 8192)
+    assert grid == (32 * 64, 1, 1) and block == (256, 1, 1)
+    assert smem <= 227 * 1024
+    assert lv.launch_config(1, 1, 1)[0] == (1, 1, 1)
+
+
+def test_v7_grid_and_limits():
+    assert v7_wmma.launch_config(4097, 129, 5)[0] == (33, 2, 1)
+    assert v7_wmma.unsupported(1, 128 * 65536, 8) is not None
+    assert v7_wmma.unsupported(5, 7, 3) is None
+
+
+def test_dims_past_int32_are_refused():
+    for lv in LEVELS:
+        assert "2^31" in lv.unsupported(2**31, 8, 8)
+
+
+def test_pack_args_and_element_type():
+    args = cm.pack_args(("p", 2**40), ("i", 7), ("f", 0.5))
+    assert [a.value for a in args] == [2**40, 7, 0.5]
+    with pytest.raises(ValueError):
+        cm.pack_args(("i", 2**31))
+
+    class Fake:
+        def __init__(self, dt):
+            self.dtype = np.dtype(dt)
+
+    assert cm.element_type(Fake(np.float16)) == "f16"
+    assert cm.element_type(Fake(np.uint16)) == "bf16"
+    with pytest.raises(TypeError):
+        cm.element_type(Fake(np.float32))
+    assert cm.rows_16b_aligned(256, 8) and not cm.rows_16b_aligned(256, 12) and not cm.rows_16b_aligned(258, 8)
+
+
+def test_gemm_refuses_v10_shape_before_any_launch():
+    import numba_gemm
+
+    A = np.ones((16, 12), np.float16)
+    B = np.ones((12, 16), np.float16)
+    with pytest.raises(ValueError, match="v9"):
+        numba_gemm.gemm(A, B, level="v10")
+
+
+# ---------------------------------------------------------------------------- on the GPU
+
+def _run(lv, A, B, C, alpha, beta, offset=0):
+    """Run a level directly on device arrays (bf16 as uint16 bits); C poisoned by the caller."""
+    from numba import cuda
+
+    def dev(x):
+        bits = x.view(np.uint16) if x.dtype == cm.BF16 else x
+        if offset == 0:
+            return cuda.to_device(bits)
+        flat = cuda.device_array(bits.size + offset, bits.dtype)   # base `offset` elements in
+        view = flat[offset:].reshape(bits.shape)
+        view.copy_to_device(np.ascontiguousarray(bits))
+        return view
+
+    dA, dB, dC = dev(A), dev(B), cuda.to_device(C)
+    lv.run(dA, dB, dC, alpha, beta)
+    cuda.synchronize()
+    return dC.copy_to_host()
+
+
+def _case(lv, M, N, K, dtype, alpha, beta, rng, offset=0):
+    A, B, C = check.random_inputs(M, N, K, dtype, rng)
+    C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
+    out = _run(lv, A, B, C_in, alpha, beta, offset)
+    v = check.verify(out, A, B, C, alpha, beta, family="hgemm")
+    assert v.ok, f"{lv.LEVEL} {np.dtype(dtype).name} M={M} N={N} K={K} a={alpha} b={beta}: {v}"
+
+
+RAGGED = [(1, 1, 1), (128, 256, 64), (129, 257, 65), (300, 520, 72), (1000, 40, 136),
+          (37, 1031, 200), (513, 384, 1024), (4096, 264, 8)]
+ODD = [(33, 40, 13), (70, 41, 64), (129, 259, 77), (5, 3, 1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_ragged_shapes_alpha_beta(lv, dtype):
+    rng = np.random.default_rng()
+    for M, N, K in RAGGED:
+        if lv.unsupported(M, N, K):
+            continue
+        _case(lv, M, N, K, dtype, 0.5, 3.0, rng)
+        _case(lv, M, N, K, dtype, 1.0, 0.0, rng)     # beta == 0: NaN in C must not leak
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("lv", [v7_wmma, v8_mma, v9_supertile], ids=["v7", "v8", "v9"])
+def test_fallback_loads_when_rows_are_not_16_byte_aligned(lv, dtype):
+    rng = np.random.default_rng()
+    for M, N, K in ODD:
+        assert lv.unsupported(M, N, K) is None
+        _case(lv, M, N, K, dtype, -1.5, 0.25, rng)
+        _case(lv, M, N, K, dtype, 1.0, 0.0, rng)
+    _case(lv, 130, 264, 72, dtype, 1.0, 0.0, rng, offset=1)   # aligned shape, unaligned base
+
+
+@pytest.mark.gpu
+def test_v10_refuses_an_unaligned_base_before_launch():
+    rng = np.random.default_rng()
+    with pytest.raises(ValueError, match="v9"):
+        _case(v10_tma, 130, 264, 72, np.float16, 1.0, 0.0, rng, offset=1)
+
+
+@pytest.mark.gpu
+def test_gemm_api_end_to_end():
+    import numba_gemm
+
+    rng = np.random.default_rng()
+    for level in ("v7", "v8", "v9", "v10"):
+        for dtype in DTYPES:
+            A, B, C = check.random_inputs(200, 136, 96, dtype, rng)
+            out = numba_gemm.gemm(A, B, C.copy(), alpha=0.5, beta=2.0, level=level)
+            assert check.verify(out, A, B, C, 0.5, 2.0, family="hgemm").ok
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+@pytest.mark.parametrize("shape", [(65600, 16, 32776), (16, 65600, 32776), (65600, 32776, 8)],
+                         ids=["A>2^31", "B>2^31", "C>2^31"])
+def test_offsets_past_2_31_elements(lv, shape):
+    """Each operand in turn holds more than 2^31 elements; check rows/columns near the end."""
+    from numba import cuda
+
+    M, N, K = shape
+    rng = np.random.default_rng()
+    A = rng.integers(-2, 3, (M, K), dtype=np.int8).astype(np.float16)
+    B = rng.integers(-2, 3, (K, N), dtype=np.int8).astype(np.float16)
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    dC = cuda.device_array((M, N), np.float32)
+    lv.run(dA, dB, dC, 1.0, 0.0)
+    cuda.synchronize()
+    rows = np.r_[0:3, M - 3:M]
+    cols = np.r_[0:3, N - 3:N]
+    out = dC[M - 3:M].copy_to_host()[:, cols] if M > 3 else None
+    ref = A[rows].astype(np.float64) @ B[:, cols].astype(np.float64)
+    tail = np.asarray(out, np.float64)
+    np.testing.assert_array_equal(tail, ref[3:])    # small integers: exact in fp32
+    head = dC[0:3].copy_to_host()[:, cols]
+    np.testing.assert_array_equal(np.asarray(head, np.float64), ref[:3])
