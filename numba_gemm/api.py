@@ -29,6 +29,15 @@ def _describe(x) -> tuple[tuple, np.dtype, bool]:
     )
 
 
+def _as_device(x):
+    """A Numba device array viewing x's memory (no copy)."""
+    if type(x).__name__ == "FakeCUDAArray":
+        return x
+    from numba import cuda
+
+    return cuda.as_cuda_array(x)
+
+
 def _c_strides(shape, itemsize):
     strides, step = [], itemsize
     for n in reversed(shape):
@@ -98,9 +107,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="k6", stream=None):
     from numba import cuda
 
     if on_device:
-        dA = cuda.as_cuda_array(A)
-        dB = cuda.as_cuda_array(B)
-        dC = cuda.as_cuda_array(C) if C is not None else cuda.device_array((M, N), np.float32)
+        dA, dB = _as_device(A), _as_device(B)
+        dC = _as_device(C) if C is not None else cuda.device_array((M, N), np.float32)
         lv.run(dA, dB, dC, float(alpha), float(beta), stream=stream)
         return C if C is not None else dC
 

@@ -102,13 +102,8 @@ def test_device_path(lv):
         M, N, K = shape
         A, B, C, C_in = _case(M, N, K, beta, seed)
         dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
-        if hasattr(cuda, "as_cuda_array"):
-            ret = numba_gemm.gemm(dA, dB, dC, alpha=alpha, beta=beta, level=lv.name)
-            assert ret is dC      # device arrays are used in place
-        else:
-            # the simulator has no cuda.as_cuda_array, which gemm()'s device path uses:
-            # call the level contract directly with the (already valid) device arrays
-            lv.run(dA, dB, dC, alpha, beta)
+        ret = numba_gemm.gemm(dA, dB, dC, alpha=alpha, beta=beta, level=lv.name)
+        assert ret is dC      # device arrays are used in place
         _assert_ok(dC.copy_to_host(), A, B, C_in, alpha, beta, lv, shape)
 
     prop()
