@@ -106,7 +106,8 @@ def main(argv=None):
     if args.explain:
         from numba_gemm import ledgers
         for r in results:
-            print(ledgers.explain(r.level, measured_ms=r.ms, shape=(r.M, r.N, r.K)))
+            timed = {q.level: q.ms for q in results if (q.M, q.N, q.K) == (r.M, r.N, r.K) and q.ms}
+            print(ledgers.explain(r.level, "h200", measured_ms=timed or None, n=(r.M, r.N, r.K)))
             print()
 
     if args.json:
