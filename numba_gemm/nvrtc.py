@@ -71,6 +71,10 @@ def include_dirs() -> tuple[Path, ...]:
             d = None
         if d and Path(d) not in dirs:
             dirs.append(Path(d))
+    # last resort for headers the wheels lack (e.g. crt/mma.h without nvidia-cuda-crt): a CUDA install
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    if Path(home, "include", "cuda_fp16.h").is_file() and Path(home, "include") not in dirs:
+        dirs.append(Path(home, "include"))
     return tuple(dirs)
 
 
