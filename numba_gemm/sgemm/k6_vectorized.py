@@ -1,0 +1,218 @@
+"""k6 — 128-bit memory instructions: float4 global loads, LDS.128 in the inner loop, float4 stores.
+
+Same block (32×4 threads), same 32×128 tile of C and the same 8×4 register outer product per
+thread as k5; what changes is the WIDTH of every memory instruction. Per step k, a thread of
+k5 issues 12 32-bit shared loads for its 32 FMAs; k6 issues three 128-bit ones (two for its
+8 values of A, one for its 4 of B) — the same 48 bytes in a quarter of the instructions. That
+is the requests/cycles ledger: fewer load instructions competing with the FFMAs for issue
+slots, and the LSU handles one wide request instead of four narrow ones.
+
+Three rearrangements make those wide loads possible (numba has no float4: they come from
+numba_gemm.intrinsics, which bitcast the element pointer to <4 x float>*):
+
+* The A tile is stored TRANSPOSED, As[k, m]: a thread's 8 rows of A at one k become 8
+  consecutive floats, i.e. two 16-byte vectors (k5's Mds[m][k] had them 32 floats apart).
+* A thread's 4 columns are consecutive (j0 = 4·tx; k5 had tx, tx+32, tx+64, tx+96), so its
+  slice of B at one k is one vector, and so is each of its 8 row segments of C.
+* Global loads are handed out by linear thread id, one float4 each: 2 per thread for the
+  32×32 A tile, 8 for the 32×128 B tile. Who loads what no longer matches who computes what.
+
+Exact for every shape, unlike the seed's K6 (which drops the last columns when N % 4 != 0
+and faults with "misaligned address" when K or N is not a multiple of 4). A 128-bit global
+access needs a 16-byte-aligned address, so two specialisations are compiled and the host
+picks one per call:
+
+* `kernel` (vector): every global access is 128-bit. Needs K % 4 == 0, N % 4 == 0 and
+  16-byte-aligned base pointers; then a float4 of A, B or C is either wholly inside the
+  matrix or wholly outside, so border tiles need one predicate per float4, nothing else.
+* `kernel_edge` (scalar): the same loads and stores split into four 32-bit accesses, each
+  with its own bounds check (any shape, any alignment; e.g. 4097×4097).
+
+Both keep the hot part identical: the tiles in shared memory are always aligned, so the
+32-step inner loop is LDS.128 + FFMA with no branches in either kernel.
+"""
+import numpy as np
+from numba import cuda
+
+from ..intrinsics import load4_global, load4_shared, store4_global, store4_shared, unrolled
+from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+
+LEVEL = "k6"
+TITLE = "float4: 128-bit loads and stores"
+DELTA = (
+    "k6 = k5 + 128-bit memory instructions: A tile stored transposed, float4 global loads by "
+    "linear thread id, 3 LDS.128 instead of 12 LDS per 32 FMAs, float4 stores of C"
+)
+DTYPES = (np.float32,)
+SASS_MUST_HAVE = ("LDG.E.128", "LDS.128", "STG.E.128", "FFMA")
+
+TILE_M, TILE_N, TILE_K = 32, 128, 32
+THREAD_M, THREAD_N = 8, 4
+BLOCK = (TILE_N // THREAD_N, TILE_M // THREAD_M)      # (32, 4): 128 threads
+THREADS = BLOCK[0] * BLOCK[1]
+A_LOADS = TILE_M * TILE_K // 4 // THREADS             # float4s of A per thread per tile: 2
+B_LOADS = TILE_K * TILE_N // 4 // THREADS             # float4s of B per thread per tile: 8
+A_ROW_STEP = THREADS // (TILE_K // 4)                 # tile rows between a thread's A float4s: 16
+B_ROW_STEP = THREADS // (TILE_N // 4)                 # ... and between its B float4s: 4
+
+
+def grid(M: int, N: int) -> tuple[int, int]:
+    return (ceil_div(N, TILE_N), ceil_div(M, TILE_M))
+
+
+# ---- Global memory, 4 consecutive floats X[off : off+4] of one matrix row at a time: the
+# only place the two kernels differ. They are columns col..col+3 of a row with `ncols`
+# columns; `row_ok` says the row exists. Outside the matrix: loads give 0, stores skip.
+
+@cuda.jit(device=True, inline="always")
+def _load4_vector(X, off, row_ok, col, ncols):
+    # ncols % 4 == 0 here, so col < ncols means all four are inside
+    if row_ok and col < ncols:
+        return load4_global(X, off)
+    return float32(0.0), float32(0.0), float32(0.0), float32(0.0)
+
+
+@cuda.jit(device=True, inline="always")
+def _load4_scalar(X, off, row_ok, col, ncols):
+    zero = float32(0.0)
+    x0 = X[off] if row_ok and col < ncols else zero
+    x1 = X[off + u64(1)] if row_ok and col + 1 < ncols else zero
+    x2 = X[off + u64(2)] if row_ok and col + 2 < ncols else zero
+    x3 = X[off + u64(3)] if row_ok and col + 3 < ncols else zero
+    return x0, x1, x2, x3
+
+
+@cuda.jit(device=True, inline="always")
+def _store4_vector(X, off, row_ok, col, ncols, v):
+    if row_ok and col < ncols:
+        store4_global(X, off, v)
+
+
+@cuda.jit(device=True, inline="always")
+def _store4_scalar(X, off, row_ok, col, ncols, v):
+    if row_ok:
+        if col < ncols:
+            X[off] = v[0]
+        if col + 1 < ncols:
+            X[off + u64(1)] = v[1]
+        if col + 2 < ncols:
+            X[off + u64(2)] = v[2]
+        if col + 3 < ncols:
+            X[off + u64(3)] = v[3]
+
+
+@cuda.jit(device=True, inline="always")
+def _step(kk, As, Bs, i0, j0, acc):
+    """One k of the 8×4 outer product: 3 LDS.128 feed 32 FFMA."""
+    a_lo = load4_shared(As, (kk, i0))            # rows i0..i0+3 (a broadcast)
+    a_hi = load4_shared(As, (kk, i0 + 4))        # rows i0+4..i0+7
+    b = load4_shared(Bs, (kk, j0))               # columns j0..j0+3
+    for j in range(THREAD_N):
+        for r in range(4):
+            acc[r, j] += a_lo[r] * b[j]
+            acc[r + 4, j] += a_hi[r] * b[j]
+
+
+# The seed's `#pragma unroll` over the 32 steps: NVVM alone unrolls this loop only ×2.
+_all_steps = unrolled(_step, TILE_K)
+
+
+def _make_kernel(load4, store4):
+    """The k6 kernel with the given global load/store of a float4 (vector or scalar)."""
+
+    def k6(M, N, K, alpha, A, B, beta, C):
+        As = cuda.shared.array((TILE_K, TILE_M), float32, alignment=SMEM_ALIGN)  # As[k, m]
+        Bs = cuda.shared.array((TILE_K, TILE_N), float32, alignment=SMEM_ALIGN)  # Bs[k, n]
+
+        tx = u32(cuda.threadIdx.x)
+        ty = u32(cuda.threadIdx.y)
+        tid = u32(ty * BLOCK[0] + tx)
+        m, n, k = u32(M), u32(N), u32(K)
+        row0 = u32(cuda.blockIdx.y * TILE_M)     # the block's first row of C
+        col0 = u32(cuda.blockIdx.x * TILE_N)     # ... and first column
+        i0 = u32(ty * THREAD_M)                  # my 8 rows in the tile: i0 .. i0+7
+        j0 = u32(tx * THREAD_N)                  # my 4 columns: j0 .. j0+3, consecutive
+
+        # Loader coordinates by linear thread id: A float4 number tid + s*128 sits at tile
+        # row a_r + 16s, columns a_c..a_c+3; B float4 number tid + s*128 at row ty + 4s,
+        # columns j0..j0+3 (so a warp reads 512 contiguous bytes of one B row).
+        a_r = u32(tid // (TILE_K // 4))
+        a_c = u32(tid % (TILE_K // 4) * 4)
+
+        acc = cuda.local.array((THREAD_M, THREAD_N), float32)
+        for r in range(THREAD_M):
+            for j in range(THREAD_N):
+                acc[r, j] = float32(0.0)
+
+        ph = u32(0)                              # first k of the phase
+        while ph < k:
+            # ---- A: 2 float4s, stored transposed (4 scalar STS each).
+            for s in range(A_LOADS):
+                r = u32(a_r + s * A_ROW_STEP)
+                row = u32(row0 + r)
+                col = u32(ph + a_c)
+                v = load4(A, u64(row) * u64(k) + u64(col), row < m, col, k)
+                As[a_c + 0, r] = v[0]
+                As[a_c + 1, r] = v[1]
+                As[a_c + 2, r] = v[2]
+                As[a_c + 3, r] = v[3]
+            # ---- B: 8 float4s, stored straight (one STS.128 each).
+            for s in range(B_LOADS):
+                r = u32(ty + s * B_ROW_STEP)
+                brow = u32(ph + r)
+                col = u32(col0 + j0)
+                v = load4(B, u64(brow) * u64(n) + u64(col), brow < k, col, n)
+                store4_shared(Bs, (r, j0), v)
+            cuda.syncthreads()
+
+            # ---- 32 steps of an 8×4 outer product: 3 LDS.128 feed 32 FFMA.
+            _all_steps(0, As, Bs, i0, j0, acc)          # kk = 0..31, unrolled
+            cuda.syncthreads()
+            ph = u32(ph + TILE_K)
+
+        # ---- C: one float4 per row; beta == 0 never reads C (BLAS: NaN in C must not leak).
+        col = u32(col0 + j0)
+        for r in range(THREAD_M):
+            row = u32(row0 + i0 + r)
+            off = u64(row) * u64(n) + u64(col)
+            if beta == float32(0.0):
+                out = (alpha * acc[r, 0], alpha * acc[r, 1], alpha * acc[r, 2], alpha * acc[r, 3])
+            else:
+                c = load4(C, off, row < m, col, n)
+                out = (
+                    alpha * acc[r, 0] + beta * c[0],
+                    alpha * acc[r, 1] + beta * c[1],
+                    alpha * acc[r, 2] + beta * c[2],
+                    alpha * acc[r, 3] + beta * c[3],
+                )
+            store4(C, off, row < m, col, n, out)
+
+    return k6
+
+
+kernel = cuda.jit(_make_kernel(_load4_vector, _store4_vector))
+kernel_edge = cuda.jit(_make_kernel(_load4_scalar, _store4_scalar))
+
+# Both specialisations, for the SASS census.
+KERNELS = {"k6": (kernel.py_func, SIGNATURE), "k6_edge": (kernel_edge.py_func, SIGNATURE)}
+
+
+def _address(x) -> int:
+    # the simulator's device arrays are NumPy arrays underneath
+    iface = getattr(x, "__cuda_array_interface__", None) or x.__array_interface__
+    return iface["data"][0]
+
+
+def vector_ok(A, B, C) -> bool:
+    """True when every row of A, B and C starts on a 16-byte boundary: the vector kernel may run."""
+    K, N = A.shape[1], B.shape[1]
+    return K % 4 == 0 and N % 4 == 0 and all(_address(x) % 16 == 0 for x in (A, B, C))
+
+
+def unsupported(M: int, N: int, K: int):
+    return grid_limit(grid(M, N))
+
+
+def run(A, B, C, alpha, beta, stream=None):
+    k6 = kernel if vector_ok(A, B, C) else kernel_edge
+    launch(k6, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
