@@ -67,38 +67,39 @@ def grid(M: int, N: int) -> tuple[int, int]:
 @cuda.jit(device=True, inline="always")
 def _load4_vector(X, off, row_ok, col, ncols):
     # ncols % 4 == 0 here, so col < ncols means all four are inside
-    if row_ok and col < ncols:
+    if row_ok & (col < ncols):
         return load4_global(X, off)
     return float32(0.0), float32(0.0), float32(0.0), float32(0.0)
 
 
 @cuda.jit(device=True, inline="always")
 def _load4_scalar(X, off, row_ok, col, ncols):
+    # u32(col + i): a plain `col + 1` is int64 in Numba, i.e. 64-bit compares; `&` (not
+    # `and`) gives predicated loads rather than branches
     zero = float32(0.0)
-    x0 = X[off] if row_ok and col < ncols else zero
-    x1 = X[off + u64(1)] if row_ok and col + 1 < ncols else zero
-    x2 = X[off + u64(2)] if row_ok and col + 2 < ncols else zero
-    x3 = X[off + u64(3)] if row_ok and col + 3 < ncols else zero
+    x0 = X[off] if row_ok & (col < ncols) else zero
+    x1 = X[off + u64(1)] if row_ok & (u32(col + 1) < ncols) else zero
+    x2 = X[off + u64(2)] if row_ok & (u32(col + 2) < ncols) else zero
+    x3 = X[off + u64(3)] if row_ok & (u32(col + 3) < ncols) else zero
     return x0, x1, x2, x3
 
 
 @cuda.jit(device=True, inline="always")
 def _store4_vector(X, off, row_ok, col, ncols, v):
-    if row_ok and col < ncols:
+    if row_ok & (col < ncols):
         store4_global(X, off, v)
 
 
 @cuda.jit(device=True, inline="always")
 def _store4_scalar(X, off, row_ok, col, ncols, v):
-    if row_ok:
-        if col < ncols:
-            X[off] = v[0]
-        if col + 1 < ncols:
-            X[off + u64(1)] = v[1]
-        if col + 2 < ncols:
-            X[off + u64(2)] = v[2]
-        if col + 3 < ncols:
-            X[off + u64(3)] = v[3]
+    if row_ok & (col < ncols):
+        X[off] = v[0]
+    if row_ok & (u32(col + 1) < ncols):
+        X[off + u64(1)] = v[1]
+    if row_ok & (u32(col + 2) < ncols):
+        X[off + u64(2)] = v[2]
+    if row_ok & (u32(col + 3) < ncols):
+        X[off + u64(3)] = v[3]
 
 
 @cuda.jit(device=True, inline="always")
@@ -144,6 +145,11 @@ def _make_kernel(load4, store4):
             for j in range(THREAD_N):
                 acc[r, j] = float32(0.0)
 
+        # Running 64-bit offsets of this thread's first float4 of A and of B: a phase moves
+        # them 32 columns right in A and 32 rows down in B (cheaper than recomputing
+        # row * ncols + col for each of the 10 loads).
+        a_off = u64(row0 + a_r) * u64(k) + u64(a_c)
+        b_off = u64(ty) * u64(n) + u64(col0 + j0)
         ph = u32(0)                              # first k of the phase
         while ph < k:
             # ---- A: 2 float4s, stored transposed (4 scalar STS each).
@@ -151,7 +157,7 @@ def _make_kernel(load4, store4):
                 r = u32(a_r + s * A_ROW_STEP)
                 row = u32(row0 + r)
                 col = u32(ph + a_c)
-                v = load4(A, u64(row) * u64(k) + u64(col), row < m, col, k)
+                v = load4(A, a_off + u64(s * A_ROW_STEP) * u64(k), row < m, col, k)
                 As[a_c + 0, r] = v[0]
                 As[a_c + 1, r] = v[1]
                 As[a_c + 2, r] = v[2]
@@ -161,7 +167,7 @@ def _make_kernel(load4, store4):
                 r = u32(ty + s * B_ROW_STEP)
                 brow = u32(ph + r)
                 col = u32(col0 + j0)
-                v = load4(B, u64(brow) * u64(n) + u64(col), brow < k, col, n)
+                v = load4(B, b_off + u64(s * B_ROW_STEP) * u64(n), brow < k, col, n)
                 store4_shared(Bs, (r, j0), v)
             cuda.syncthreads()
 
@@ -169,6 +175,8 @@ def _make_kernel(load4, store4):
             _all_steps(0, As, Bs, i0, j0, acc)          # kk = 0..31, unrolled
             cuda.syncthreads()
             ph = u32(ph + TILE_K)
+            a_off += u64(TILE_K)
+            b_off += u64(TILE_K) * u64(n)
 
         # ---- C: one float4 per row; beta == 0 never reads C (BLAS: NaN in C must not leak).
         col = u32(col0 + j0)

@@ -1,0 +1,450 @@
+"""Static SASS census: what each level's kernel compiles to on sm_90, without a GPU.
+
+    Numba level:  compile_ptx(py_func, SIGNATURE, cc=(9, 0)) -> nvJitLink (cuda.core.Linker) -> cubin
+    native level: numba_gemm.nvrtc.compile_cubin(SOURCE)     -> cubin (sm_90a)
+    cubin -> nvdisasm -> count instructions by opcode class; registers and static shared
+    memory come from the cubin's ELF section headers, spill bytes from the linker's log.
+
+This is the seed's check ("did float4 really become 128-bit?") made routine: a level's
+SASS_MUST_HAVE names the instructions it exists for, and a census proves they are there.
+Counts are static (instructions in the binary, not executed): compare levels with the same
+unrolling, as the seed does for K5/K6 (both 1056 FFMA).
+
+A Numba level with several compiled specialisations lists them in `KERNELS = {name:
+(py_func, signature)}`; otherwise its `kernel` and `SIGNATURE` are used.
+
+Numba picks the real compiler or the CUDA simulator once, at import. When this process runs
+the simulator (CI without a GPU), the Numba levels are compiled in a child process with the
+simulator off; compilation needs no GPU, only the NVVM and nvJitLink libraries.
+
+    python -m numba_gemm.sass k5 k6        # print the census table
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+ARCH = "sm_90"
+
+# Columns of the table: normalised opcode classes, in reading order.
+COLUMNS = (
+    "FFMA", "HMMA",
+    "LDG.E", "LDG.E.64", "LDG.E.128", "LDS", "LDS.64", "LDS.128", "LDSM",
+    "STS", "STS.64", "STS.128", "STG.E", "STG.E.64", "STG.E.128",
+    "LDGSTS", "UTMALDG", "SYNCS", "BAR", "LDL", "STL",
+)
+
+# Memory opcodes whose width modifier is kept; every other modifier (.E for 64-bit addresses,
+# .CONSTANT for the read-only path, .LTC128B / .EF / .EL cache hints, .STRONG.GPU ...) is
+# dropped, so LDG.E.128.CONSTANT and LDG.E.LTC128B.128 both count as LDG.E.128.
+_WIDTHS = ("U8", "S8", "U16", "S16", "64", "128")
+_WIDTH_OPS = {"LDG": "LDG.E", "STG": "STG.E", "LDS": "LDS", "STS": "STS", "LDL": "LDL", "STL": "STL"}
+
+
+class CensusUnavailable(RuntimeError):
+    """The census cannot be taken here (a compiler piece is missing); the message says which."""
+
+
+@dataclass
+class Census:
+    level: str
+    kernel: str
+    opcodes: dict = field(default_factory=dict)   # full opcode (modifiers kept) -> count
+    registers: int = 0                             # per thread
+    shared_bytes: int = 0                          # static shared memory per block
+    spill_stores: int | None = None                # bytes, from the linker log (None: unknown)
+    spill_loads: int | None = None
+    stack_bytes: int | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.opcodes.values())
+
+    @property
+    def classes(self) -> Counter:
+        """Counts by normalised opcode class (the table's columns)."""
+        out = Counter()
+        for op, n in self.opcodes.items():
+            out[normalise(op)] += n
+        return out
+
+    def count(self, prefix: str) -> int:
+        """Instructions whose opcode is `prefix` or starts with `prefix` + "." (raw or normalised).
+
+        "LDS" counts LDS, LDS.64, LDS.128 but not LDSM; "LDG.E.128" counts LDG.E.128.CONSTANT.
+        """
+        def match(op):
+            return op == prefix or op.startswith(prefix + ".")
+
+        return sum(n for op, n in self.opcodes.items() if match(op) or match(normalise(op)))
+
+    def has(self, prefix: str) -> bool:
+        return self.count(prefix) > 0
+
+    @property
+    def local_memory_ops(self) -> int:
+        return self.count("LDL") + self.count("STL")
+
+
+def normalise(opcode: str) -> str:
+    """Opcode class: LDG.E.128.CONSTANT -> LDG.E.128, BAR.SYNC.DEFER_BLOCKING -> BAR, HMMA.16816.F32 -> HMMA."""
+    parts = opcode.split(".")
+    base = parts[0]
+    if base in _WIDTH_OPS:
+        widths = [p for p in parts[1:] if p in _WIDTHS]
+        return _WIDTH_OPS[base] + ("." + widths[-1] if widths else "")
+    if base.startswith("SYNCS"):
+        return "SYNCS"
+    return base
+
+
+# ---------------------------------------------------------------------------------------
+# Tools
+
+@functools.lru_cache(maxsize=None)
+def find_nvdisasm() -> str:
+    path = shutil.which("nvdisasm")
+    if path:
+        return path
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+
+        path = find_nvidia_binary_utility("nvdisasm")
+    except Exception:  # older cuda-pathfinder, or nothing found
+        path = None
+    if not path:
+        raise CensusUnavailable(
+            "nvdisasm not found: install the nvidia-cuda-nvdisasm wheel "
+            "(pip install nvidia-cuda-nvdisasm) or put a CUDA toolkit's bin/ on PATH"
+        )
+    return path
+
+
+def link_ptx(ptx: str | bytes, arch: str = ARCH) -> tuple[bytes, str]:
+    """PTX -> (cubin, ptxas info log) with nvJitLink through cuda.core."""
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+
+    if isinstance(ptx, str):
+        ptx = ptx.encode()
+    linker = Linker(ObjectCode.from_ptx(ptx), options=LinkerOptions(arch=arch, verbose=True))
+    try:
+        cubin = bytes(linker.link("cubin").code)
+        log = linker.get_info_log() or ""
+    finally:
+        linker.close()
+    return cubin, log
+
+
+def disassemble(cubin: bytes) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "k.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        out = subprocess.run([find_nvdisasm(), "-c", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"nvdisasm failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+# ---------------------------------------------------------------------------------------
+# Parsers
+
+_INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)")
+
+
+def count_opcodes(sass: str) -> Counter:
+    """Full opcodes (modifiers kept, predicate dropped) of every instruction in nvdisasm text."""
+    return Counter(m.group(1) for m in map(_INSTR.match, sass.splitlines()) if m)
+
+
+def _elf(cubin: bytes):
+    """(section headers, section names, symbol names) of a 64-bit little-endian ELF (a cubin).
+
+    A header is (type, offset, size, link, info)."""
+    if cubin[:4] != b"\x7fELF" or cubin[4] != 2:
+        raise ValueError("not a 64-bit ELF cubin")
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    raw = [struct.unpack_from("<IIQQQQII", cubin, shoff + i * shentsize) for i in range(shnum)]
+    headers = [(typ, off, size, link, info) for _n, typ, _f, _a, off, size, link, info in raw]
+
+    def string(table_offset, i):
+        start = table_offset + i
+        return cubin[start:cubin.index(b"\0", start)].decode()
+
+    names = [string(headers[shstrndx][1], r[0]) for r in raw]
+    symbols = []
+    for typ, off, size, link, _info in headers:
+        if typ == 2:  # SHT_SYMTAB: 24-byte entries, names in the linked string table
+            symbols = [string(headers[link][1], struct.unpack_from("<I", cubin, off + 24 * j)[0])
+                       for j in range(size // 24)]
+    return headers, names, symbols
+
+
+def elf_sections(cubin: bytes) -> dict[str, tuple[int, int]]:
+    """{section name: (size, sh_info)}."""
+    headers, names, _ = _elf(cubin)
+    return {n: (h[2], h[4]) for n, h in zip(names, headers)}
+
+
+def _nv_info(cubin: bytes, offset: int, size: int):
+    """Entries (attribute, payload bytes) of an .nv.info section (EIATTR records)."""
+    end, p = offset + size, offset
+    while p + 2 <= end:
+        fmt, attr = cubin[p], cubin[p + 1]
+        if fmt == 4:          # EIFMT_SVAL: u16 length + payload
+            length, = struct.unpack_from("<H", cubin, p + 2)
+            yield attr, cubin[p + 4:p + 4 + length]
+            p += 4 + length
+        elif fmt in (2, 3):   # EIFMT_BVAL / EIFMT_HVAL: 2 bytes inline
+            yield attr, cubin[p + 2:p + 4]
+            p += 4
+        else:                 # EIFMT_NVAL
+            p += 2
+
+
+EIATTR_FRAME_SIZE = 0x11
+EIATTR_REGCOUNT = 0x2F
+
+
+def kernel_resources(cubin: bytes) -> dict[str, dict]:
+    """{function symbol: {"registers", "shared_bytes", "frame_bytes"}} from the ELF.
+
+    The register count is the EIATTR_REGCOUNT record (symbol index, count) of the `.nv.info`
+    section (older cubins kept it in the top byte of the `.text.<name>` sh_info instead);
+    static shared memory is the size of `.nv.shared.<name>`, which on sm_90 includes the 1 KB
+    per block the system reserves (ptxas -v reports 20480 bytes for the seed's K6, the
+    section is 21504: the footprint a block really takes out of the SM's shared memory).
+    """
+    headers, names, symbols = _elf(cubin)
+    by_symbol = {}
+    for (typ, off, size, _link, _info), name in zip(headers, names):
+        if name == ".nv.info":
+            for attr, data in _nv_info(cubin, off, size):
+                if attr in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE) and len(data) >= 8:
+                    sym, value = struct.unpack_from("<II", data)
+                    by_symbol.setdefault(sym, {})[attr] = value
+    sizes = {n: h[2] for n, h in zip(names, headers)}
+    out = {}
+    for (_typ, _off, _size, _link, info), sec in zip(headers, names):
+        if not sec.startswith(".text."):
+            continue
+        name = sec[len(".text."):]
+        attrs = by_symbol.get(info & 0xFFFFFF, {})
+        out[name] = {
+            "registers": attrs.get(EIATTR_REGCOUNT, info >> 24),
+            "shared_bytes": sizes.get(".nv.shared." + name, 0),
+            "frame_bytes": attrs.get(EIATTR_FRAME_SIZE),
+        }
+    return out
+
+
+def split_functions(sass: str) -> dict[str, str]:
+    """nvdisasm text split into {function name: its code}."""
+    parts = re.split(r"^\s*\.section\s+\.text\.([^,\s]+)\s*,.*$", sass, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+_SPILL = re.compile(
+    r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+)
+
+
+def spill_info(log: str) -> tuple[int, int, int] | None:
+    """(stack frame, spill store, spill load) bytes summed over a ptxas info log; None if absent."""
+    found = _SPILL.findall(log or "")
+    if not found:
+        return None
+    return tuple(sum(int(f[i]) for f in found) for i in range(3))
+
+
+# ---------------------------------------------------------------------------------------
+# Census
+
+def census_cubin(cubin: bytes, level: str, log: str | None = None, names=None) -> list[Census]:
+    """One Census per function in the cubin; `names` maps symbol -> display name."""
+    functions = split_functions(disassemble(cubin))
+    res = kernel_resources(cubin)
+    spills = spill_info(log) if log is not None else None
+    out = []
+    for symbol, code in functions.items():
+        r = res.get(symbol, {})
+        stack = spills[0] if spills else r.get("frame_bytes")
+        out.append(Census(
+            level=level,
+            kernel=(names or {}).get(symbol, symbol),
+            opcodes=dict(sorted(count_opcodes(code).items())),
+            registers=r.get("registers", 0),
+            shared_bytes=r.get("shared_bytes", 0),
+            stack_bytes=stack,
+            spill_stores=spills[1] if spills else None,
+            spill_loads=spills[2] if spills else None,
+        ))
+    return out
+
+
+def census_numba(pyfunc, signature, level: str, kernel: str) -> Census:
+    from numba import cuda
+
+    if cuda.config.ENABLE_CUDASIM:
+        raise CensusUnavailable("the CUDA simulator is on in this process: use census_level()")
+    ptx, _ = cuda.compile_ptx(pyfunc, signature, cc=(9, 0))
+    cubin, log = link_ptx(ptx)
+    (census,) = census_cubin(cubin, level, log)   # Numba emits one entry per compilation
+    census.kernel = kernel
+    return census
+
+
+def numba_kernels(module) -> dict:
+    """{name: (py_func, signature)} of a Numba level's compiled specialisations."""
+    kernels = getattr(module, "KERNELS", None)
+    if kernels:
+        return dict(kernels)
+    return {module.LEVEL: (module.kernel.py_func, module.SIGNATURE)}
+
+
+def _census_native(level) -> list[Census]:
+    try:
+        from . import nvrtc
+    except ImportError as e:
+        raise CensusUnavailable(
+            f"native level {level.name}: numba_gemm.nvrtc is not available ({e})"
+        ) from None
+    compile_cubin = getattr(nvrtc, "compile_cubin", None)
+    if compile_cubin is None:
+        raise CensusUnavailable(f"native level {level.name}: numba_gemm.nvrtc has no compile_cubin()")
+    cubin = compile_cubin(level.module.SOURCE)
+    kernel = getattr(level.module, "KERNEL_NAME", None)
+    return census_cubin(cubin, level.name, names={kernel: level.name} if kernel else None)
+
+
+def _simulating() -> bool:
+    if "numba" in sys.modules:
+        from numba import cuda
+
+        return bool(cuda.config.ENABLE_CUDASIM)
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+@functools.lru_cache(maxsize=None)
+def _census_numba_level(name: str) -> tuple:
+    from .registry import get
+
+    module = get(name).module
+    return tuple(census_numba(f, sig, name, kname) for kname, (f, sig) in numba_kernels(module).items())
+
+
+def _census_in_child(names: list[str]) -> dict[str, list[Census]]:
+    """Census Numba levels in a child process with the simulator off."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    out = subprocess.run(
+        [sys.executable, "-m", "numba_gemm.sass", "--json", *names],
+        capture_output=True, text=True, env=env,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"SASS census of {names} failed in a child process:\n{out.stderr[-4000:]}")
+    data = json.loads(out.stdout)
+    return {n: [Census(**c) for c in data[n]] for n in names}
+
+
+_CHILD_CACHE: dict[str, list[Census]] = {}
+
+
+def census_levels(levels) -> dict[str, list[Census]]:
+    """Census of several levels ({name: [Census per kernel]}); one child process at most.
+
+    Native levels raise CensusUnavailable only when asked for alone (census_level); here a
+    native level that cannot be compiled maps to the exception instance instead of a list.
+    """
+    out = {}
+    numba_names = [lv.name for lv in levels if not lv.native]
+    if numba_names and _simulating():
+        missing = [n for n in numba_names if n not in _CHILD_CACHE]
+        if missing:
+            _CHILD_CACHE.update(_census_in_child(missing))
+        numba_results = {n: _CHILD_CACHE[n] for n in numba_names}
+    else:
+        numba_results = {n: list(_census_numba_level(n)) for n in numba_names}
+    for lv in levels:
+        if lv.native:
+            try:
+                out[lv.name] = _census_native(lv)
+            except CensusUnavailable as e:
+                out[lv.name] = e
+        else:
+            out[lv.name] = numba_results[lv.name]
+    return out
+
+
+def census_level(level) -> list[Census]:
+    """Census of every kernel of one level (a registry Level record or a level name)."""
+    if isinstance(level, str):
+        from .registry import get
+
+        level = get(level)
+    result = census_levels([level])[level.name]
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# Table
+
+def format_table(censuses) -> str:
+    """One row per kernel, one column per opcode class present, plus registers/shared/spills/total."""
+    censuses = list(censuses)
+    classes = [c.classes for c in censuses]
+    present = {k for cl in classes for k, v in cl.items() if v}
+    cols = [c for c in COLUMNS if c in present]
+    header = ["kernel", *cols, "other", "TOTAL", "regs", "smem B", "spill B"]
+    rows = []
+    for c, cl in zip(censuses, classes):
+        other = c.total - sum(cl[k] for k in cols)
+        spill = "?" if c.spill_stores is None else str(c.spill_stores + c.spill_loads)
+        rows.append([c.kernel, *(str(cl[k]) if cl[k] else "-" for k in cols), str(other),
+                     str(c.total), str(c.registers), str(c.shared_bytes), spill])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(r, widths)))
+             for r in [header, *rows]]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("levels", nargs="*", help="level names (default: all)")
+    p.add_argument("--json", action="store_true", help="print the censuses as JSON")
+    args = p.parse_args(argv)
+    from .registry import get, registry
+
+    levels = [get(n) for n in args.levels] if args.levels else list(registry().values())
+    results = census_levels(levels)
+    if args.json:
+        print(json.dumps({n: [asdict(c) for c in r] for n, r in results.items()
+                          if not isinstance(r, Exception)}))
+        return 0
+    rows = []
+    for name, r in results.items():
+        if isinstance(r, Exception):
+            print(f"{name}: skipped: {r}", file=sys.stderr)
+        else:
+            rows.extend(r)
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
