@@ -1,0 +1,154 @@
+"""The static SASS census: every level compiles to the instructions it exists for, with no
+local-memory spills; and the parser itself, on a tiny kernel whose instruction mix is known."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from numba_gemm import sass
+from numba_gemm.registry import registry
+
+LEVELS = list(registry().values())
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def censuses():
+    # one child process for all Numba levels when this one runs the simulator
+    return sass.census_levels(LEVELS)
+
+
+def _level_census(censuses, level):
+    result = censuses[level.name]
+    if isinstance(result, sass.CensusUnavailable):
+        pytest.skip(str(result))
+    return result
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=[lv.name for lv in LEVELS])
+def test_level_has_its_instructions(censuses, level):
+    kernels = _level_census(censuses, level)
+    assert kernels, f"{level.name}: no kernel found in the cubin"
+    for prefix in level.module.SASS_MUST_HAVE:
+        found = {c.kernel: c.count(prefix) for c in kernels}
+        assert any(found.values()), f"{level.name}: no {prefix} in the SASS ({found})\n" + sass.format_table(kernels)
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=[lv.name for lv in LEVELS])
+def test_level_has_no_spills(censuses, level):
+    for c in _level_census(censuses, level):
+        assert c.local_memory_ops == 0, f"{c.kernel}: {c.count('LDL')} LDL, {c.count('STL')} STL"
+        if c.spill_stores is not None:
+            assert c.spill_stores == 0 and c.spill_loads == 0, f"{c.kernel} spills"
+        assert c.registers > 0
+
+
+def test_k6_both_specialisations(censuses):
+    """The vector kernel is 128-bit end to end; both keep the LDS.128 inner loop, unrolled,
+    with single-precision arithmetic only (alpha/beta never promoted to float64)."""
+    if "k6" not in censuses:
+        pytest.skip("no k6 level registered")
+    by_name = {c.kernel: c for c in censuses["k6"]}
+    vec, edge = by_name["k6"], by_name["k6_edge"]
+    for prefix in ("LDG.E.128", "LDS.128", "STG.E.128"):
+        assert vec.has(prefix), prefix
+    assert vec.count("LDG.E") == vec.count("LDG.E.128")        # no 32-bit global loads
+    assert vec.count("STG.E") == vec.count("STG.E.128")
+    for c in (vec, edge):
+        assert c.count("LDS.128") == 96                         # 3 per k × 32 k: fully unrolled
+        assert c.count("LDS") == 96                             # and nothing narrower
+        assert c.count("FFMA") >= 1024
+        assert not c.has("DFMA") and not c.has("DMUL") and not c.has("DADD")
+
+
+# ---- the parser ------------------------------------------------------------------------
+
+TINY = r'''
+import json, sys
+from numba import cuda, float32
+from numba_gemm import sass
+from numba_gemm.intrinsics import load4_global, load4_shared, store4_global, store4_shared
+
+def tiny(X, Y, a):
+    S = cuda.shared.array(64, float32, alignment=16)
+    x, y, z, w = load4_global(X, 0)                 # one LDG.E.128
+    store4_shared(S, 4 * cuda.threadIdx.x, (x, y, z, w))  # one STS.128
+    cuda.syncthreads()                              # one BAR
+    p, q, r, s = load4_shared(S, 0)                 # one LDS.128
+    store4_global(Y, 4, (p * a + q, q, r, s))      # one FFMA, one STG.E.128
+
+sig = (float32[::1], float32[::1], float32)
+c = sass.census_numba(tiny, sig, "tiny", "tiny")
+print(json.dumps({"opcodes": c.opcodes, "classes": c.classes, "registers": c.registers,
+                  "shared": c.shared_bytes, "spills": [c.spill_stores, c.spill_loads]}))
+'''
+
+
+def _without_simulator(code):
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_parser_on_a_known_kernel():
+    got = _without_simulator(TINY)
+    cls = got["classes"]
+    assert cls.get("LDG.E.128") == 1
+    assert cls.get("STS.128") == 1
+    assert cls.get("LDS.128") == 1
+    assert cls.get("FFMA") == 1
+    assert cls.get("STG.E.128") == 1
+    assert cls.get("BAR") == 1
+    assert not {"LDG.E", "LDS", "LDS.64", "STG.E", "STS"} & set(cls)   # nothing narrower
+    assert any(op.startswith("EXIT") for op in got["opcodes"])
+    assert got["registers"] > 0
+    assert 256 <= got["shared"] <= 256 + 1024   # 64 floats (+ the sm_90 per-block reserve)
+    assert got["spills"] == [0, 0]
+
+
+@pytest.mark.parametrize("opcode, cls", [
+    ("LDG.E.128.CONSTANT", "LDG.E.128"),
+    ("LDG.E.LTC128B.128", "LDG.E.128"),
+    ("LDG.E", "LDG.E"),
+    ("LDG.E.64.CONSTANT", "LDG.E.64"),
+    ("LDS.U.128", "LDS.128"),
+    ("LDS", "LDS"),
+    ("STG.E.STRONG.GPU", "STG.E"),
+    ("BAR.SYNC.DEFER_BLOCKING", "BAR"),
+    ("HMMA.16816.F32", "HMMA"),
+    ("LDSM.16.M88.4", "LDSM"),
+    ("SYNCS.ARRIVE.TRANS64.RED.A1T0", "SYNCS"),
+    ("UTMALDG.2D", "UTMALDG"),
+])
+def test_normalise(opcode, cls):
+    assert sass.normalise(opcode) == cls
+
+
+def test_count_prefix_respects_opcode_boundaries():
+    c = sass.Census(level="x", kernel="x", opcodes={"LDSM.16.M88.4": 2, "LDS.128": 3, "LDG.E.128.CONSTANT": 1})
+    assert c.count("LDS") == 3          # LDSM is not LDS
+    assert c.count("LDSM") == 2
+    assert c.count("LDG.E.128") == 1
+    assert c.count("LDG.E") == 1
+    assert c.local_memory_ops == 0
+
+
+def test_count_opcodes_reads_predicated_lines():
+    text = """
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*05b0*/              @!P3 LDG.E.128 R12, desc[UR6][R36.64] ;
+        /*0640*/              @!P5 IMAD.WIDE.U32 R36, R28, UR5, R26 ;
+        /*1100*/               @P0 BRA `(.L_x_1) ;
+                                                              /* 0x000fe20000000f00 */
+    """
+    assert sass.count_opcodes(text) == {"LDC": 1, "LDG.E.128": 1, "IMAD.WIDE.U32": 1, "BRA": 1}
+
+
+def test_format_table_has_a_row_per_kernel():
+    rows = [sass.Census(level="k", kernel=n, opcodes={"FFMA": 4, "LDS.128": 1}, registers=32) for n in ("a", "b")]
+    table = sass.format_table(rows).splitlines()
+    assert len(table) == 3 and "FFMA" in table[0] and "LDS.128" in table[0]
