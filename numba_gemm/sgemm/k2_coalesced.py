@@ -31,17 +31,28 @@ def kernel(M, N, K, alpha, A, B, beta, C):
     col = u32(cuda.blockIdx.x * TILE_N + cuda.threadIdx.x)   # x -> column: coalesced
     row = u32(cuda.blockIdx.y * TILE_M + cuda.threadIdx.y)
     if row < u32(M) and col < u32(N):
-        n = u64(N)
-        # Same loop as k1 (flat uint64 offsets advanced by increments, see _common).
-        a = u64(row) * u64(K)
-        a_end = a + u64(K)
+        # Same loop as k1 (its comments say why it is written this way).
+        a = u64(row) * u64(u32(K))
         b = u64(col)
         acc = float32(0.0)
-        while a < a_end:
+        k = u32(0)
+        while k < (u32(K) & u32(3)):
             acc += A[a] * B[b]
             a += u64(1)
-            b += n
-        c = u64(row) * n + u64(col)
+            b += u64(u32(N))
+            k += u32(1)
+        while k != u32(K):
+            acc += A[a] * B[b]
+            b += u64(u32(N))
+            acc += A[a + u64(1)] * B[b]
+            b += u64(u32(N))
+            acc += A[a + u64(2)] * B[b]
+            b += u64(u32(N))
+            acc += A[a + u64(3)] * B[b]
+            b += u64(u32(N))
+            a += u64(4)
+            k += u32(4)
+        c = u64(row) * u64(N) + u64(col)
         if beta == 0:
             C[c] = alpha * acc
         else:
