@@ -23,10 +23,6 @@ if has env; then
     git rev-parse --short HEAD 2>/dev/null; date -u; } >"$OUT/env.txt" 2>&1
   cat "$OUT/env.txt"
 fi
-if has tests; then
-  timeout 420 python3 -m pytest -q -x -p no:cacheprovider 2>&1 | tail -n 60 >"$OUT/pytest.log"
-  tail -n 3 "$OUT/pytest.log"
-fi
 if has sgemm; then
   timeout 300 python3 bench.py --level sgemm --size 4096,4097 --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
   cat "$OUT/sgemm.txt"
@@ -42,4 +38,8 @@ fi
 if has seed && [ -f .ref/seed_sgemm.cu ]; then
   (nvcc -arch=sm_90 -O3 -o /tmp/seed_sgemm .ref/seed_sgemm.cu && timeout 200 /tmp/seed_sgemm) >"$OUT/seed.txt" 2>&1
   cat "$OUT/seed.txt"
+fi
+if has tests; then
+  timeout "${TEST_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rs 2>&1 | tail -n 80 >"$OUT/pytest.log"
+  tail -n 3 "$OUT/pytest.log"
 fi
