@@ -346,7 +346,7 @@ def _device_facts():
         "device": name,
         "cc": list(dev.compute_capability),
         "sms": int(dev.MULTIPROCESSOR_COUNT),
-        "max_threads_per_sm": int(dev.MAX_THREADS_PER_MULTI_PROCESSOR),
+        "max_threads_per_sm": int(dev.MAX_THREADS_PER_MULTIPROCESSOR),
     }
 
 
