@@ -6,11 +6,19 @@ registers and does their 8×4 outer product: 12 shared loads for 32 FMAs. k4 reu
 (8 broadcasts + 1 32-way per 8 FMAs); k5 reuses both, so the cycles ledger moves again
 (seed: per 32 FMAs 27.8 -> 15.0 cycles of shared loads). Loading 40 floats per phase for 32
 outputs also moves the bytes ledger the way k3c did (7.97 -> 12.72 FMA/float). Occupancy drops
-(32 accumulators, ~96 registers), and it is faster anyway.
+(32 accumulators, ~86 registers), and it is faster anyway.
+
+The gain needs the seed's `#pragma unroll`: the 32 k steps and the 8 rows of tile loads are
+straight-line code (see `unrolled` below), so a phase is 40 predicated LDG + 40 STS, then
+1024 FFMA fed by 128 LDS + 64 LDS.128 with nothing else between the barriers. The LDS.128
+are ptxas's doing, as in nvcc's build of the seed: a thread's 8 values of A at k..k+3 are
+4 consecutive floats of one Mds row, and with every address a constant offset ptxas merges
+them. (k6 makes 128-bit access the design: B too, and global memory.)
 """
 import numpy as np
 from numba import cuda
 
+from ..intrinsics import unrolled
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
 
 LEVEL = "k5"
@@ -32,6 +40,45 @@ def grid(M: int, N: int) -> tuple[int, int]:
     return (ceil_div(N, TILE_N), ceil_div(M, TILE_M))
 
 
+# Numba has no `#pragma unroll`. Left to NVVM the 32-step k loop stays a loop (4 steps per
+# trip, with LEAs recomputing shared addresses between the FFMAs) and so does the tile load
+# (5 of its 40 LDG per trip), which ran ~30% slower than nvcc's build of the seed.
+# Both loops are therefore written as one step each and
+# expanded into straight-line code by `unrolled`; every shared address in a phase is then
+# a register plus a constant, and ptxas merges the 4 A values at kk..kk+3 of one row
+# (Mds[i0 + r, kk : kk + 4], 16-byte aligned) into one LDS.128, as nvcc does for the seed.
+
+@cuda.jit(device=True, inline="always")
+def _load_row(r, Mds, Nds, A, B, a_off, b_off, k64, n64, i0, tx, row0, m, a_col, b_row, k, b_col, n):
+    """Tile row i0 + r: one element of A and four of B (columns tx + 32j) per thread."""
+    zero = float32(0.0)
+    ir = u32(i0 + r)
+    # offsets outside the condition, so that they become running sums (a multiply inside
+    # it is redone per row); `&`, not `and`: a predicated load rather than a branch
+    a = a_off + u64(r) * k64
+    Mds[ir, tx] = A[a] if (u32(row0 + r) < m) & (a_col < k) else zero
+    b_ok = u32(b_row + r) < k
+    b = b_off + u64(r) * n64
+    for j in range(TN):
+        Nds[ir, u32(j * TILE + tx)] = B[b + u64(j * TILE)] if b_ok & (u32(b_col + j * TILE) < n) else zero
+
+
+@cuda.jit(device=True, inline="always")
+def _step(kk, Mds, Nds, i0, tx, a_reg, b_reg, acc):
+    """One k of the 8×4 outer product: 8 broadcasts of A, 4 conflict-free loads of B, 32 FMAs."""
+    for r in range(CF):
+        a_reg[r] = Mds[u32(i0 + r), kk]
+    for j in range(TN):
+        b_reg[j] = Nds[kk, u32(j * TILE + tx)]
+    for r in range(CF):
+        for j in range(TN):
+            acc[r, j] += a_reg[r] * b_reg[j]
+
+
+_load_tiles = unrolled(_load_row, CF)     # 8 rows: 8 loads of A, 32 of B
+_all_steps = unrolled(_step, TILE)        # kk = 0..31
+
+
 @cuda.jit
 def kernel(M, N, K, alpha, A, B, beta, C):
     Mds = cuda.shared.array((TILE, TILE), float32, alignment=SMEM_ALIGN)        # 4 KB
@@ -42,7 +89,9 @@ def kernel(M, N, K, alpha, A, B, beta, C):
     i0 = u32(ty * CF)
     row0 = u32(cuda.blockIdx.y * TILE + i0)
     col_base = u32(cuda.blockIdx.x * (TILE * TN))
+    b_col = u32(col_base + tx)
     m, n, k = u32(M), u32(N), u32(K)
+    k64, n64 = u64(k), u64(n)
 
     # Local arrays indexed only by unrolled constants: they live in registers.
     acc = cuda.local.array((CF, TN), float32)
@@ -52,50 +101,26 @@ def kernel(M, N, K, alpha, A, B, beta, C):
         for j in range(TN):
             acc[r, j] = float32(0.0)
 
-    a_row0 = u64(row0) * u64(k)
-    b_col = u64(col_base + tx)
+    # Running 64-bit offsets of A[row0, ph + tx] and B[ph + i0, col_base + tx]
+    a_off = u64(row0) * k64 + u64(tx)
+    b_off = u64(i0) * n64 + u64(b_col)
     ph = u32(0)
     while ph < k:
-        a_col = u32(ph + tx)
-        a = a_row0 + u64(a_col)                 # A[row0, a_col]
-        b = u64(ph + i0) * u64(n) + b_col       # B[ph + i0, col_base + tx]
-        for r in range(CF):
-            ir = u32(i0 + r)
-            # A tile: 8 elements per thread, as in k4
-            if u32(row0 + r) < m and a_col < k:
-                Mds[ir, tx] = A[a]
-            else:
-                Mds[ir, tx] = float32(0.0)
-            # B tile: 8 rows × 4 segments per thread, each segment ending in tx: coalesced
-            b_in = u32(ph + ir) < k
-            for j in range(TN):
-                if b_in and u32(col_base + j * TILE + tx) < n:
-                    Nds[ir, u32(j * TILE + tx)] = B[b + u64(j * TILE)]
-                else:
-                    Nds[ir, u32(j * TILE + tx)] = float32(0.0)
-            a += u64(k)
-            b += u64(n)
+        _load_tiles(0, Mds, Nds, A, B, a_off, b_off, k64, n64, i0, tx, row0, m,
+                    u32(ph + tx), u32(ph + i0), k, b_col, n)
         cuda.syncthreads()
-
-        kk = u32(0)                   # unsigned: no wraparound selects on the shared reads
-        while kk < TILE:
-            for r in range(CF):
-                a_reg[r] = Mds[u32(i0 + r), kk]            # 8 broadcasts
-            for j in range(TN):
-                b_reg[j] = Nds[kk, u32(j * TILE + tx)]     # 4 32-way loads
-            for r in range(CF):
-                for j in range(TN):
-                    acc[r, j] += a_reg[r] * b_reg[j]       # 32 FMAs
-            kk = u32(kk + 1)
+        _all_steps(0, Mds, Nds, i0, tx, a_reg, b_reg, acc)
         cuda.syncthreads()
         ph = u32(ph + TILE)
+        a_off += u64(TILE)
+        b_off += u64(TILE) * n64
 
     for r in range(CF):
         row = u32(row0 + r)
         if row < m:
-            c_row = u64(row) * u64(n)
+            c_row = u64(row) * n64
             for j in range(TN):
-                col = u32(col_base + j * TILE + tx)
+                col = u32(b_col + j * TILE)
                 if col < n:
                     c = c_row + u64(col)
                     if beta == 0:
