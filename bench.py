@@ -125,6 +125,12 @@ def main(argv=None):
         plot_ladder(results, args.plot)
 
     print(bench.format_table(results))
+    times = {(r.level, r.M): r.ms for r in results if r.ms and r.M == r.N == r.K}
+    pair = [times.get(key) for key in (("k1", 4096), ("k2", 4096), ("k1", 4097), ("k2", 4097))]
+    if all(pair):   # the seed's power-of-two experiment: split k1/k2 into its two causes
+        from numba_gemm import ledgers
+        print()
+        print(ledgers.stride_experiment(*pair, "this GPU"))
     wrong = [r for r in results if r.ok is False]
     if wrong:
         print(f"\nWRONG RESULTS: {', '.join(r.level for r in wrong)}", file=sys.stderr)
