@@ -14,7 +14,11 @@
 // Refill distance: at iteration kt tid 0 refills the stage read at kt-2 (tile kt+STAGES-2),
 // not the one read at kt-1: the other warps have long finished kt-2, so the producer (which
 // also computes, in warp 0) practically never waits, and two tiles are in flight ahead of
-// the one being multiplied.
+// the one being multiplied (STAGES = 4). -DHG_TMA_LAG=1 refills the stage read at kt-1
+// instead: one more tile in flight, but warp 0 then waits for the slowest warp's kt-1.
+//
+// The tile configuration is v8's (-DHG_BM ... in v8_mma.cu); A is one BM x 64 box (BM <= 256,
+// TMA's box limit), B one 64 x 64 box per panel.
 //
 // The tensor maps are built on the host (numba_gemm.tma) and passed by value as
 // __grid_constant__ parameters; TMA takes their generic address. Requirements (checked on the
@@ -32,7 +36,15 @@ struct alignas(64) CUtensorMap {
 #endif
 static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == 64, "CUtensorMap layout");
 
+#ifndef HG_TMA_LAG
+#define HG_TMA_LAG 2
+#endif
+
 namespace hg {
+
+constexpr int TMA_LAG = HG_TMA_LAG;
+static_assert(TMA_LAG >= 1 && TMA_LAG < STAGES, "refill a stage read 1..STAGES-1 iterations ago");
+static_assert(BM <= 256, "A is loaded as one box of BM rows (TMA boxes are at most 256)");
 
 // Dynamic shared memory the host must give: STAGES * STAGE_BYTES + 1024 (alignment slack)
 // + the barriers = 197,696 bytes.
@@ -81,7 +93,7 @@ __device__ __forceinline__ void block_tile_tma(const CUtensorMap* tm_a, const CU
     };
 
     if (tid == 0)
-        for (int f = 0; f < STAGES - 2 && f < k_tiles; ++f) issue(f);
+        for (int f = 0; f < STAGES - TMA_LAG && f < k_tiles; ++f) issue(f);
 
     float acc[MT][NT][4];
     #pragma unroll
@@ -95,7 +107,7 @@ __device__ __forceinline__ void block_tile_tma(const CUtensorMap* tm_a, const CU
 
     for (int kt = 0; kt < k_tiles; ++kt) {
         if (tid == 0) {
-            const int f = kt + STAGES - 2;
+            const int f = kt + STAGES - TMA_LAG;
             if (f < k_tiles) {
                 // the (f / STAGES)-th fill of its stage needs the previous read of it released
                 if (f >= STAGES) mbar_wait(empty + 8 * (f % STAGES), ((f / STAGES) - 1) & 1);
@@ -131,9 +143,11 @@ __device__ __forceinline__ void v10_entry(const CUtensorMap* tm_a, const CUtenso
     hg::block_tile_tma<T>(tm_a, tm_b, C, M, N, K, alpha, beta, vec_c, bm, bn, smem);
 }
 
-extern "C" __global__ void __launch_bounds__(hg::THREADS, 1) v10_tma_f16(V10_ARGS) {
+extern "C" __global__ void __launch_bounds__(hg::THREADS, hg::MIN_BLOCKS) v10_tma_f16(V10_ARGS) {
     v10_entry<__half>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n);
 }
-extern "C" __global__ void __launch_bounds__(hg::THREADS, 1) v10_tma_bf16(V10_ARGS) {
+#ifndef HG_NO_BF16
+extern "C" __global__ void __launch_bounds__(hg::THREADS, hg::MIN_BLOCKS) v10_tma_bf16(V10_ARGS) {
     v10_entry<__nv_bfloat16>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n);
 }
+#endif

@@ -5,7 +5,10 @@ cuda.pathfinder, and cuda.bindings for the driver calls. Compiling needs no GPU;
 launching do.
 
 - compile_cubin(name, arch) -> bytes   SASS for one .cu in numba_gemm.native (cached on disk)
-- function(name, kernel)    -> CUfunction loaded into Numba's current context (cached in-process)
+- compile_variant(name, defines, arch) -> bytes   the same with extra -D options
+- function(name, kernel, arch, defines) -> CUfunction loaded into Numba's current context
+- defines: extra "-DNAME=VALUE" options (e.g. a level's tile configuration); they are compile
+  options, so they are part of the cache key.
 - launch(fn, grid, block, smem, stream, args)   cuLaunchKernel with checked results
 
 We compile straight to CUBIN for a real architecture (sm_90a), never to PTX: the GPU's driver
@@ -217,15 +220,29 @@ def cubin_path(source_name: str, arch: str = DEFAULT_ARCH, extra: tuple[str, ...
 _compile_lock = threading.Lock()
 
 
+def _defines(defines) -> tuple[str, ...]:
+    out = tuple(defines or ())
+    for d in out:
+        if not (isinstance(d, str) and d.startswith("-D") and len(d) > 2 and " " not in d):
+            raise ValueError(f"a define is one '-DNAME[=VALUE]' option without spaces, got {d!r}")
+    return out
+
+
 def compile_cubin(source_name: str, arch: str = DEFAULT_ARCH) -> bytes:
     """SASS (a cubin) for native/<source_name>, compiled by NVRTC for `arch`, cached on disk."""
     return _compile(source_name, arch, ())
 
 
-def compile_log(source_name: str, arch: str = DEFAULT_ARCH) -> str:
+def compile_variant(source_name: str, defines, arch: str = DEFAULT_ARCH) -> bytes:
+    """compile_cubin with extra -D options (a level's non-default tile configuration)."""
+    return _compile(source_name, arch, _defines(defines))
+
+
+def compile_log(source_name: str, arch: str = DEFAULT_ARCH, defines=()) -> str:
     """The NVRTC/ptxas log of the cached compile (register counts, spill stores and loads)."""
-    path = cubin_path(source_name, arch)
-    _compile(source_name, arch, ())
+    defines = _defines(defines)
+    path = cubin_path(source_name, arch, defines)
+    _compile(source_name, arch, defines)
     log = path.with_suffix(".log")
     return log.read_text() if log.exists() else ""
 
@@ -300,20 +317,22 @@ def _context_key():
     return int(ctx)
 
 
-def function(source_name: str, kernel_name: str, arch: str = DEFAULT_ARCH):
-    """The CUfunction `kernel_name` of native/<source_name>, loaded once per context."""
+def function(source_name: str, kernel_name: str, arch: str = DEFAULT_ARCH, defines=()):
+    """The CUfunction `kernel_name` of native/<source_name> (compiled with `defines`), loaded
+    once per context."""
     from cuda.bindings import driver as drv
 
+    defines = _defines(defines)
     ctx = _context_key()
-    key = (ctx, source_name, kernel_name, arch)
+    key = (ctx, source_name, kernel_name, arch, defines)
     fn = _functions.get(key)
     if fn is not None:
         return fn
     with _load_lock:
-        mkey = (ctx, source_name, arch)
+        mkey = (ctx, source_name, arch, defines)
         mod = _modules.get(mkey)
         if mod is None:
-            cubin = compile_cubin(source_name, arch)
+            cubin = compile_variant(source_name, defines, arch)
             mod = check(drv.cuModuleLoadData(cubin), f"cuModuleLoadData({source_name})")
             _modules[mkey] = mod
         fn = check(drv.cuModuleGetFunction(mod, kernel_name.encode()),

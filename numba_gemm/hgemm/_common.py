@@ -7,6 +7,7 @@ properties with hypothesis, without a GPU.
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -97,6 +98,109 @@ def choose_supertile(M: int, N: int, K: int, bm: int, bn: int, l2_bytes: int,
     return int(sm), int(sn)
 
 
+# ---------------------------------------------------------------------------- tile configuration
+
+SMEM_LIMIT = 227 * 1024      # dynamic shared memory one block may use on sm_90
+SMEM_PER_SM = 228 * 1024     # shared memory of one SM (each resident block also reserves 1 KB)
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """The compile-time tile of v8/v9/v10 (native/v8_mma.cu, -DHG_* options).
+
+    bm × bn × bk block tile, `stages` pipeline depth, warps_m × warps_n warps each owning
+    (bm/warps_m) × (bn/warps_n) of C, `min_blocks` for __launch_bounds__ (2 caps registers at
+    65536 / (2 · threads)), `frag_pipe` double-buffers the ldmatrix fragments across k16 steps,
+    `tma_lag` (v10 only) is how many iterations ago the stage the producer refills was read.
+    `problems()` mirrors the kernel's static_asserts, so a bad config is refused before NVRTC.
+    """
+    bm: int = 128
+    bn: int = 256
+    bk: int = 64
+    stages: int = 4
+    warps_m: int = 2
+    warps_n: int = 4
+    min_blocks: int = 1
+    frag_pipe: bool = False
+    tma_lag: int = 2
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def warp_tile(self) -> tuple[int, int]:
+        return self.bm // self.warps_m, self.bn // self.warps_n
+
+    @property
+    def stage_bytes(self) -> int:
+        return self.bm * self.bk * 2 + self.bk * self.bn * 2
+
+    def smem(self, tma: bool = False) -> int:
+        """Dynamic shared memory: the stages, 1 KB of slack to align them, v10's mbarriers."""
+        return self.stages * self.stage_bytes + 1024 + (2 * self.stages * 8 if tma else 0)
+
+    def blocks_per_sm_by_smem(self, tma: bool = False) -> int:
+        return SMEM_PER_SM // (self.smem(tma) + 1024)
+
+    def problems(self, tma: bool = False) -> list[str]:
+        out = []
+        wm, wn = self.warp_tile
+        t = self.threads
+        if self.bk != 64:
+            out.append("bk must be 64: the swizzle and the ldmatrix XOR walk assume 128-byte rows")
+        if self.bm % self.warps_m or self.bn % self.warps_n or wm % 16 or wn % 16:
+            out.append(f"warp tile {self.bm}/{self.warps_m} x {self.bn}/{self.warps_n} must be multiples of 16")
+        elif not (wn % 64 == 0 or 64 % wn == 0):
+            out.append(f"warp tile width {wn} must divide 64 or be a multiple of it")
+        if self.bn % 64:
+            out.append("bn must be a multiple of 64 (B panels)")
+        if t % 64 or t > 1024 or (self.bm * 8) % t:
+            out.append(f"{t} threads: a multiple of 64, at most 1024, dividing bm*8 = {self.bm * 8}")
+        cpr = self.bn // 8
+        if cpr and (t % cpr or (self.bk * cpr) % t or (t // cpr) & (t // cpr - 1)):
+            out.append(f"{t} threads do not tile B's {self.bk} x {cpr} chunks in power-of-two row steps")
+        if self.stages < 2:
+            out.append("at least 2 stages")
+        if self.min_blocks < 1:
+            out.append("min_blocks >= 1")
+        if self.smem(tma) > SMEM_LIMIT:
+            out.append(f"{self.smem(tma)} bytes of shared memory > {SMEM_LIMIT}")
+        if tma:
+            if self.bm > 256:
+                out.append("bm <= 256 (one TMA box of A)")
+            if not 1 <= self.tma_lag < self.stages:
+                out.append("1 <= tma_lag < stages")
+        return out
+
+    def defines(self, tma: bool = False) -> tuple[str, ...]:
+        """-D options for NVRTC; the default config gives none (the shipped cubin is unchanged)."""
+        base = TileConfig()
+        out = []
+        for name, macro in (("bm", "HG_BM"), ("bn", "HG_BN"), ("bk", "HG_BK"), ("stages", "HG_STAGES"),
+                            ("warps_m", "HG_WARPS_M"), ("warps_n", "HG_WARPS_N"),
+                            ("min_blocks", "HG_MIN_BLOCKS"), ("frag_pipe", "HG_FRAG_PIPE")):
+            v = getattr(self, name)
+            if v != getattr(base, name):
+                out.append(f"-D{macro}={int(v)}")
+        if tma and self.tma_lag != base.tma_lag:
+            out.append(f"-DHG_TMA_LAG={self.tma_lag}")
+        return tuple(out)
+
+    def label(self) -> str:
+        wm, wn = self.warp_tile
+        s = (f"{self.bm}x{self.bn}x{self.bk} s{self.stages} w{self.warps_m}x{self.warps_n}"
+             f"({wm}x{wn}) mb{self.min_blocks}")
+        if self.frag_pipe:
+            s += " fp"
+        if self.tma_lag != 2:
+            s += f" lag{self.tma_lag}"
+        return s
+
+
+DEFAULT_TILE = TileConfig()
+
+
 # ---------------------------------------------------------------------------- launch helpers
 
 def element_type(a) -> str:
@@ -142,10 +246,10 @@ def check_dims(M: int, N: int, K: int) -> str | None:
     return None
 
 
-def launch(source: str, kernel: str, grid, block, smem: int, stream, args) -> None:
+def launch(source: str, kernel: str, grid, block, smem: int, stream, args, defines=()) -> None:
     from .. import nvrtc
 
-    fn = nvrtc.function(source, kernel)
+    fn = nvrtc.function(source, kernel, defines=defines)
     nvrtc.launch(fn, grid, block, smem, stream, args)
 
 

@@ -34,19 +34,24 @@ KERNEL_NAME = "v10_tma_f16"
 KERNEL_NAMES = {"f16": "v10_tma_f16", "bf16": "v10_tma_bf16"}
 SASS_MUST_HAVE = ("HMMA", "LDSM", "UTMALDG", "SYNCS")
 
+CONFIG = v9.CONFIG
 BM, BN, BK, STAGES, THREADS = v9.BM, v9.BN, v9.BK, v9.STAGES, v9.THREADS
 STAGE_BYTES = v9.v8.STAGE_BYTES
-SMEM = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8  # + alignment slack + full/empty barriers
+SMEM = CONFIG.smem(tma=True)  # stages + alignment slack + full/empty barriers
 BOX_A = (BM, BK)   # rows, cols of one A box
 BOX_B = (BK, 64)   # one B panel: the inner extent of a SWIZZLE_128B box is at most 128 bytes
 INNER_BYTES = 128  # what the kernel's XOR walk assumes of every box row
 
-launch_config = v9.launch_config
 tile_order = v9.tile_order
 
 
-def unsupported(M: int, N: int, K: int) -> str | None:
-    reason = v9.unsupported(M, N, K)
+def launch_config(M: int, N: int, K: int, config: cm.TileConfig = CONFIG):
+    grid, block, _ = v9.launch_config(M, N, K, config)
+    return grid, block, config.smem(tma=True)
+
+
+def unsupported(M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> str | None:
+    reason = v9.unsupported(M, N, K, config)
     if reason:
         return reason
     bad = []
@@ -78,31 +83,33 @@ def _map(dtype, ptr: int, rows: int, cols: int, box):
     return m
 
 
-def check_operands(pa: int, pb: int, M: int, N: int, K: int) -> None:
+def check_operands(pa: int, pb: int, M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> None:
     """Every tensor-map rule for both operands, without a driver: raises ValueError."""
-    reason = unsupported(M, N, K)
+    reason = unsupported(M, N, K, config)
     if reason:
         raise ValueError(f"level v10 cannot run M={M}, N={N}, K={K}: {reason}")
     try:
-        tma.check_matrix(pa, M, K, *BOX_A, kernel_inner_bytes=INNER_BYTES)
-        tma.check_matrix(pb, K, N, *BOX_B, kernel_inner_bytes=INNER_BYTES)
+        tma.check_matrix(pa, M, K, config.bm, config.bk, kernel_inner_bytes=INNER_BYTES)
+        tma.check_matrix(pb, K, N, config.bk, 64, kernel_inner_bytes=INNER_BYTES)
     except ValueError as e:
         raise ValueError(f"level v10 cannot use TMA here: {e}; level v9 has no such limit") from None
 
 
-def run(A, B, C, alpha, beta, stream=None):
+def run(A, B, C, alpha, beta, stream=None, config: cm.TileConfig | None = None, defines=()):
+    config = v9.v8.checked(config, tma=True)
     M, K = A.shape
     N = B.shape[1]
     kind = cm.element_type(A)
     pa, pb, pc = cm.device_ptr(A), cm.device_ptr(B), cm.device_ptr(C)
-    check_operands(pa, pb, M, N, K)
+    check_operands(pa, pb, M, N, K, config)
     dtype = np.float16 if kind == "f16" else np.uint16  # uint16 -> the BFLOAT16 map type
-    tm_a = _map(dtype, pa, M, K, BOX_A)
-    tm_b = _map(dtype, pb, K, N, BOX_B)
-    super_m, super_n = tile_order(M, N, K)
+    tm_a = _map(dtype, pa, M, K, (config.bm, config.bk))
+    tm_b = _map(dtype, pb, K, N, (config.bk, 64))
+    super_m, super_n = tile_order(M, N, K, config=config)
     args = [tm_a, tm_b] + cm.pack_args(
         ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
         ("i", int(pc % 8 == 0 and N % 2 == 0)), ("i", super_m), ("i", super_n),
     )
-    grid, block, _ = launch_config(M, N, K)
-    cm.launch(SOURCE, KERNEL_NAMES[kind], grid, block, SMEM, stream, args)
+    grid, block, smem = launch_config(M, N, K, config)
+    cm.launch(SOURCE, KERNEL_NAMES[kind], grid, block, smem, stream, args,
+              config.defines(tma=True) + tuple(defines))

@@ -19,6 +19,10 @@ per 27 clk of mma, too tight. 128 fp32 accumulators per thread put the kernel at
 registers, so 1 block (8 warps) per SM; latency is hidden by the 3 tiles in flight instead of
 by more warps. Grid: 1-D, row-major tile order (n fastest), as in the seed.
 
+The tile is a compile-time configuration (`_common.TileConfig`, passed to NVRTC as -DHG_*
+options and part of the cubin cache key); `run(..., config=...)` takes another one, which is
+how tools/hgemm_sweep.py compares tiles. The shipped default is the one above.
+
 Edges as v7: zero-filled cp.async past M, N, K, masked stores, element-wise fallback loads when
 rows of A or B are not 16-byte aligned.
 """
@@ -35,28 +39,38 @@ KERNEL_NAME = "v8_mma_f16"
 KERNEL_NAMES = {"f16": "v8_mma_f16", "bf16": "v8_mma_bf16"}
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 
-BM, BN, BK, STAGES = 128, 256, 64, 4
-THREADS = 256
-STAGE_BYTES = BM * BK * 2 + BK * BN * 2
-SMEM = STAGES * STAGE_BYTES + 1024  # + slack: the kernel aligns its base to 1024 bytes
+CONFIG = cm.DEFAULT_TILE
+BM, BN, BK, STAGES = CONFIG.bm, CONFIG.bn, CONFIG.bk, CONFIG.stages
+THREADS = CONFIG.threads
+STAGE_BYTES = CONFIG.stage_bytes
+SMEM = CONFIG.smem()  # + 1 KB slack: the kernel aligns its base to 1024 bytes
 
 
-def tile_order(M: int, N: int, K: int) -> tuple[int, int]:
+def tile_order(M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> tuple[int, int]:
     """(super_m, super_n) kernel arguments; v8 ignores them (row-major order)."""
-    return 1, cm.cdiv(N, BN)
+    return 1, cm.cdiv(N, config.bn)
 
 
-def launch_config(M: int, N: int, K: int):
-    return (cm.cdiv(M, BM) * cm.cdiv(N, BN), 1, 1), (THREADS, 1, 1), SMEM
+def launch_config(M: int, N: int, K: int, config: cm.TileConfig = CONFIG):
+    grid = cm.cdiv(M, config.bm) * cm.cdiv(N, config.bn)
+    return (grid, 1, 1), (config.threads, 1, 1), config.smem()
 
 
-def unsupported(M: int, N: int, K: int) -> str | None:
+def unsupported(M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> str | None:
     reason = cm.check_dims(M, N, K)
     if reason:
         return reason
-    if cm.cdiv(M, BM) * cm.cdiv(N, BN) > cm.INT32_MAX:
+    if cm.cdiv(M, config.bm) * cm.cdiv(N, config.bn) > cm.INT32_MAX:
         return "more than 2^31 - 1 output tiles"
     return None
+
+
+def checked(config: cm.TileConfig | None, tma: bool = False) -> cm.TileConfig:
+    config = CONFIG if config is None else config
+    bad = config.problems(tma)
+    if bad:
+        raise ValueError(f"tile configuration {config.label()} is not supported: {'; '.join(bad)}")
+    return config
 
 
 def kernel_args(A, B, C, alpha, beta, super_m, super_n):
@@ -71,9 +85,12 @@ def kernel_args(A, B, C, alpha, beta, super_m, super_n):
     )
 
 
-def run(A, B, C, alpha, beta, stream=None):
+def run(A, B, C, alpha, beta, stream=None, config: cm.TileConfig | None = None, defines=()):
+    """config: a tile other than the default; defines: extra -D options (e.g. -DHG_NO_BF16)."""
+    config = checked(config)
     M, K = A.shape
     N = B.shape[1]
-    args = kernel_args(A, B, C, alpha, beta, *tile_order(M, N, K))
-    grid, block, smem = launch_config(M, N, K)
-    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args)
+    args = kernel_args(A, B, C, alpha, beta, *tile_order(M, N, K, config))
+    grid, block, smem = launch_config(M, N, K, config)
+    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args,
+              config.defines() + tuple(defines))

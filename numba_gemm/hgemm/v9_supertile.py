@@ -28,23 +28,27 @@ KERNEL_NAME = "v9_supertile_f16"
 KERNEL_NAMES = {"f16": "v9_supertile_f16", "bf16": "v9_supertile_bf16"}
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 
+CONFIG = v8.CONFIG
 BM, BN, BK, STAGES, THREADS, SMEM = v8.BM, v8.BN, v8.BK, v8.STAGES, v8.THREADS, v8.SMEM
 
 
-def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None) -> tuple[int, int]:
+def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None,
+               config: cm.TileConfig = CONFIG) -> tuple[int, int]:
     """(super_m, super_n) for this shape on the current device (or a given L2 size)."""
     if l2_bytes is None:
         l2_bytes = cm.l2_cache_bytes()
-    return cm.choose_supertile(M, N, K, BM, BN, l2_bytes)
+    return cm.choose_supertile(M, N, K, config.bm, config.bn, l2_bytes)
 
 
 launch_config = v8.launch_config
 unsupported = v8.unsupported
 
 
-def run(A, B, C, alpha, beta, stream=None):
+def run(A, B, C, alpha, beta, stream=None, config: cm.TileConfig | None = None, defines=()):
+    config = v8.checked(config)
     M, K = A.shape
     N = B.shape[1]
-    args = v8.kernel_args(A, B, C, alpha, beta, *tile_order(M, N, K))
-    grid, block, smem = launch_config(M, N, K)
-    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args)
+    args = v8.kernel_args(A, B, C, alpha, beta, *tile_order(M, N, K, config=config))
+    grid, block, smem = launch_config(M, N, K, config)
+    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args,
+              config.defines() + tuple(defines))
