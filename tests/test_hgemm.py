@@ -173,3 +173,79 @@ def test_offsets_past_2_31_elements(lv, shape):
     np.testing.assert_array_equal(tail, ref[3:])    # small integers: exact in fp32
     head = dC[0:3].copy_to_host()[:, cols]
     np.testing.assert_array_equal(np.asarray(head, np.float64), ref[:3])
+
+
+# ---------------------------------------------------------------------------- tile configurations
+
+SWEEP_TILES = [
+    cm.TileConfig(bm=128, bn=128, stages=3, warps_m=2, warps_n=2, min_blocks=2),
+    cm.TileConfig(bm=128, bn=128, stages=3, warps_m=2, warps_n=4, min_blocks=2, frag_pipe=True),
+    cm.TileConfig(bm=256, bn=128, warps_m=4, warps_n=4, frag_pipe=True),
+    cm.TileConfig(bm=128, bn=256, warps_m=4, warps_n=4, frag_pipe=True, tma_lag=1),
+]
+
+
+def test_default_tile_needs_no_defines_and_matches_the_modules():
+    d = cm.DEFAULT_TILE
+    assert d.defines() == () and d.defines(tma=True) == () and d.problems(tma=True) == []
+    assert (v8_mma.BM, v8_mma.BN, v8_mma.BK, v8_mma.STAGES, v8_mma.THREADS) == (d.bm, d.bn, d.bk, d.stages, d.threads)
+    assert v8_mma.SMEM == 197632 and v10_tma.SMEM == 197696
+
+
+def test_tile_config_rules():
+    assert cm.TileConfig(bk=32).problems()                                   # 128-byte rows only
+    assert cm.TileConfig(stages=5).problems()                                # 241 KB of smem
+    assert cm.TileConfig(bm=128, bn=128, warps_m=2, warps_n=16).problems()   # 8-wide warp tiles
+    assert cm.TileConfig(bm=512, bn=64, warps_m=8, warps_n=1, stages=2).problems(tma=True)  # A box > 256
+    assert cm.TileConfig(tma_lag=4).problems(tma=True) and not cm.TileConfig(tma_lag=4).problems()
+    for t in SWEEP_TILES:
+        assert t.problems(tma=True) == [], t.label()
+        assert all(o.startswith("-DHG_") for o in t.defines(tma=True))
+    assert "-DHG_TMA_LAG=1" in SWEEP_TILES[-1].defines(tma=True)
+    assert "-DHG_TMA_LAG=1" not in SWEEP_TILES[-1].defines()
+    with pytest.raises(ValueError, match="not supported"):
+        v8_mma.run(None, None, None, 1.0, 0.0, config=cm.TileConfig(bk=32))  # before any launch
+
+
+def test_the_sweep_candidates_are_valid():
+    from tools import hgemm_sweep
+
+    for name, t in hgemm_sweep.CANDIDATES.items():
+        assert t.problems(tma=True) == [], name
+    assert hgemm_sweep.CANDIDATES["base"] == cm.DEFAULT_TILE
+
+
+@pytest.mark.parametrize("source,kernel", [("v8_mma.cu", "v8_mma_f16"), ("v10_tma.cu", "v10_tma_f16")])
+def test_a_two_block_per_sm_tile_compiles_within_128_registers(source, kernel):
+    import re
+
+    from numba_gemm import nvrtc, sass
+
+    t = SWEEP_TILES[1]
+    d = t.defines(tma=source.startswith("v10")) + ("-DHG_NO_BF16",)
+    cubin = nvrtc.compile_variant(source, d)
+    res = sass.kernel_resources(cubin)
+    assert set(res) == {kernel}                                   # no bf16 entry with HG_NO_BF16
+    assert res[kernel]["registers"] <= 65536 // (2 * t.threads)   # two blocks per SM fit
+    log = nvrtc.compile_log(source, defines=d)
+    assert re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log) == [("0", "0")], log
+    assert "HMMA" in nvrtc.disassemble(cubin)
+    assert nvrtc.cache_key(source, extra=d) != nvrtc.cache_key(source)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", SWEEP_TILES, ids=lambda t: t.label().replace(" ", "_"))
+@pytest.mark.parametrize("lv", [v8_mma, v9_supertile, v10_tma], ids=["v8", "v9", "v10"])
+def test_other_tiles_are_exact_on_ragged_shapes(lv, tile):
+    from numba import cuda
+
+    rng = np.random.default_rng()
+    for M, N, K in [(129, 257, 65), (333, 776, 200), (1000, 40, 136), (37, 1031, 8), (64, 600, 1024), (70, 41, 77)]:
+        if lv.unsupported(M, N, K):
+            continue
+        for alpha, beta in ((0.5, 3.0), (1.0, 0.0)):
+            A, B, C = check.random_inputs(M, N, K, np.float16, rng)
+            dC = cuda.to_device(C.copy() if beta else np.full_like(C, np.nan))
+            lv.run(cuda.to_device(A), cuda.to_device(B), dC, alpha, beta, config=tile)
+            v = check.verify(dC.copy_to_host(), A, B, C, alpha, beta, family="hgemm")
+            assert v.ok, f"{lv.LEVEL} {tile.label()} M={M} N={N} K={K} b={beta}: {v}"

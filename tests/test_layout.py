@@ -255,3 +255,54 @@ def test_cp_async_and_tma_write_identical_shared_bytes():
     B = rng.standard_normal((200, 520)).astype(np.float16)
     for m0, n0, k0 in [(0, 0, 0), (128, 256, 64), (256, 512, 192)]:
         np.testing.assert_array_equal(_load_stage_cp_async(A, B, m0, n0, k0), _load_stage_tma(A, B, m0, n0, k0))
+
+
+# ---------------------------------------------------------------------------- other tiles
+# The kernel's loader and ldmatrix formulas for a general TileConfig (native/v8_mma.cu),
+# transcribed: every chunk of a stage is written exactly once at its swizzled place, and each
+# warp's B ldmatrix addresses (XOR walk, panel steps) are the swizzled chunks of its columns.
+
+TILES = [cm.TileConfig(), cm.TileConfig(bm=128, bn=128, warps_m=2, warps_n=2),
+         cm.TileConfig(bm=128, bn=128, warps_m=2, warps_n=4), cm.TileConfig(bm=256, bn=128, warps_m=4, warps_n=4),
+         cm.TileConfig(bm=128, bn=256, warps_m=2, warps_n=8), cm.TileConfig(bm=64, bn=256, warps_m=1, warps_n=2),
+         cm.TileConfig(bm=128, bn=256, warps_m=1, warps_n=2, stages=3)]
+
+
+@pytest.mark.parametrize("t", TILES, ids=lambda t: t.label().replace(" ", "_"))
+def test_general_loader_writes_each_chunk_once_at_its_swizzled_place(t):
+    assert t.problems() == []
+    T = t.threads
+    a_bytes, b_panel = t.bm * 128, 64 * 128
+    a_iters, a_step = t.bm * 8 // T, T // 8
+    cpr = t.bn // 8
+    b_iters, b_step = 64 * cpr // T, T // cpr
+    seen = {}
+    for tid in range(T):
+        a_r, a_c = tid // 8, tid % 8
+        for i in range(a_iters):
+            seen[cm.swizzle128(a_r, a_c) + i * a_step * 128] = ("A", a_r + a_step * i, a_c)
+        b_r, b_nc = tid // cpr, tid % cpr
+        b_dst = a_bytes + (b_nc // 8) * b_panel + cm.swizzle128(b_r, b_nc % 8)
+        for i in range(b_iters):
+            off = (b_dst + i * b_step * 128) ^ (((i * b_step) & 7) << 4)
+            row = b_r + b_step * i
+            assert off == a_bytes + (b_nc // 8) * b_panel + cm.swizzle128(row, b_nc % 8)
+            seen[off] = ("B", row, b_nc)
+    assert len(seen) == (t.bm * 8 + 64 * cpr) == t.stage_bytes // 16
+
+
+@pytest.mark.parametrize("t", TILES, ids=lambda t: t.label().replace(" ", "_"))
+def test_general_b_ldmatrix_addresses(t):
+    wm, wn = t.warp_tile
+    a_bytes, b_panel = t.bm * 128, 64 * 128
+    for warp_n in range(t.warps_n):
+        col0 = warp_n * wn
+        for lane in range(32):
+            krow = lane % 8 + 8 * ((lane // 8) % 2)
+            b_thr = a_bytes + (col0 // 64) * b_panel + cm.swizzle128(krow, (col0 % 64) // 8 + lane // 16)
+            for kk in range(4):
+                for j in range(wn // 16):
+                    got = (b_thr + kk * 16 * 128 + (j // 4) * b_panel) ^ ((j % 4) * 32)
+                    col = col0 + 16 * j + 8 * (lane // 16)          # first column of the lane's row
+                    want = a_bytes + (col // 64) * b_panel + cm.swizzle128(kk * 16 + krow, (col % 64) // 8)
+                    assert got == want, (t.label(), warp_n, lane, kk, j)
