@@ -156,7 +156,7 @@ def driver_info(lv, cfg):
     smem = cfg.smem(tma=lv == "v10")
     nvrtc._allow_dynamic_smem(fn, smem)
     regs = nvrtc.check(drv.cuFuncGetAttribute(drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "attr")
-    blocks = nvrtc.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, cfg.threads, smem, 0), "occupancy")
+    blocks = nvrtc.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, cfg.threads, smem), "occupancy")
     return {"registers": int(regs), "blocks_per_sm": int(blocks), "warps_per_sm": int(blocks) * cfg.threads // 32}
 
 
