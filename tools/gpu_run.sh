@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One GPU session in one command: environment, GPU tests, the benchmark tables, the seed's CUDA C
 # yardstick and the microbenchmarks. Logs and JSON go to $OUT (default ./out); a short table last.
-#   bash tools/gpu_run.sh [steps...]     steps: env tests sgemm hgemm seed micro explain (default: all)
+#   bash tools/gpu_run.sh [steps...]     steps: env sgemm hgemm micro seed sweep ncu tests
+#   (default: env sgemm hgemm micro seed tests; LEVELS/SIZES/PYTEST_ARGS narrow the sgemm/tests steps)
 # Wheels in .whl/ (e.g. a NumPy < 2.5 for the machine's Python) are installed first if present.
 set -u
 OUT=${OUT:-out}
@@ -24,7 +25,7 @@ if has env; then
   cat "$OUT/env.txt"
 fi
 if has sgemm; then
-  timeout 300 python3 bench.py --level sgemm --size 4096,4097 --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
+  timeout 300 python3 bench.py --level "${LEVELS:-sgemm}" --size "${SIZES:-4096,4097}" --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
   cat "$OUT/sgemm.txt"
 fi
 if has hgemm; then
@@ -39,7 +40,20 @@ if has seed && [ -f .ref/seed_sgemm.cu ]; then
   (nvcc -arch=sm_90 -O3 -o /tmp/seed_sgemm .ref/seed_sgemm.cu && timeout 200 /tmp/seed_sgemm) >"$OUT/seed.txt" 2>&1
   cat "$OUT/seed.txt"
 fi
+if has sweep; then
+  timeout 300 python3 tools/hgemm_sweep.py --out "$OUT/hgemm_sweep.json" >"$OUT/hgemm_sweep.txt" 2>&1
+  tail -n 45 "$OUT/hgemm_sweep.txt"
+fi
+if has ncu; then   # L2 reuse of v8 vs v9 at 8192, and k1's power-of-two stride at 4096 vs 4097
+  { timeout 150 python3 tools/hgemm_sweep.py --ncu --configs base
+    for n in 4096 4097; do
+      timeout 60 ncu --clock-control none --launch-skip 1 --launch-count 1 --metrics \
+        l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,gpu__time_duration.sum \
+        python3 tools/run_once.py --level k1 --size $n
+    done; } >"$OUT/ncu.txt" 2>&1
+  grep -E "^  [a-z_]+__|==PROF==|v8_|v9_|kernel|n=|size" "$OUT/ncu.txt" | tail -n 40
+fi
 if has tests; then
-  timeout "${TEST_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rs 2>&1 | tail -n 80 >"$OUT/pytest.log"
+  timeout "${TEST_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} 2>&1 | tail -n 80 >"$OUT/pytest.log"
   tail -n 3 "$OUT/pytest.log"
 fi
