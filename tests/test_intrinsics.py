@@ -100,15 +100,20 @@ def test_k6_picks_the_vector_kernel_only_when_aligned():
     assert not k6.vector_ok(shifted[skip:skip + 96].reshape(8, 12), B, C)
 
 
-@pytest.mark.parametrize("M, N, K", [(37, 41, 35), (64, 128, 32), (1, 5, 3), (33, 132, 36)])
+@pytest.mark.parametrize("M, N, K, name", [
+    (37, 41, 35, "k6_edge"), (64, 128, 32, "k6"), (1, 5, 3, "k6_edge"), (33, 132, 36, "k6"),
+    # more than one block each way: inside blocks (unchecked loads, K tail checked) and border ones
+    (40, 130, 35, "k6_edge"), (40, 132, 35, "k6_bc"), (40, 130, 36, "k6_a"), (64, 256, 33, "k6_bc"),
+])
 @pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-0.5, 2.0)])
-def test_k6_ragged_shapes(M, N, K, alpha, beta):
-    """Both specialisations on shapes that cut tiles (vector: K, N multiples of 4)."""
+def test_k6_ragged_shapes(M, N, K, name, alpha, beta):
+    """Every specialisation on shapes that cut tiles (vector: K, N multiples of 4)."""
     A, B, C = check.random_inputs(M, N, K)
     C_in = C.copy()
     if beta == 0:
         C[:] = np.nan                                                      # must never be read
     dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
+    assert k6.SPECIALISATIONS[k6.vector_operands(dA, dB, dC)][0] == name
     k6.run(dA, dB, dC, alpha, beta)
     verdict = check.verify(dC.copy_to_host(), A, B, C_in, alpha, beta)
     assert verdict.ok, verdict

@@ -19,22 +19,26 @@ numba_gemm.intrinsics, which bitcast the element pointer to <4 x float>*):
 
 Exact for every shape, unlike the seed's K6 (which drops the last columns when N % 4 != 0
 and faults with "misaligned address" when K or N is not a multiple of 4). A 128-bit global
-access needs a 16-byte-aligned address, so two specialisations are compiled and the host
-picks one per call:
+access needs a 16-byte-aligned address, i.e. rows of A need K % 4 == 0, rows of B and C
+need N % 4 == 0 (and aligned base pointers), so the host picks one of four specialisations
+per call, vectorising each operand whose rows allow it (`vector_operands`):
 
-* `kernel` (vector): every global access is 128-bit. Needs K % 4 == 0, N % 4 == 0 and
-  16-byte-aligned base pointers; then a float4 of A, B or C is either wholly inside the
-  matrix or wholly outside, so border tiles need one predicate per float4, nothing else.
-* `kernel_edge` (scalar): the same loads and stores split into four 32-bit accesses, each
-  with its own bounds check (any shape, any alignment; e.g. 4097×4097).
+* `k6`: all 128-bit; a float4 is wholly inside the matrix or wholly outside, so border
+  tiles cost one predicate per float4.
+* `k6_bc` (K % 4 != 0: A in 32-bit, B and C 128-bit), `k6_a` (N % 4 != 0), and `k6_edge`
+  (nothing aligned, e.g. 4097×4097): a 32-bit access per float, each checked only where it
+  can fall outside. A block-uniform branch per phase sends blocks whose 32×128 tile of C lies
+  inside the matrix to unchecked loads (and stores of C) in every phase but the K tail; only
+  the last block row and column and the last phase pay a compare per element. At 4097 that
+  is 3.8% of the blocks and 1 phase in 129.
 
-Both keep the hot part identical: the tiles in shared memory are always aligned, so the
-32-step inner loop is LDS.128 + FFMA with no branches in either kernel.
+All keep the hot part identical: the tiles in shared memory are always aligned, so the
+32-step inner loop is LDS.128 + FFMA with no branches.
 """
 import numpy as np
 from numba import cuda
 
-from ..intrinsics import load4_global, load4_shared, store4_global, store4_shared, unrolled
+from ..intrinsics import SIMULATOR, load4_global, load4_shared, store4_global, store4_shared, unrolled
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
 
 LEVEL = "k6"
@@ -60,9 +64,10 @@ def grid(M: int, N: int) -> tuple[int, int]:
     return (ceil_div(N, TILE_N), ceil_div(M, TILE_M))
 
 
-# ---- Global memory, 4 consecutive floats X[off : off+4] of one matrix row at a time: the
-# only place the two kernels differ. They are columns col..col+3 of a row with `ncols`
-# columns; `row_ok` says the row exists. Outside the matrix: loads give 0, stores skip.
+# ---- Global memory, 4 consecutive floats X[off : off+4] of one matrix row at a time. They
+# are columns col..col+3 of a row with `ncols` columns; `row_ok` says the row exists.
+# Checked forms (border tiles, K tail): outside the matrix loads give 0 and stores skip.
+# Unchecked forms (tiles wholly inside): no predicate at all.
 
 @cuda.jit(device=True, inline="always")
 def _load4_vector(X, off, row_ok, col, ncols):
@@ -85,6 +90,36 @@ def _load4_scalar(X, off, row_ok, col, ncols):
 
 
 @cuda.jit(device=True, inline="always")
+def _load4_vector_in(X, off):
+    return load4_global(X, off)
+
+
+@cuda.jit(device=True, inline="always")
+def _load4_scalar_in(X, off):
+    # four LDG.E off one address register (+0x4, +0x8, +0xc): no compare, no predicate
+    return X[off], X[off + u64(1)], X[off + u64(2)], X[off + u64(3)]
+
+
+# 32-bit B loads go 32 floats apart, not 4 consecutive: then each LDG.E of a warp reads one
+# 128-byte line (32 lanes, consecutive columns) instead of touching four lines with a 16-byte
+# stride, four times over. L1 wavefronts per warp per phase: 32 instead of 128.
+
+@cuda.jit(device=True, inline="always")
+def _load4_strided(X, off, row_ok, col, ncols):
+    zero = float32(0.0)
+    x0 = X[off] if row_ok & (col < ncols) else zero
+    x1 = X[off + u64(32)] if row_ok & (u32(col + 32) < ncols) else zero
+    x2 = X[off + u64(64)] if row_ok & (u32(col + 64) < ncols) else zero
+    x3 = X[off + u64(96)] if row_ok & (u32(col + 96) < ncols) else zero
+    return x0, x1, x2, x3
+
+
+@cuda.jit(device=True, inline="always")
+def _load4_strided_in(X, off):
+    return X[off], X[off + u64(32)], X[off + u64(64)], X[off + u64(96)]
+
+
+@cuda.jit(device=True, inline="always")
 def _store4_vector(X, off, row_ok, col, ncols, v):
     if row_ok & (col < ncols):
         store4_global(X, off, v)
@@ -103,6 +138,33 @@ def _store4_scalar(X, off, row_ok, col, ncols, v):
 
 
 @cuda.jit(device=True, inline="always")
+def _store4_vector_in(X, off, v):
+    store4_global(X, off, v)
+
+
+@cuda.jit(device=True, inline="always")
+def _store4_scalar_in(X, off, v):
+    X[off] = v[0]
+    X[off + u64(1)] = v[1]
+    X[off + u64(2)] = v[2]
+    X[off + u64(3)] = v[3]
+
+
+@cuda.jit(device=True, inline="always")
+def _store4_bs_vector(Bs, r, c, v):
+    store4_shared(Bs, (r, c), v)                 # one STS.128
+
+
+@cuda.jit(device=True, inline="always")
+def _store4_bs_strided(Bs, r, c, v):
+    # four STS, each a warp's 32 consecutive floats: conflict-free
+    Bs[r, c] = v[0]
+    Bs[r, u32(c + 32)] = v[1]
+    Bs[r, u32(c + 64)] = v[2]
+    Bs[r, u32(c + 96)] = v[3]
+
+
+@cuda.jit(device=True, inline="always")
 def _step(kk, As, Bs, i0, j0, acc):
     """One k of the 8×4 outer product: 3 LDS.128 feed 32 FFMA."""
     a_lo = load4_shared(As, (kk, i0))            # rows i0..i0+3 (a broadcast)
@@ -118,8 +180,20 @@ def _step(kk, As, Bs, i0, j0, acc):
 _all_steps = unrolled(_step, TILE_K)
 
 
-def _make_kernel(load4, store4):
-    """The k6 kernel with the given global load/store of a float4 (vector or scalar)."""
+def _make_kernel(a_vec: bool, bc_vec: bool, split: bool):
+    """The k6 kernel with 128-bit global access to A (`a_vec`) and to B and C (`bc_vec`) or
+    32-bit access where a row may start off a 16-byte boundary. With `split`, phases in which
+    a block's tiles lie wholly inside A and B, and the C stores of such a block, take
+    unchecked loads and stores (a block-uniform branch); the rest take checked ones."""
+    load_a = _load4_vector if a_vec else _load4_scalar
+    load_a_in = _load4_vector_in if a_vec else _load4_scalar_in
+    load_b = _load4_vector if bc_vec else _load4_strided
+    load_b_in = _load4_vector_in if bc_vec else _load4_strided_in
+    load_c = _load4_vector if bc_vec else _load4_scalar
+    load_c_in = _load4_vector_in if bc_vec else _load4_scalar_in
+    store_c = _store4_vector if bc_vec else _store4_scalar
+    store_c_in = _store4_vector_in if bc_vec else _store4_scalar_in
+    _store_b = _store4_bs_vector if bc_vec else _store4_bs_strided
 
     def k6(M, N, K, alpha, A, B, beta, C):
         As = cuda.shared.array((TILE_K, TILE_M), float32, alignment=SMEM_ALIGN)  # As[k, m]
@@ -133,6 +207,11 @@ def _make_kernel(load4, store4):
         col0 = u32(cuda.blockIdx.x * TILE_N)     # ... and first column
         i0 = u32(ty * THREAD_M)                  # my 8 rows in the tile: i0 .. i0+7
         j0 = u32(tx * THREAD_N)                  # my 4 columns: j0 .. j0+3, consecutive
+
+        # Block-uniform: the block's C tile (so its rows of A, columns of B) lies inside.
+        # (row0 < m < 2**31, so row0 + 32 cannot wrap in 32 bits.)
+        inside = split & (u32(row0 + TILE_M) <= m) & (u32(col0 + TILE_N) <= n)
+        k_in = u32(k - k % TILE_K)               # phases before k_in have all 32 k inside
 
         # Loader coordinates by linear thread id: A float4 number tid + s*128 sits at tile
         # row a_r + 16s, columns a_c..a_c+3; B float4 number tid + s*128 at row ty + 4s,
@@ -149,26 +228,42 @@ def _make_kernel(load4, store4):
         # them 32 columns right in A and 32 rows down in B (cheaper than recomputing
         # row * ncols + col for each of the 10 loads).
         a_off = u64(row0 + a_r) * u64(k) + u64(a_c)
-        b_off = u64(ty) * u64(n) + u64(col0 + j0)
+        b_c = j0 if bc_vec else tx               # my first column of the B tile
+        b_off = u64(ty) * u64(n) + u64(col0 + b_c)
         ph = u32(0)                              # first k of the phase
         while ph < k:
-            # ---- A: 2 float4s, stored transposed (4 scalar STS each).
-            for s in range(A_LOADS):
-                r = u32(a_r + s * A_ROW_STEP)
-                row = u32(row0 + r)
-                col = u32(ph + a_c)
-                v = load4(A, a_off + u64(s * A_ROW_STEP) * u64(k), row < m, col, k)
-                As[a_c + 0, r] = v[0]
-                As[a_c + 1, r] = v[1]
-                As[a_c + 2, r] = v[2]
-                As[a_c + 3, r] = v[3]
-            # ---- B: 8 float4s, stored straight (one STS.128 each).
-            for s in range(B_LOADS):
-                r = u32(ty + s * B_ROW_STEP)
-                brow = u32(ph + r)
-                col = u32(col0 + j0)
-                v = load4(B, b_off + u64(s * B_ROW_STEP) * u64(n), brow < k, col, n)
-                store4_shared(Bs, (r, j0), v)
+            if inside & (ph < k_in):
+                # ---- interior phase: no bounds checks (every block but the border ones,
+                # every phase but the K tail)
+                for s in range(A_LOADS):
+                    r = u32(a_r + s * A_ROW_STEP)
+                    v = load_a_in(A, a_off + u64(s * A_ROW_STEP) * u64(k))
+                    As[a_c + 0, r] = v[0]
+                    As[a_c + 1, r] = v[1]
+                    As[a_c + 2, r] = v[2]
+                    As[a_c + 3, r] = v[3]
+                for s in range(B_LOADS):
+                    r = u32(ty + s * B_ROW_STEP)
+                    v = load_b_in(B, b_off + u64(s * B_ROW_STEP) * u64(n))
+                    _store_b(Bs, r, b_c, v)
+            else:
+                # ---- A: 2 float4s, stored transposed (4 scalar STS each).
+                for s in range(A_LOADS):
+                    r = u32(a_r + s * A_ROW_STEP)
+                    row = u32(row0 + r)
+                    col = u32(ph + a_c)
+                    v = load_a(A, a_off + u64(s * A_ROW_STEP) * u64(k), row < m, col, k)
+                    As[a_c + 0, r] = v[0]
+                    As[a_c + 1, r] = v[1]
+                    As[a_c + 2, r] = v[2]
+                    As[a_c + 3, r] = v[3]
+                # ---- B: 8 float4s (or 8 × 4 floats 32 apart), stored straight.
+                for s in range(B_LOADS):
+                    r = u32(ty + s * B_ROW_STEP)
+                    brow = u32(ph + r)
+                    col = u32(col0 + b_c)
+                    v = load_b(B, b_off + u64(s * B_ROW_STEP) * u64(n), brow < k, col, n)
+                    _store_b(Bs, r, b_c, v)
             cuda.syncthreads()
 
             # ---- 32 steps of an 8×4 outer product: 3 LDS.128 feed 32 FFMA.
@@ -185,24 +280,48 @@ def _make_kernel(load4, store4):
             off = u64(row) * u64(n) + u64(col)
             if beta == float32(0.0):
                 out = (alpha * acc[r, 0], alpha * acc[r, 1], alpha * acc[r, 2], alpha * acc[r, 3])
-            else:
-                c = load4(C, off, row < m, col, n)
+            elif inside:
+                c = load_c_in(C, off)
                 out = (
                     alpha * acc[r, 0] + beta * c[0],
                     alpha * acc[r, 1] + beta * c[1],
                     alpha * acc[r, 2] + beta * c[2],
                     alpha * acc[r, 3] + beta * c[3],
                 )
-            store4(C, off, row < m, col, n, out)
+            else:
+                c = load_c(C, off, row < m, col, n)
+                out = (
+                    alpha * acc[r, 0] + beta * c[0],
+                    alpha * acc[r, 1] + beta * c[1],
+                    alpha * acc[r, 2] + beta * c[2],
+                    alpha * acc[r, 3] + beta * c[3],
+                )
+            if inside:
+                store_c_in(C, off, out)
+            else:
+                store_c(C, off, row < m, col, n, out)
 
     return k6
 
 
-kernel = cuda.jit(_make_kernel(_load4_vector, _store4_vector))
-kernel_edge = cuda.jit(_make_kernel(_load4_scalar, _store4_scalar))
+# The split kernels hold more state across the phase loop and ptxas gives them 78 registers
+# on its own: 6 blocks of 128 threads per SM instead of the vector kernel's 7. Launch bounds
+# (128 threads, 7 blocks) cap them at 72 with no spills. (The simulator takes no bounds.)
+_jit_split = cuda.jit if SIMULATOR else cuda.jit(launch_bounds=(THREADS, 7))
 
-# Both specialisations, for the SASS census.
-KERNELS = {"k6": (kernel.py_func, SIGNATURE), "k6_edge": (kernel_edge.py_func, SIGNATURE)}
+# (A 128-bit, B and C 128-bit) -> kernel. The all-vector kernel keeps one predicate per
+# float4 and no interior/border split: the form measured at 4096.
+SPECIALISATIONS = {
+    (True, True): ("k6", cuda.jit(_make_kernel(True, True, split=False))),
+    (False, False): ("k6_edge", _jit_split(_make_kernel(False, False, split=True))),
+    (False, True): ("k6_bc", _jit_split(_make_kernel(False, True, split=True))),   # K % 4 != 0
+    (True, False): ("k6_a", _jit_split(_make_kernel(True, False, split=True))),    # N % 4 != 0
+}
+kernel = SPECIALISATIONS[True, True][1]
+kernel_edge = SPECIALISATIONS[False, False][1]
+
+# Every specialisation, for the SASS census.
+KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
 
 def _address(x) -> int:
@@ -211,10 +330,19 @@ def _address(x) -> int:
     return iface["data"][0]
 
 
+def _aligned(x) -> bool:
+    return _address(x) % 16 == 0
+
+
 def vector_ok(A, B, C) -> bool:
     """True when every row of A, B and C starts on a 16-byte boundary: the vector kernel may run."""
+    return all(vector_operands(A, B, C))
+
+
+def vector_operands(A, B, C) -> tuple[bool, bool]:
+    """(rows of A are 16-byte aligned, rows of B and of C are): which operands may move as float4."""
     K, N = A.shape[1], B.shape[1]
-    return K % 4 == 0 and N % 4 == 0 and all(_address(x) % 16 == 0 for x in (A, B, C))
+    return K % 4 == 0 and _aligned(A), N % 4 == 0 and _aligned(B) and _aligned(C)
 
 
 def unsupported(M: int, N: int, K: int):
@@ -222,5 +350,5 @@ def unsupported(M: int, N: int, K: int):
 
 
 def run(A, B, C, alpha, beta, stream=None):
-    k6 = kernel if vector_ok(A, B, C) else kernel_edge
+    k6 = SPECIALISATIONS[vector_operands(A, B, C)][1]
     launch(k6, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
