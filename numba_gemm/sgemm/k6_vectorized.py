@@ -30,7 +30,9 @@ per call, vectorising each operand whose rows allow it (`vector_operands`):
   can fall outside. A block-uniform branch per phase sends blocks whose 32×128 tile of C lies
   inside the matrix to unchecked loads (and stores of C) in every phase but the K tail; only
   the last block row and column and the last phase pay a compare per element. At 4097 that
-  is 3.8% of the blocks and 1 phase in 129.
+  is 3.8% of the blocks and 1 phase in 129. Their 32-bit loads of B go 32 floats apart, so a
+  warp's LDG reads one 128-byte line: four consecutive floats per thread would touch four
+  lines per instruction, four times over (4× the L1 wavefronts of the float4 form).
 
 All keep the hot part identical: the tiles in shared memory are always aligned, so the
 32-step inner loop is LDS.128 + FFMA with no branches.
@@ -304,9 +306,9 @@ def _make_kernel(a_vec: bool, bc_vec: bool, split: bool):
     return k6
 
 
-# The split kernels hold more state across the phase loop and ptxas gives them 78 registers
-# on its own: 6 blocks of 128 threads per SM instead of the vector kernel's 7. Launch bounds
-# (128 threads, 7 blocks) cap them at 72 with no spills. (The simulator takes no bounds.)
+# The split kernels hold more state across the phase loop; launch bounds (128 threads, 7
+# blocks per SM, as the vector kernel's 69 registers allow) keep ptxas at <= 72 registers
+# (an earlier form reached 78-80: 6 blocks). The simulator takes no bounds.
 _jit_split = cuda.jit if SIMULATOR else cuda.jit(launch_bounds=(THREADS, 7))
 
 # (A 128-bit, B and C 128-bit) -> kernel. The all-vector kernel keeps one predicate per
