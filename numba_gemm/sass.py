@@ -319,10 +319,8 @@ def _census_native(level) -> list[Census]:
         raise CensusUnavailable(
             f"native level {level.name}: numba_gemm.nvrtc is not available ({e})"
         ) from None
-    compile_cubin = getattr(nvrtc, "compile_cubin", None)
-    if compile_cubin is None:
-        raise CensusUnavailable(f"native level {level.name}: numba_gemm.nvrtc has no compile_cubin()")
-    cubin = compile_cubin(level.module.SOURCE)
+    # the shipped tile: a level whose tile is not its source's default names the -D options
+    cubin = nvrtc.compile_variant(level.module.SOURCE, getattr(level.module, "DEFINES", ()))
     kernel = getattr(level.module, "KERNEL_NAME", None)
     return census_cubin(cubin, level.name, names={kernel: level.name} if kernel else None)
 

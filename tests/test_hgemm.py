@@ -30,7 +30,8 @@ def test_level_contract(lv):
 @pytest.mark.parametrize("lv", [v8_mma, v9_supertile, v10_tma], ids=["v8", "v9", "v10"])
 def test_launch_config_fits_an_h200(lv):
     grid, block, smem = lv.launch_config(8192, 8192, 8192)
-    assert grid == (32 * 64, 1, 1) and block == (256, 1, 1)
+    c = lv.CONFIG
+    assert grid == ((8192 // c.bm) * (8192 // c.bn), 1, 1) and block == (c.threads, 1, 1)
     assert smem <= 227 * 1024
     assert lv.launch_config(1, 1, 1)[0] == (1, 1, 1)
 
@@ -188,8 +189,13 @@ SWEEP_TILES = [
 def test_default_tile_needs_no_defines_and_matches_the_modules():
     d = cm.DEFAULT_TILE
     assert d.defines() == () and d.defines(tma=True) == () and d.problems(tma=True) == []
-    assert (v8_mma.BM, v8_mma.BN, v8_mma.BK, v8_mma.STAGES, v8_mma.THREADS) == (d.bm, d.bn, d.bk, d.stages, d.threads)
-    assert v8_mma.SMEM == 197632 and v10_tma.SMEM == 197696
+    for mod in (v8_mma, v9_supertile, v10_tma):
+        c = mod.CONFIG
+        assert (mod.BM, mod.BN, mod.BK, mod.STAGES, mod.THREADS) == (c.bm, c.bn, c.bk, c.stages, c.threads)
+        assert mod.DEFINES == c.defines(tma=mod is v10_tma) and c.problems(tma=mod is v10_tma) == []
+    assert v9_supertile.CONFIG == v8_mma.CONFIG and v10_tma.CONFIG == d
+    assert v10_tma.SMEM == 197696 and v10_tma.tile_order(8192, 8192, 8192, 60 << 20) == \
+        v9_supertile.tile_order(8192, 8192, 8192, 60 << 20, config=d)
 
 
 def test_tile_config_rules():

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numba_gemm.hgemm import _common as cm
-from numba_gemm.hgemm import v8_mma, v9_supertile
+from numba_gemm.hgemm import v8_mma, v9_supertile, v10_tma
 
 # ---------------------------------------------------------------------------- swizzle
 
@@ -116,11 +116,14 @@ def test_choose_supertile_respects_the_l2_rule(shape, l2):
 
 
 def test_choose_supertile_h200_8192():
+    assert (v9_supertile.BM, v9_supertile.BN) == (128, 128)
     sm, sn = v9_supertile.tile_order(8192, 8192, 8192, l2_bytes=60 * 2**20)
-    # A panel 2 MiB, B panel 4 MiB, budget 30 MiB: 13 rows of A + 1 column of B
-    assert (sm, sn) == (13, 1)
-    # 4096: A panel 1 MiB, B panel 2 MiB: 28 rows of A fit beside one B column
-    assert v9_supertile.tile_order(4096, 4096, 4096, l2_bytes=60 * 2**20) == (28, 1)
+    # A panel 128x8192 fp16 = 2 MiB, B panel 2 MiB, budget 30 MiB: 14 rows of A + 1 column of B
+    assert (sm, sn) == (14, 1)
+    # 4096: both panels 1 MiB: 29 rows of A fit beside one B column
+    assert v9_supertile.tile_order(4096, 4096, 4096, l2_bytes=60 * 2**20) == (29, 1)
+    # v10's 128x256 tile: B panels are 4 MiB at 8192, so 13 rows
+    assert v10_tma.tile_order(8192, 8192, 8192, l2_bytes=60 * 2**20) == (13, 1)
 
 
 # ---------------------------------------------------------------------------- v8 emulation

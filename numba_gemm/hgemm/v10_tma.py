@@ -34,15 +34,20 @@ KERNEL_NAME = "v10_tma_f16"
 KERNEL_NAMES = {"f16": "v10_tma_f16", "bf16": "v10_tma_bf16"}
 SASS_MUST_HAVE = ("HMMA", "LDSM", "UTMALDG", "SYNCS")
 
-CONFIG = v9.CONFIG
-BM, BN, BK, STAGES, THREADS = v9.BM, v9.BN, v9.BK, v9.STAGES, v9.THREADS
-STAGE_BYTES = v9.v8.STAGE_BYTES
+# Not v9's tile: with TMA doing the loads the 128×256×64, 4-stage, 8-warp tile is the sweep's
+# best for v10 (483 TFLOPS at 8192 vs 448 on v9's 128×128 tile; docs/RESULTS.md).
+CONFIG = cm.DEFAULT_TILE
+DEFINES = CONFIG.defines(tma=True)
+BM, BN, BK, STAGES, THREADS = CONFIG.bm, CONFIG.bn, CONFIG.bk, CONFIG.stages, CONFIG.threads
+STAGE_BYTES = CONFIG.stage_bytes
 SMEM = CONFIG.smem(tma=True)  # stages + alignment slack + full/empty barriers
 BOX_A = (BM, BK)   # rows, cols of one A box
 BOX_B = (BK, 64)   # one B panel: the inner extent of a SWIZZLE_128B box is at most 128 bytes
 INNER_BYTES = 128  # what the kernel's XOR walk assumes of every box row
 
-tile_order = v9.tile_order
+def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None,
+               config: cm.TileConfig = CONFIG) -> tuple[int, int]:
+    return v9.tile_order(M, N, K, l2_bytes, config)
 
 
 def launch_config(M: int, N: int, K: int, config: cm.TileConfig = CONFIG):
@@ -96,7 +101,7 @@ def check_operands(pa: int, pb: int, M: int, N: int, K: int, config: cm.TileConf
 
 
 def run(A, B, C, alpha, beta, stream=None, config: cm.TileConfig | None = None, defines=()):
-    config = v9.v8.checked(config, tma=True)
+    config = v9.v8.checked(CONFIG if config is None else config, tma=True)
     M, K = A.shape
     N = B.shape[1]
     kind = cm.element_type(A)

@@ -9,19 +9,20 @@ bank groups. The swizzled ldmatrix address of each lane is computed once; a k st
 (kk·32), not a fresh swizzle. What it attacks: issue cycles (no fragment shuffling, no
 epilogue round trip through shared memory per fragment) and shared-memory bytes (no padding).
 
-Tile choice for the H200 (the seed's 128×64×64, 2 stages, 48 KB was sized for a 5080): here a
-block is 128×256×64 with a 4-stage cp.async pipeline (192 KB of the 227 KB an H200 block may
-use), 8 warps each owning 64×64 of C. A warp's 16-deep k step is 8 ldmatrix (512 B each) for
-32 mma: the measured register-only mma.sync ceiling (639 TFLOPS ≈ 2440 FLOP/clk/SM at 1.98
-GHz, i.e. one m16n8k16 per ~1.7 clk per SM) needs 32×1.7 ≈ 54 clk per warp-step while its
-shared reads cost 8×512 B / 128 B/clk = 32 clk; a 64×32 warp tile would need 24 clk of reads
-per 27 clk of mma, too tight. 128 fp32 accumulators per thread put the kernel at ~236
-registers, so 1 block (8 warps) per SM; latency is hidden by the 3 tiles in flight instead of
-by more warps. Grid: 1-D, row-major tile order (n fastest), as in the seed.
+Tile choice for the H200 (the seed's 128×64×64, 2 stages, 48 KB was sized for a 5080): a
+sweep of eleven tiles on the H200 (tools/hgemm_sweep.py, docs/RESULTS.md) put 128×128×64 with
+3 cp.async stages and 4 warps of 64×64, two blocks per SM, at the top for v8 and v9 (394 and 420
+TFLOPS at 8192; the 128×256×64 4-stage tile with 8 such warps: 386 and 386). A warp's 16-deep k
+step is 8 ldmatrix (512 B each) for 32 mma: at the measured register-only mma.sync ceiling
+(639 TFLOPS ≈ one m16n8k16 per ~1.7 clk per SM) that is 32 clk of shared reads per ~54 clk of
+mma; a 64×32 warp tile would need 24 clk of reads per 27 of mma, too tight. 128 fp32
+accumulators per thread put the kernel near 250 registers, so two 4-warp blocks fill an SM's
+register file: one block's barrier, pipeline fill and epilogue overlap the other's main loop.
+Grid: 1-D, row-major tile order (n fastest), as in the seed.
 
 The tile is a compile-time configuration (`_common.TileConfig`, passed to NVRTC as -DHG_*
 options and part of the cubin cache key); `run(..., config=...)` takes another one, which is
-how tools/hgemm_sweep.py compares tiles. The shipped default is the one above.
+how tools/hgemm_sweep.py compares tiles. The shipped tile is the one above (`CONFIG`).
 
 Edges as v7: zero-filled cp.async past M, N, K, masked stores, element-wise fallback loads when
 rows of A or B are not 16-byte aligned.
@@ -32,14 +33,16 @@ from . import _common as cm
 
 LEVEL = "v8"
 TITLE = "ldmatrix + mma.sync, 128B XOR swizzle"
-DELTA = "v8 = v7 with inline-PTX ldmatrix/mma.sync.m16n8k16 instead of WMMA and a 128-byte XOR swizzle instead of padding; 128×256×64 tile, 4 stages"
+DELTA = "v8 = v7 with inline-PTX ldmatrix/mma.sync.m16n8k16 instead of WMMA and a 128-byte XOR swizzle instead of padding; 128×128×64 tile, 3 stages, 2 blocks per SM"
 DTYPES = cm.DTYPES
 SOURCE = "v8_mma.cu"
 KERNEL_NAME = "v8_mma_f16"
 KERNEL_NAMES = {"f16": "v8_mma_f16", "bf16": "v8_mma_bf16"}
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 
-CONFIG = cm.DEFAULT_TILE
+# measured best of the sweep for v8 and v9 (docstring); not the source default, hence DEFINES
+CONFIG = cm.TileConfig(bm=128, bn=128, stages=3, warps_m=2, warps_n=2, min_blocks=2)
+DEFINES = CONFIG.defines()
 BM, BN, BK, STAGES = CONFIG.bm, CONFIG.bn, CONFIG.bk, CONFIG.stages
 THREADS = CONFIG.threads
 STAGE_BYTES = CONFIG.stage_bytes

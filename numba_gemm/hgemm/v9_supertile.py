@@ -28,7 +28,7 @@ KERNEL_NAME = "v9_supertile_f16"
 KERNEL_NAMES = {"f16": "v9_supertile_f16", "bf16": "v9_supertile_bf16"}
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 
-CONFIG = v8.CONFIG
+CONFIG, DEFINES = v8.CONFIG, v8.DEFINES
 BM, BN, BK, STAGES, THREADS, SMEM = v8.BM, v8.BN, v8.BK, v8.STAGES, v8.THREADS, v8.SMEM
 
 
