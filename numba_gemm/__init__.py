@@ -12,12 +12,10 @@ __version__ = "0.1.0"
 
 
 def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="k6", stream=None):
+    """C = alpha * A @ B + beta * C with one level of the ladder (details: numba_gemm.api.gemm)."""
     from .api import gemm as _gemm
 
     return _gemm(A, B, C, alpha=alpha, beta=beta, level=level, stream=stream)
-
-
-gemm.__doc__ = "C = alpha * A @ B + beta * C with one level of the ladder (see numba_gemm.api.gemm)."
 
 
 def levels():
