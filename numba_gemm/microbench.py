@@ -135,6 +135,17 @@ def _vector_loads():
 # Kernels. Indices are uint64 (Numba's signed indices add a wraparound select per load).
 # Every kernel writes out[thread] (so nothing is dead code), cyc[block] and sm[block].
 
+@cuda.jit(device=True, inline="always")
+def _record(out, cyc, sm, total, t0, t1):
+    """Every thread writes its sum (so no load is dead code); thread 0 its block's clock span and SM."""
+    t = cuda.threadIdx.x
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = total
+    if t == 0:
+        cyc[2 * cuda.blockIdx.x] = t0
+        cyc[2 * cuda.blockIdx.x + 1] = t1
+        sm[cuda.blockIdx.x] = smid()
+
+
 @cuda.jit
 def _ffma(out, cyc, sm, iters, p):
     t = cuda.threadIdx.x
@@ -151,11 +162,7 @@ def _ffma(out, cyc, sm, iters, p):
         it += u64(1)
     cuda.syncthreads()
     t1 = clock64()
-    out[cuda.blockIdx.x * cuda.blockDim.x + t] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
-    if t == 0:
-        cyc[2 * cuda.blockIdx.x] = t0
-        cyc[2 * cuda.blockIdx.x + 1] = t1
-        sm[cuda.blockIdx.x] = smid()
+    _record(out, cyc, sm, a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7, t0, t1)
 
 
 @cuda.jit
@@ -179,11 +186,7 @@ def _lds32(out, cyc, sm, iters, stride):
         it += u64(1)
     cuda.syncthreads()
     t1 = clock64()
-    out[cuda.blockIdx.x * cuda.blockDim.x + t] = a0 + a1 + a2 + a3
-    if t == 0:
-        cyc[2 * cuda.blockIdx.x] = t0
-        cyc[2 * cuda.blockIdx.x + 1] = t1
-        sm[cuda.blockIdx.x] = smid()
+    _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
 
 
 @cuda.jit
@@ -201,11 +204,7 @@ def _ldg32(g, out, cyc, sm, iters, stride):
         it += u64(1)
     cuda.syncthreads()
     t1 = clock64()
-    out[cuda.blockIdx.x * cuda.blockDim.x + t] = a0 + a1 + a2 + a3
-    if t == 0:
-        cyc[2 * cuda.blockIdx.x] = t0
-        cyc[2 * cuda.blockIdx.x + 1] = t1
-        sm[cuda.blockIdx.x] = smid()
+    _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
 
 
 _KERNELS: dict = {"ffma": _ffma, "lds32": _lds32, "ldg32": _ldg32}
@@ -237,11 +236,7 @@ def _build_vector_kernels():
             it += u64(1)
         cuda.syncthreads()
         t1 = clock64()
-        out[cuda.blockIdx.x * cuda.blockDim.x + t] = a0 + a1 + a2 + a3
-        if t == 0:
-            cyc[2 * cuda.blockIdx.x] = t0
-            cyc[2 * cuda.blockIdx.x + 1] = t1
-            sm[cuda.blockIdx.x] = smid()
+        _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
 
     @cuda.jit
     def _ldg128(g, out, cyc, sm, iters, colmul):
@@ -259,11 +254,7 @@ def _build_vector_kernels():
             it += u64(1)
         cuda.syncthreads()
         t1 = clock64()
-        out[cuda.blockIdx.x * cuda.blockDim.x + t] = a0 + a1 + a2 + a3
-        if t == 0:
-            cyc[2 * cuda.blockIdx.x] = t0
-            cyc[2 * cuda.blockIdx.x + 1] = t1
-            sm[cuda.blockIdx.x] = smid()
+        _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
 
     _KERNELS["lds128"] = _lds128
     _KERNELS["ldg128"] = _ldg128
