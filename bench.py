@@ -92,14 +92,14 @@ def main(argv=None):
               f"{' '.join('×'.join(map(str, s)) for s in shapes)} to check them. "
               "Timings need a GPU.\n")
 
-    session = bench.Session(simulator, flush_l2=args.flush_l2, reps=args.reps,
+    runner = bench.Runner(simulator, flush_l2=args.flush_l2, reps=args.reps,
                             verify=not args.no_check, seed=args.seed)
     results = []
     progress = bench.Progress(len(levels) * len(shapes))
     for shape in shapes:
         for lv in levels:
             progress.step(f"{lv.name} {'×'.join(map(str, shape))}")
-            results.append(session.run(lv, *shape, dtype_name=args.dtype))
+            results.append(runner.run(lv, *shape, dtype_name=args.dtype))
     progress.close()
     bench.link_speedups(results)
 

@@ -64,7 +64,7 @@ def _host_dtype(level, dtype_name: str | None):
     raise ValueError(f"level {level.name} takes {', '.join(d.name for d in level.dtypes)}, not {name}")
 
 
-class Session:
+class Runner:
     """Holds device buffers and the cuBLAS handle so levels of one shape share the same inputs."""
 
     def __init__(self, simulator: bool, flush_l2: bool = False, reps: int | None = None,

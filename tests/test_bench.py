@@ -35,7 +35,7 @@ def test_simulator_run_checks_and_writes_json(tmp_path, capsys):
 
 
 def test_native_level_is_skipped_not_failed_in_the_simulator():
-    r = nb.Session(simulator=True).run(nb.parse_levels("v8")[0], 8, 8, 8)
+    r = nb.Runner(simulator=True).run(nb.parse_levels("v8")[0], 8, 8, 8)
     assert r.ok is None and "need a GPU" in r.note
 
 

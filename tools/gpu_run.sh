@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU session in one command: environment, GPU tests, the benchmark tables, the seed's CUDA C
+# The whole GPU check in one command: environment, GPU tests, the benchmark tables, the seed's CUDA C
 # yardstick and the microbenchmarks. Logs and JSON go to $OUT (default ./out); a short table last.
 #   bash tools/gpu_run.sh [steps...]     steps: env sgemm hgemm micro seed sweep ncu tests
 #   (default: env sgemm hgemm micro seed tests; LEVELS/SIZES/PYTEST_ARGS narrow the sgemm/tests steps)
