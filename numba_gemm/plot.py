@@ -1,9 +1,17 @@
-"""bench.py --plot: the ladder as a bar chart, TFLOPS per level, with cuBLAS as a line."""
+"""bench.py --plot: the ladder as a bar chart, TFLOPS per level, with cuBLAS as a line and each
+level's roofline (its bytes ledger on the H200: min(peak, intensity × bandwidth)) as a tick."""
 from __future__ import annotations
 
 
-def plot_ladder(results, path: str, roofline_tflops: dict | None = None) -> None:
-    """One panel per shape and dtype; roofline_tflops optionally maps a dtype to its ceiling."""
+def roofline_tflops(level: str, shape: tuple[int, int, int], card: str = "h200") -> float:
+    from .ledgers import bytes_ledger
+
+    b = bytes_ledger(level, card, shape)
+    return b.flops / b.roofline_s / 1e12
+
+
+def plot_ladder(results, path: str, card: str = "h200") -> None:
+    """One panel per shape and dtype."""
     try:
         import matplotlib
     except ImportError:
@@ -17,7 +25,8 @@ def plot_ladder(results, path: str, roofline_tflops: dict | None = None) -> None
     groups = {}
     for r in timed:
         groups.setdefault((r.M, r.N, r.K, r.dtype), []).append(r)
-    fig, axes = plt.subplots(1, len(groups), figsize=(5 + 0.6 * max(map(len, groups.values())), 4.2),
+    width = max(map(len, groups.values()))
+    fig, axes = plt.subplots(1, len(groups), figsize=(len(groups) * (1.5 + 0.65 * width), 4.6),
                              squeeze=False)
     for ax, ((M, N, K, dtype), rs) in zip(axes[0], groups.items()):
         ax.bar([r.level for r in rs], [r.tflops for r in rs], color="#4c72b0")
@@ -26,10 +35,12 @@ def plot_ladder(results, path: str, roofline_tflops: dict | None = None) -> None
         cub = [r.cublas_tflops for r in rs if r.cublas_tflops]
         if cub:
             ax.axhline(cub[0], color="#c44e52", ls="--", label=f"cuBLAS {cub[0]:.1f}")
-        if roofline_tflops and dtype in roofline_tflops:
-            ax.axhline(roofline_tflops[dtype], color="gray", ls=":", label="roofline")
-        ax.set_title(f"{M}×{N}×{K} {dtype}")
+        roof = [roofline_tflops(r.level, (M, N, K), card) for r in rs]
+        ax.scatter(range(len(rs)), roof, marker="_", s=400, color="black", zorder=3,
+                   label=f"roofline ({card.upper()} bytes ledger)")
+        ax.set_yscale("log")
+        ax.set_title(f"{M}×{N}×{K} {dtype}", fontsize=10)
         ax.set_ylabel("TFLOPS")
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -61,3 +61,16 @@ def test_a_wrong_result_exits_nonzero(monkeypatch, capsys):
     monkeypatch.setattr(lv.module, "run", off_by_one)
     assert bench.main(["--level", "k2", "--shape", "6,5,4", "--reps", "1"]) == 1
     assert "WRONG" in capsys.readouterr().out
+
+
+def test_plot_draws_bars_cublas_and_rooflines(tmp_path):
+    pytest.importorskip("matplotlib")
+    from numba_gemm.plot import plot_ladder, roofline_tflops
+
+    rs = [nb.Result("k2", 4096, 4096, 4096, "float32", "gpu", ms=23.6, tflops=5.8, cublas_tflops=50.4),
+          nb.Result("k3", 4096, 4096, 4096, "float32", "gpu", ms=16.3, tflops=8.4, cublas_tflops=50.4)]
+    out = tmp_path / "ladder.png"
+    plot_ladder(rs, str(out))
+    assert out.stat().st_size > 1000
+    # k3's 32x32 tiles raise the bytes-ledger roofline 32-fold over k2's (7.969 vs 0.250 FLOP/B)
+    assert roofline_tflops("k3", (4096,) * 3) / roofline_tflops("k2", (4096,) * 3) == pytest.approx(7.969 / 0.25, rel=1e-3)
