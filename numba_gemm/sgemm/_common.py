@@ -48,6 +48,15 @@ def grid_limit(grid: tuple[int, int]) -> str | None:
     return None
 
 
+@cuda.jit(device=True, inline="always")
+def store_c(C, c, value, alpha, beta):
+    """C[c] = alpha*value + beta*C[c]; when beta == 0, C is only written (BLAS: NaN in C must not leak)."""
+    if beta == 0:
+        C[c] = alpha * value
+    else:
+        C[c] = alpha * value + beta * C[c]
+
+
 def launch(kernel, grid, block, A, B, C, alpha, beta, stream=None):
     """Run `kernel` on device arrays A (M×K), B (K×N), C (M×N) through flat views."""
     M, K = A.shape

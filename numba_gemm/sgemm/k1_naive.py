@@ -15,7 +15,7 @@ keeps the same loop.
 import numpy as np
 from numba import cuda
 
-from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, u32, u64
+from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k1"
 TITLE = "naive (x mapped to rows)"
@@ -67,10 +67,7 @@ def kernel(M, N, K, alpha, A, B, beta, C):
             a += u64(4)
             k += u32(4)
         c = u64(row) * u64(N) + u64(col)
-        if beta == 0:
-            C[c] = alpha * acc            # BLAS: beta == 0 never reads C
-        else:
-            C[c] = alpha * acc + beta * C[c]
+        store_c(C, c, acc, alpha, beta)   # BLAS: beta == 0 never reads C
 
 
 def unsupported(M: int, N: int, K: int):

@@ -8,7 +8,7 @@ the bytes ledger (arithmetic intensity 0.25 FMA/float) does not.
 import numpy as np
 from numba import cuda
 
-from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, u32, u64
+from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k2"
 TITLE = "coalesced (x mapped to columns)"
@@ -53,10 +53,7 @@ def kernel(M, N, K, alpha, A, B, beta, C):
             a += u64(4)
             k += u32(4)
         c = u64(row) * u64(N) + u64(col)
-        if beta == 0:
-            C[c] = alpha * acc
-        else:
-            C[c] = alpha * acc + beta * C[c]
+        store_c(C, c, acc, alpha, beta)
 
 
 def unsupported(M: int, N: int, K: int):

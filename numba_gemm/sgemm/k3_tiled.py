@@ -11,7 +11,7 @@ the gain is small (1.16× on the 4090); the cycles ledger predicts it — per FM
 import numpy as np
 from numba import cuda
 
-from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k3"
 TITLE = "32×32 shared-memory tiles"
@@ -64,10 +64,7 @@ def kernel(M, N, K, alpha, A, B, beta, C):
 
     if row < m and col < n:
         c = u64(row) * u64(n) + u64(col)
-        if beta == 0:
-            C[c] = alpha * acc
-        else:
-            C[c] = alpha * acc + beta * C[c]
+        store_c(C, c, acc, alpha, beta)
 
 
 def unsupported(M: int, N: int, K: int):

@@ -12,7 +12,7 @@ measured k3c slightly slower than k3.
 import numpy as np
 from numba import cuda
 
-from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k3c"
 TITLE = "coarsened: 4 column tiles per block"
@@ -92,10 +92,7 @@ def kernel(M, N, K, alpha, A, B, beta, C):
 def _store(C, c_row, col, n, alpha, beta, acc):
     if col < n:
         c = c_row + u64(col)
-        if beta == 0:
-            C[c] = alpha * acc
-        else:
-            C[c] = alpha * acc + beta * C[c]
+        store_c(C, c, acc, alpha, beta)
 
 
 def unsupported(M: int, N: int, K: int):

@@ -19,7 +19,7 @@ import numpy as np
 from numba import cuda
 
 from ..intrinsics import unrolled
-from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k5"
 TITLE = "8×4 register outer product"
@@ -123,10 +123,7 @@ def kernel(M, N, K, alpha, A, B, beta, C):
                 col = u32(b_col + j * TILE)
                 if col < n:
                     c = c_row + u64(col)
-                    if beta == 0:
-                        C[c] = alpha * acc[r, j]
-                    else:
-                        C[c] = alpha * acc[r, j] + beta * C[c]
+                    store_c(C, c, acc[r, j], alpha, beta)
 
 
 def unsupported(M: int, N: int, K: int):
