@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import registry as _levels
+from .hgemm._common import BF16
 
 
 def _is_device(x) -> bool:
@@ -46,17 +47,10 @@ def _c_strides(shape, itemsize):
     return tuple(reversed(strides))
 
 
-def _bf16():
-    try:
-        import ml_dtypes
-    except ImportError:  # pragma: no cover - ml_dtypes is a dependency
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
-
-
-def _bits(dtype: np.dtype) -> np.dtype:
-    # Numba has no bfloat16 array type: bf16 data travels as its uint16 bit pattern.
-    return np.dtype(np.uint16) if dtype == _bf16() else dtype
+def transfer_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype an array travels to the device as: Numba has no bfloat16, so bf16 goes as its
+    uint16 bit pattern (the native levels read the bits)."""
+    return np.dtype(np.uint16) if dtype == BF16 else np.dtype(dtype)
 
 
 def _validate(level, A, B, C, beta):
@@ -112,8 +106,8 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="k6", stream=None):
         lv.run(dA, dB, dC, float(alpha), float(beta), stream=stream)
         return C if C is not None else dC
 
-    dA = cuda.to_device(A.view(_bits(A.dtype)), stream=stream or 0)
-    dB = cuda.to_device(B.view(_bits(B.dtype)), stream=stream or 0)
+    dA = cuda.to_device(A.view(transfer_dtype(A.dtype)), stream=stream or 0)
+    dB = cuda.to_device(B.view(transfer_dtype(B.dtype)), stream=stream or 0)
     if C is not None and beta != 0:
         dC = cuda.to_device(C, stream=stream or 0)
     else:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import check, registry as _levels
+from .api import transfer_dtype
 
 SIM_SHAPE = (40, 36, 33)   # ragged on purpose: every tile edge is exercised
 CHECK_ROWS = 128           # rows of C verified against float64 at large sizes
@@ -85,7 +86,7 @@ class Runner:
 
             self._inputs.clear()   # one shape at a time: 8192² buffers are large
             A, B, C = check.random_inputs(M, N, K, dtype=dtype, rng=self.rng)
-            bits = np.uint16 if dtype.name == "bfloat16" else dtype
+            bits = transfer_dtype(dtype)
             dev = (cuda.to_device(A.view(bits)), cuda.to_device(B.view(bits)),
                    cuda.device_array((M, N), np.float32))
             self._inputs[key] = (A, B, C, dev)

@@ -1,9 +1,8 @@
-"""Sweep tile configurations of the HGEMM levels v8/v9/v10 on the GPU (and the shipped v7..v10).
+"""Sweep tile configurations of the HGEMM levels v8/v9/v10 on the GPU.
 
     python tools/hgemm_sweep.py --out sweep.json                 # the candidate sweep (GPU)
     python tools/hgemm_sweep.py --compile-only                   # registers/smem/spills, no GPU
     python tools/hgemm_sweep.py --ncu --configs base             # ncu L2 hit rate, v8 vs v9 at 8192
-    python tools/hgemm_sweep.py --shipped                        # the old check: v7..v10 + cuBLAS
 
 Sweep: every candidate (level, TileConfig) is first compiled by NVRTC in parallel worker
 processes (no CUDA context there; cubins land in the on-disk cache), then, in this process:
@@ -340,13 +339,6 @@ def ncu(a):
     return subprocess.run(cmd).returncode
 
 
-def shipped(a):
-    """The shipped levels v7..v10 (both dtypes) against cuBLAS: what tools/hgemm_gpu_check.py did."""
-    cmd = [sys.executable, os.path.join(ROOT, "bench.py"), "--level", "hgemm", "--size", a.sizes]
-    print(" ".join(cmd), flush=True)
-    return subprocess.run(cmd).returncode
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -359,7 +351,6 @@ def main(argv=None):
     p.add_argument("--compile-only", action="store_true", help="NVRTC only: registers, smem, spills")
     p.add_argument("--ncu", action="store_true", help="print (and run, if ncu is on PATH) the L2 profile command")
     p.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--shipped", action="store_true", help="bench.py --level hgemm on the shipped tiles")
     a = p.parse_args(argv)
     for n in (a.configs.split(",") if a.configs else []):
         if n not in CANDIDATES:
@@ -368,8 +359,6 @@ def main(argv=None):
         return ncu(a)
     if a.profile:
         return profile(a)
-    if a.shipped:
-        return shipped(a)
     return sweep(a)
 
 
