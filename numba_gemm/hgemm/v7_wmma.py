@@ -27,6 +27,7 @@ SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 RASTER = "m-fastest"
 
 BM, BN, BK = 128, 128, 32
+CONFIG = cm.TileConfig(bm=BM, bn=BN, bk=BK, stages=2, warps_m=2, warps_n=4)  # the ledgers' tile (v7 takes no -D options)
 THREADS = 256
 SMEM = 0  # all static (37,888 bytes)
 
