@@ -16,6 +16,7 @@ import numpy as np
 from numba import cuda
 
 from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, store_c, u32, u64
+from ..ledgers.access import Geometry, Step, global_load, lanes
 
 LEVEL = "k1"
 PARENT = None
@@ -28,6 +29,7 @@ BLOCK = (32, 32)           # (threads_x, threads_y)
 TILE_M, TILE_N = 32, 32    # output tile per block
 TILE_K = 1                 # no shared-memory phases: every operand comes from global memory
 THREAD_M, THREAD_N = 1, 1  # outputs per thread
+GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
 
 
 def grid(M: int, N: int) -> tuple[int, int]:
@@ -77,3 +79,12 @@ def unsupported(M: int, N: int, K: int):
 
 def run(A, B, C, alpha, beta, stream=None):
     launch(kernel, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
+    """The ledgers' view of one k: each lane loads A[row, k] and B[k, col] (x -> rows: the bug)."""
+    ls = lanes(g, warp)
+    rows = [bx * g.block[0] + tx for tx, ty in ls]
+    cols = [by * g.block[1] + ty for tx, ty in ls]
+    return Step(1, (global_load("A", [r * K + ph for r in rows]),
+                    global_load("B", [ph * N + c for c in cols])), "one k")

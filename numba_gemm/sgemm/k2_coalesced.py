@@ -9,6 +9,7 @@ import numpy as np
 from numba import cuda
 
 from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, store_c, u32, u64
+from ..ledgers.access import Geometry, Step, global_load, lanes
 
 LEVEL = "k2"
 PARENT = "k1"
@@ -21,6 +22,7 @@ BLOCK = (32, 32)
 TILE_M, TILE_N = 32, 32
 TILE_K = 1
 THREAD_M, THREAD_N = 1, 1
+GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
 
 
 def grid(M: int, N: int) -> tuple[int, int]:
@@ -63,3 +65,12 @@ def unsupported(M: int, N: int, K: int):
 
 def run(A, B, C, alpha, beta, stream=None):
     launch(kernel, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
+    """The ledgers' view of one k: x -> columns, so B is one request and A a broadcast."""
+    ls = lanes(g, warp)
+    cols = [bx * g.block[0] + tx for tx, ty in ls]
+    rows = [by * g.block[1] + ty for tx, ty in ls]
+    return Step(1, (global_load("A", [r * K + ph for r in rows]),
+                    global_load("B", [ph * N + c for c in cols])), "one k")

@@ -12,6 +12,7 @@ import numpy as np
 from numba import cuda
 
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
+from ..ledgers.access import F32, Geometry, Step, global_load, lanes, shared_access
 
 LEVEL = "k3"
 PARENT = "k2"
@@ -24,6 +25,7 @@ TILE = 32
 BLOCK = (TILE, TILE)
 TILE_M, TILE_N, TILE_K = TILE, TILE, TILE
 THREAD_M, THREAD_N = 1, 1
+GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
 
 
 def grid(M: int, N: int) -> tuple[int, int]:
@@ -74,3 +76,20 @@ def unsupported(M: int, N: int, K: int):
 
 def run(A, B, C, alpha, beta, stream=None):
     launch(kernel, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
+    """The ledgers' view of one phase: load both tiles, then T steps of As[ty][k] * Bs[k][tx]."""
+    ls = lanes(g, warp)
+    T = g.tile_k
+    bs = g.tile_m * T * F32          # Bs follows As in shared memory
+    acc = [
+        global_load("A", [(by * g.tile_m + ty) * K + ph * T + tx for tx, ty in ls]),
+        global_load("B", [(ph * T + ty) * N + bx * g.tile_n + tx for tx, ty in ls]),
+        shared_access("As", [ty * T + tx for tx, ty in ls], inner=False, op="store"),
+        shared_access("Bs", [ty * g.tile_n + tx for tx, ty in ls], inner=False, op="store", base=bs),
+    ]
+    for k in range(T):
+        acc.append(shared_access("As", [ty * T + k for tx, ty in ls]))
+        acc.append(shared_access("Bs", [k * g.tile_n + tx for tx, ty in ls], base=bs))
+    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")

@@ -13,6 +13,7 @@ import numpy as np
 from numba import cuda
 
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
+from ..ledgers.access import F32, Geometry, Step, global_load, lanes, shared_access
 
 LEVEL = "k3c"
 PARENT = "k3"
@@ -26,6 +27,7 @@ COARSE = 4
 BLOCK = (TILE, TILE)
 TILE_M, TILE_N, TILE_K = TILE, TILE * COARSE, TILE
 THREAD_M, THREAD_N = 1, COARSE
+GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
 
 
 def grid(M: int, N: int) -> tuple[int, int]:
@@ -102,3 +104,20 @@ def unsupported(M: int, N: int, K: int):
 
 def run(A, B, C, alpha, beta, stream=None):
     launch(kernel, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
+    """The ledgers' view of one phase: one A tile, then per column tile a B tile and T steps."""
+    ls = lanes(g, warp)
+    T = g.tile_k
+    W = g.block[0]                   # width of one column tile
+    bs = g.tile_m * T * F32          # Bs follows As in shared memory
+    acc = [global_load("A", [(by * g.tile_m + ty) * K + ph * T + tx for tx, ty in ls]),
+           shared_access("As", [ty * T + tx for tx, ty in ls], inner=False, op="store")]
+    for c in range(g.thread_n):      # one B tile per coarsening step, A tile reused
+        acc.append(global_load("B", [(ph * T + ty) * N + bx * g.tile_n + c * W + tx for tx, ty in ls]))
+        acc.append(shared_access("Bs", [ty * W + tx for tx, ty in ls], inner=False, op="store", base=bs))
+        for k in range(T):
+            acc.append(shared_access("As", [ty * T + k for tx, ty in ls]))
+            acc.append(shared_access("Bs", [k * W + tx for tx, ty in ls], base=bs))
+    return Step(T * g.thread_n, tuple(acc), "one phase")

@@ -11,6 +11,7 @@ import numpy as np
 from numba import cuda
 
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
+from ..ledgers.access import F32, Geometry, Step, global_load, lanes, shared_access
 
 LEVEL = "k4"
 PARENT = "k3"
@@ -24,6 +25,7 @@ CF = 8                       # outputs per thread, down the column
 BLOCK = (TILE, TILE // CF)   # 32 × 4 = 128 threads
 TILE_M, TILE_N, TILE_K = TILE, TILE, TILE
 THREAD_M, THREAD_N = CF, 1
+GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
 
 
 def grid(M: int, N: int) -> tuple[int, int]:
@@ -96,3 +98,22 @@ def unsupported(M: int, N: int, K: int):
 
 def run(A, B, C, alpha, beta, stream=None):
     launch(kernel, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
+    """The ledgers' view of one phase: each thread loads 8 rows, then per k one Bs load used 8×."""
+    ls = lanes(g, warp)
+    T = g.tile_k
+    bs = g.tile_m * T * F32          # Bs follows As in shared memory
+    acc = []
+    for r in range(g.thread_m):      # cooperative load: my strip of rows
+        acc.append(global_load("A", [(by * g.tile_m + ty * g.thread_m + r) * K + ph * T + tx for tx, ty in ls]))
+        acc.append(global_load("B", [(ph * T + ty * g.thread_m + r) * N + bx * g.tile_n + tx for tx, ty in ls]))
+        acc.append(shared_access("As", [(ty * g.thread_m + r) * T + tx for tx, ty in ls], inner=False, op="store"))
+        acc.append(shared_access("Bs", [(ty * g.thread_m + r) * g.tile_n + tx for tx, ty in ls],
+                                 inner=False, op="store", base=bs))
+    for k in range(T):
+        acc.append(shared_access("Bs", [k * g.tile_n + tx for tx, ty in ls], base=bs))   # one n ...
+        for r in range(g.thread_m):                                                     # ... used 8×
+            acc.append(shared_access("As", [(ty * g.thread_m + r) * T + k for tx, ty in ls]))
+    return Step(T * g.thread_m, tuple(acc), "one phase")

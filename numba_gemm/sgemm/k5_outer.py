@@ -20,6 +20,7 @@ from numba import cuda
 
 from ..intrinsics import unrolled
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
+from ..ledgers.access import F32, Geometry, Step, global_load, lanes, shared_access
 
 LEVEL = "k5"
 PARENT = "k4"
@@ -35,6 +36,7 @@ BLOCK = (TILE, TILE // CF)   # 32 × 4 = 128 threads
 TILE_M, TILE_N, TILE_K = TILE, TILE * TN, TILE
 NDS_COLS = TILE * TN         # a named constant: shared-array shapes must be literals
 THREAD_M, THREAD_N = CF, TN
+GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
 
 
 def grid(M: int, N: int) -> tuple[int, int]:
@@ -133,3 +135,27 @@ def unsupported(M: int, N: int, K: int):
 
 def run(A, B, C, alpha, beta, stream=None):
     launch(kernel, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
+    """The ledgers' view of one phase: per k, thread_m As loads and thread_n Bs loads feed an outer product."""
+    ls = lanes(g, warp)
+    T = g.tile_k
+    W = g.block[0]
+    bs = g.tile_m * T * F32          # Bs follows As in shared memory
+    acc = []
+    for r in range(g.thread_m):
+        acc.append(global_load("A", [(by * g.tile_m + ty * g.thread_m + r) * K + ph * T + tx for tx, ty in ls]))
+        acc.append(shared_access("As", [(ty * g.thread_m + r) * T + tx for tx, ty in ls], inner=False, op="store"))
+    for r in range(g.thread_m):
+        for j in range(g.thread_n):
+            acc.append(global_load("B", [(ph * T + ty * g.thread_m + r) * N + bx * g.tile_n + j * W + tx
+                                         for tx, ty in ls]))
+            acc.append(shared_access("Bs", [(ty * g.thread_m + r) * g.tile_n + j * W + tx for tx, ty in ls],
+                                     inner=False, op="store", base=bs))
+    for k in range(T):
+        for r in range(g.thread_m):
+            acc.append(shared_access("As", [(ty * g.thread_m + r) * T + k for tx, ty in ls]))
+        for j in range(g.thread_n):
+            acc.append(shared_access("Bs", [k * g.tile_n + j * W + tx for tx, ty in ls], base=bs))
+    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")

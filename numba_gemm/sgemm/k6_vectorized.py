@@ -42,6 +42,7 @@ from numba import cuda
 
 from ..intrinsics import SIMULATOR, load4_global, load4_shared, store4_global, store4_shared, unrolled
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+from ..ledgers.access import F32, Geometry, Step, global_load, lanes, shared_access
 
 LEVEL = "k6"
 PARENT = "k5"
@@ -56,6 +57,7 @@ SASS_MUST_HAVE = ("LDG.E.128", "LDS.128", "STG.E.128", "FFMA")
 TILE_M, TILE_N, TILE_K = 32, 128, 32
 THREAD_M, THREAD_N = 8, 4
 BLOCK = (TILE_N // THREAD_N, TILE_M // THREAD_M)      # (32, 4): 128 threads
+GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
 THREADS = BLOCK[0] * BLOCK[1]
 A_LOADS = TILE_M * TILE_K // 4 // THREADS             # float4s of A per thread per tile: 2
 B_LOADS = TILE_K * TILE_N // 4 // THREADS             # float4s of B per thread per tile: 8
@@ -355,3 +357,37 @@ def unsupported(M: int, N: int, K: int):
 def run(A, B, C, alpha, beta, stream=None):
     k6 = SPECIALISATIONS[vector_operands(A, B, C)][1]
     launch(k6, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
+    """The ledgers' view of one phase: float4 tile loads (A stored transposed), LDS.128 inner loop."""
+    ls = lanes(g, warp)
+    T = g.tile_k
+    nt = g.threads
+    tids = [ty * g.block[0] + tx for tx, ty in ls]
+    a_bs = 0                                  # As[k][m]: the A tile stored transposed
+    b_bs = g.tile_k * g.tile_m * F32          # Bs[k][n]
+    acc = []
+    for s in range(g.tile_m * g.tile_k // 4 // nt):          # float4s of A per thread
+        idx4 = [t + s * nt for t in tids]
+        r = [i // (T // 4) for i in idx4]
+        c = [i % (T // 4) * 4 for i in idx4]
+        acc.append(global_load("A", [(by * g.tile_m + rr) * K + ph * T + cc for rr, cc in zip(r, c)], 16))
+        for q in range(4):                                    # transposed: 4 scalar stores
+            acc.append(shared_access("As", [(cc + q) * g.tile_m + rr for rr, cc in zip(r, c)],
+                                     inner=False, op="store", base=a_bs))
+    for s in range(g.tile_k * g.tile_n // 4 // nt):          # float4s of B per thread
+        idx4 = [t + s * nt for t in tids]
+        r = [i // (g.tile_n // 4) for i in idx4]
+        c = [i % (g.tile_n // 4) * 4 for i in idx4]
+        acc.append(global_load("B", [(ph * T + rr) * N + bx * g.tile_n + cc for rr, cc in zip(r, c)], 16))
+        acc.append(shared_access("Bs", [rr * g.tile_n + cc for rr, cc in zip(r, c)], 16,
+                                 inner=False, op="store", base=b_bs))
+    for k in range(T):
+        for h in range(g.thread_m // 4):                      # rows i0.., i0+4..: broadcast
+            acc.append(shared_access("As", [k * g.tile_m + ty * g.thread_m + 4 * h for tx, ty in ls], 16,
+                                     base=a_bs))
+        for h in range(g.thread_n // 4):                      # columns j0..j0+3
+            acc.append(shared_access("Bs", [k * g.tile_n + tx * g.thread_n + 4 * h for tx, ty in ls], 16,
+                                     base=b_bs))
+    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")
