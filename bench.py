@@ -8,10 +8,10 @@
     python bench.py --level k6 --sass              # static SASS census (no GPU needed)
 
 Each level is first checked against a float64 reference twice (alpha=0.5, beta=-1.5 on a
-random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events (warm-up, median of repeats), and cuBLAS runs on the same buffers
-in the same process. With no GPU, the Numba levels run in the Numba CUDA simulator at a small
-ragged shape and are checked only: timings need a GPU. The exit status is 1 if any checked
-level gives a wrong result.
+random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events
+(warm-up, median of repeats), and cuBLAS runs on the same buffers in the same process. With no
+GPU, the Numba levels run in the Numba CUDA simulator at a small ragged shape and are checked
+only: timings need a GPU. The exit status is 1 if any checked level gives a wrong result.
 """
 import argparse
 import json

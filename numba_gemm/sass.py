@@ -26,7 +26,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
