@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import config, cuda, float32, int32, uint32, uint64  # noqa: F401  (re-exported)
 
+from ..util import ceil_div  # noqa: F401  (re-exported)
+
 u32 = uint32
 u64 = uint64
 
@@ -32,10 +34,6 @@ SMEM_ALIGN = None if config.ENABLE_CUDASIM else 16
 
 # gridDim.y and gridDim.z are limited to 65535 blocks; gridDim.x to 2**31 - 1.
 MAX_GRID_Y = 65535
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def grid_limit(grid: tuple[int, int]) -> str | None:

@@ -18,6 +18,7 @@ from numba import cuda
 from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k1"
+PARENT = None
 TITLE = "naive (x mapped to rows)"
 DELTA = "k1 = one thread per C element; threadIdx.x walks rows, so A loads are uncoalesced"
 DTYPES = (np.float32,)

@@ -11,6 +11,7 @@ from numba import cuda
 from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k2"
+PARENT = "k1"
 TITLE = "coalesced (x mapped to columns)"
 DELTA = "k2 = k1 with threadIdx.x on columns: a warp reads 32 adjacent floats of B, 33 -> 2 requests per FMA"
 DTYPES = (np.float32,)

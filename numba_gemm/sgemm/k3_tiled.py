@@ -14,6 +14,7 @@ from numba import cuda
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k3"
+PARENT = "k2"
 TITLE = "32×32 shared-memory tiles"
 DELTA = "k3 = k2 + 32×32 tiles of A and B staged in shared memory: each loaded float is used 32×"
 DTYPES = (np.float32,)

@@ -15,6 +15,7 @@ from numba import cuda
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k3c"
+PARENT = "k3"
 TITLE = "coarsened: 4 column tiles per block"
 DELTA = "k3c = k3 + each block reuses its A tile for 4 column tiles of B: 2 -> 1.25 loads per output"
 DTYPES = (np.float32,)

@@ -13,6 +13,7 @@ from numba import cuda
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k4"
+PARENT = "k3"
 TITLE = "8 rows per thread (one B value reused 8×)"
 DELTA = "k4 = k3 + each thread computes 8 rows of one column: one 32-way shared load of B per 8 FMAs"
 DTYPES = (np.float32,)

@@ -22,6 +22,7 @@ from ..intrinsics import unrolled
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k5"
+PARENT = "k4"
 TITLE = "8×4 register outer product"
 DELTA = "k5 = k4 + each thread computes 8×4 outputs from 8 A and 4 B registers: 12 shared loads per 32 FMAs"
 DTYPES = (np.float32,)

@@ -44,6 +44,7 @@ from ..intrinsics import SIMULATOR, load4_global, load4_shared, store4_global, s
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
 
 LEVEL = "k6"
+PARENT = "k5"
 TITLE = "float4: 128-bit loads and stores"
 DELTA = (
     "k6 = k5 + 128-bit memory instructions: A tile stored transposed, float4 global loads by "
