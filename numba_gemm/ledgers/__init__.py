@@ -23,9 +23,9 @@ t = (M·N·K / 32 warp-FMAs) × cycles per FMA / (SMs × clock); for the seed's 
 this gives 25.8 ms against 25.815 ms measured.
 
 Everything here is plain Python arithmetic (no GPU, no Numba at import). The index mappings
-are small pure functions next to the ledgers, one per level, built from the same constants
-the kernels use (BLOCK, TILE_M/N/K, THREAD_M/N), read from the level modules when they are
-importable and otherwise taken from the seed.
+are each level module's `warp_step` (its types in numba_gemm/ledgers/access.py), applied to
+the same constants the kernels use (BLOCK, TILE_M/N/K, THREAD_M/N), read from the level
+modules when they are importable and otherwise taken from the seed.
 """
 from __future__ import annotations
 
@@ -35,106 +35,15 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
-WARP = 32
-SEGMENT = 128   # bytes: a memory request in the seed's (and the CUDA guide's) sense
-SECTOR = 32     # bytes: the unit DRAM/L2 actually move
-BANKS = 32      # shared memory: 32 banks of 4 bytes
-BANK_BYTES = 4
+from .access import (  # noqa: F401  (re-exported)
+    BANK_BYTES, BANKS, F32, SECTOR, SEGMENT, WARP, Access, BankProfile, Geometry, Step,
+    bank_profile, global_kind, global_load, lanes, requests, sectors, shared_access, shared_kind,
+)
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 H200_COSTS = DATA_DIR / "h200_costs.json"
-
-
-# =======================================================================================
-# Pure functions on one warp's addresses
-# =======================================================================================
-
-def _touched(addresses_bytes: Iterable[int], unit: int, width: int) -> set[int]:
-    units = set()
-    for a in addresses_bytes:
-        a = int(a)
-        if a < 0:
-            raise ValueError(f"negative address {a}")
-        for u in range(a // unit, (a + width - 1) // unit + 1):
-            units.add(u)
-    return units
-
-
-def requests(addresses_bytes: Iterable[int], segment: int = SEGMENT, width: int = 4) -> int:
-    """Memory requests of one warp-level access: distinct `segment`-byte blocks touched.
-
-    `addresses_bytes` are the byte addresses of the active lanes, each accessing `width`
-    bytes. A 32-lane load of 32 consecutive aligned floats is 1 request; lanes 32 floats or
-    more apart are 32 requests; with segment=32 the same function counts sectors.
-    """
-    return len(_touched(addresses_bytes, segment, width))
-
-
-def sectors(addresses_bytes: Iterable[int], width: int = 4) -> int:
-    return requests(addresses_bytes, SECTOR, width)
-
-
-@dataclass(frozen=True)
-class BankProfile:
-    distinct: int     # distinct addresses across the warp
-    ways: int         # worst bank conflict within one phase (1 = conflict-free)
-    wavefronts: int   # shared-memory passes the access needs (model)
-
-
-def bank_profile(addresses_bytes: Sequence[int], width: int = 4) -> BankProfile:
-    """Bank-conflict model of one warp-level shared-memory access.
-
-    The warp is served in phases of 128 bytes' worth of lanes (32 lanes for 4-byte, 16 for
-    8-byte, 8 for 16-byte accesses). In a phase, lanes reading the same word share it
-    (broadcast); distinct words in the same bank are serialised: `ways` is the largest
-    count of distinct words in one bank. A warp whose whole footprint is one conflict-free
-    128-byte pass (e.g. every lane reading the same float4) needs one wavefront.
-    """
-    addrs = [int(a) for a in addresses_bytes]
-    if width not in (4, 8, 16):
-        raise ValueError("width must be 4, 8 or 16 bytes")
-
-    def ways_of(group):
-        words = {w for a in group for w in range(a // BANK_BYTES, (a + width) // BANK_BYTES)}
-        per_bank: dict[int, int] = {}
-        for w in words:
-            per_bank[w % BANKS] = per_bank.get(w % BANKS, 0) + 1
-        return max(per_bank.values()), len(words)
-
-    whole_ways, whole_words = ways_of(addrs)
-    distinct = len(set(addrs))
-    if whole_ways == 1 and whole_words <= BANKS:
-        return BankProfile(distinct, 1, 1)
-    per_phase = (BANKS * BANK_BYTES) // width
-    phases = [addrs[i:i + per_phase] for i in range(0, len(addrs), per_phase)]
-    ways = [ways_of(p)[0] for p in phases]
-    return BankProfile(distinct, max(ways), sum(ways))
-
-
-def shared_kind(addresses_bytes: Sequence[int], width: int = 4) -> str:
-    """The cost class of a shared load: lds_bcast, lds_free, lds_conflict{n}, lds128, ..."""
-    p = bank_profile(addresses_bytes, width)
-    prefix = {4: "lds", 8: "lds64", 16: "lds128"}[width]
-    if p.distinct == 1:
-        return f"{prefix}_bcast"
-    if p.ways == 1:
-        return "lds_free" if width == 4 else prefix
-    return f"{prefix}_conflict{p.ways}"
-
-
-def global_kind(addresses_bytes: Sequence[int], width: int = 4) -> str:
-    """The cost class of a global load: ldg_bcast, ldg, ldg_x{requests}, ldg128, ..."""
-    addrs = list(addresses_bytes)
-    r = requests(addrs, SEGMENT, width)
-    if width == 4:
-        if len(set(addrs)) == 1:
-            return "ldg_bcast"
-        return "ldg" if r == 1 else f"ldg_x{r}"
-    prefix = {8: "ldg64", 16: "ldg128"}[width]
-    least = math.ceil(len(set(addrs)) * width / SEGMENT)
-    return prefix if r <= least else f"{prefix}_x{r}"
 
 
 # What the seed calls each kind. Its "32-way" load is 32 lanes reading 32 distinct words,
@@ -290,24 +199,6 @@ def card(name_or_card: "str | Card | None" = None) -> Card:
 # Level geometry (the kernels' own constants)
 # =======================================================================================
 
-@dataclass(frozen=True)
-class Geometry:
-    block: tuple[int, int]   # (threads_x, threads_y)
-    tile_m: int              # output tile per block
-    tile_n: int
-    tile_k: int              # K step per phase (1: no shared-memory staging)
-    thread_m: int            # outputs per thread
-    thread_n: int
-
-    @property
-    def threads(self) -> int:
-        return self.block[0] * self.block[1]
-
-    @property
-    def staged(self) -> bool:
-        return self.tile_k > 1
-
-
 SEED_GEOMETRY: dict[str, Geometry] = {
     "k1": Geometry((32, 32), 32, 32, 1, 1, 1),
     "k2": Geometry((32, 32), 32, 32, 1, 1, 1),
@@ -420,179 +311,9 @@ def htile(level: str, use_module: bool = True, n=4096, l2_bytes: int | None = No
 # Index mappings: the addresses one warp touches in one step of each level
 # =======================================================================================
 
-@dataclass(frozen=True)
-class Access:
-    space: str            # "global" | "shared"
-    op: str               # "load" | "store"
-    array: str            # "A", "B", "As", "Bs"
-    width: int            # bytes per lane
-    addrs: tuple[int, ...]
-    inner: bool = False   # in the FMA loop (vs. the tile-loading phase)
-
-    @property
-    def kind(self) -> str:
-        if self.space == "shared":
-            return shared_kind(self.addrs, self.width)
-        return global_kind(self.addrs, self.width)
-
-
-@dataclass(frozen=True)
-class Step:
-    fmas: int                        # FMAs per thread in this step
-    accesses: tuple[Access, ...]
-    what: str                        # "one k" or "one phase of TILE_K"
-
-
-def _lanes(g: Geometry, warp: int):
-    """(tx, ty) of the 32 lanes of warp `warp` of a block (threadIdx.x varies fastest)."""
-    out = []
-    for lane in range(WARP):
-        t = warp * WARP + lane
-        out.append((t % g.block[0], t // g.block[0]))
-    return out
-
-
-F32 = 4
-
-
-def _g(array, idx, width=F32):     # global access from element indices
-    return Access("global", "load", array, width, tuple(i * F32 for i in idx))
-
-
-def _s(array, idx, width=F32, inner=True, op="load", base=0):
-    return Access("shared", op, array, width, tuple(base + i * F32 for i in idx), inner)
-
-
-def _k1(g, M, N, K, bx, by, warp, ph):
-    lanes = _lanes(g, warp)
-    rows = [bx * g.block[0] + tx for tx, ty in lanes]      # x -> rows: the bug
-    cols = [by * g.block[1] + ty for tx, ty in lanes]
-    i = ph
-    return Step(1, (_g("A", [r * K + i for r in rows]), _g("B", [i * N + c for c in cols])), "one k")
-
-
-def _k2(g, M, N, K, bx, by, warp, ph):
-    lanes = _lanes(g, warp)
-    cols = [bx * g.block[0] + tx for tx, ty in lanes]      # x -> columns
-    rows = [by * g.block[1] + ty for tx, ty in lanes]
-    i = ph
-    return Step(1, (_g("A", [r * K + i for r in rows]), _g("B", [i * N + c for c in cols])), "one k")
-
-
-def _smem_bases(g):
-    # As first, Bs after it (both multiples of 128 bytes, so bases do not move banks).
-    return 0, g.tile_m * g.tile_k * F32
-
-
-def _k3(g, M, N, K, bx, by, warp, ph):
-    lanes = _lanes(g, warp)
-    T = g.tile_k
-    _, bs = _smem_bases(g)
-    acc = [
-        _g("A", [(by * g.tile_m + ty) * K + ph * T + tx for tx, ty in lanes]),
-        _g("B", [(ph * T + ty) * N + bx * g.tile_n + tx for tx, ty in lanes]),
-        _s("As", [ty * T + tx for tx, ty in lanes], inner=False, op="store"),
-        _s("Bs", [ty * g.tile_n + tx for tx, ty in lanes], inner=False, op="store", base=bs),
-    ]
-    for k in range(T):
-        acc.append(_s("As", [ty * T + k for tx, ty in lanes]))               # Mds[ty][k]
-        acc.append(_s("Bs", [k * g.tile_n + tx for tx, ty in lanes], base=bs))  # Nds[k][tx]
-    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")
-
-
-def _k3c(g, M, N, K, bx, by, warp, ph):
-    lanes = _lanes(g, warp)
-    T = g.tile_k
-    W = g.block[0]                   # width of one column tile (the seed's TILE)
-    _, bs = _smem_bases(g)
-    acc = [_g("A", [(by * g.tile_m + ty) * K + ph * T + tx for tx, ty in lanes]),
-           _s("As", [ty * T + tx for tx, ty in lanes], inner=False, op="store")]
-    for c in range(g.thread_n):      # one B tile per coarsening step, A tile reused
-        acc.append(_g("B", [(ph * T + ty) * N + bx * g.tile_n + c * W + tx for tx, ty in lanes]))
-        acc.append(_s("Bs", [ty * W + tx for tx, ty in lanes], inner=False, op="store", base=bs))
-        for k in range(T):
-            acc.append(_s("As", [ty * T + k for tx, ty in lanes]))
-            acc.append(_s("Bs", [k * W + tx for tx, ty in lanes], base=bs))
-    return Step(T * g.thread_n, tuple(acc), "one phase")
-
-
-def _k4(g, M, N, K, bx, by, warp, ph):
-    lanes = _lanes(g, warp)
-    T = g.tile_k
-    _, bs = _smem_bases(g)
-    acc = []
-    for r in range(g.thread_m):      # cooperative load: my strip of rows i0..i0+7
-        acc.append(_g("A", [(by * g.tile_m + ty * g.thread_m + r) * K + ph * T + tx for tx, ty in lanes]))
-        acc.append(_g("B", [(ph * T + ty * g.thread_m + r) * N + bx * g.tile_n + tx for tx, ty in lanes]))
-        acc.append(_s("As", [(ty * g.thread_m + r) * T + tx for tx, ty in lanes], inner=False, op="store"))
-        acc.append(_s("Bs", [(ty * g.thread_m + r) * g.tile_n + tx for tx, ty in lanes],
-                      inner=False, op="store", base=bs))
-    for k in range(T):
-        acc.append(_s("Bs", [k * g.tile_n + tx for tx, ty in lanes], base=bs))   # one n ...
-        for r in range(g.thread_m):                                             # ... used 8x
-            acc.append(_s("As", [(ty * g.thread_m + r) * T + k for tx, ty in lanes]))
-    return Step(T * g.thread_m, tuple(acc), "one phase")
-
-
-def _k5(g, M, N, K, bx, by, warp, ph):
-    lanes = _lanes(g, warp)
-    T = g.tile_k
-    W = g.block[0]
-    _, bs = _smem_bases(g)
-    acc = []
-    for r in range(g.thread_m):
-        acc.append(_g("A", [(by * g.tile_m + ty * g.thread_m + r) * K + ph * T + tx for tx, ty in lanes]))
-        acc.append(_s("As", [(ty * g.thread_m + r) * T + tx for tx, ty in lanes], inner=False, op="store"))
-    for r in range(g.thread_m):
-        for j in range(g.thread_n):
-            acc.append(_g("B", [(ph * T + ty * g.thread_m + r) * N + bx * g.tile_n + j * W + tx
-                                for tx, ty in lanes]))
-            acc.append(_s("Bs", [(ty * g.thread_m + r) * g.tile_n + j * W + tx for tx, ty in lanes],
-                          inner=False, op="store", base=bs))
-    for k in range(T):
-        for r in range(g.thread_m):
-            acc.append(_s("As", [(ty * g.thread_m + r) * T + k for tx, ty in lanes]))
-        for j in range(g.thread_n):
-            acc.append(_s("Bs", [k * g.tile_n + j * W + tx for tx, ty in lanes], base=bs))
-    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")
-
-
-def _k6(g, M, N, K, bx, by, warp, ph):
-    lanes = _lanes(g, warp)
-    T = g.tile_k
-    nt = g.threads
-    tids = [ty * g.block[0] + tx for tx, ty in lanes]
-    a_bs = 0                                  # As[k][m]: the A tile stored transposed
-    b_bs = g.tile_k * g.tile_m * F32          # Bs[k][n]
-    acc = []
-    for s in range(g.tile_m * g.tile_k // 4 // nt):          # float4s of A per thread
-        idx4 = [t + s * nt for t in tids]
-        r = [i // (T // 4) for i in idx4]
-        c = [i % (T // 4) * 4 for i in idx4]
-        acc.append(_g("A", [(by * g.tile_m + rr) * K + ph * T + cc for rr, cc in zip(r, c)], 16))
-        for q in range(4):                                    # transposed: 4 scalar stores
-            acc.append(_s("As", [(cc + q) * g.tile_m + rr for rr, cc in zip(r, c)],
-                          inner=False, op="store", base=a_bs))
-    for s in range(g.tile_k * g.tile_n // 4 // nt):          # float4s of B per thread
-        idx4 = [t + s * nt for t in tids]
-        r = [i // (g.tile_n // 4) for i in idx4]
-        c = [i % (g.tile_n // 4) * 4 for i in idx4]
-        acc.append(_g("B", [(ph * T + rr) * N + bx * g.tile_n + cc for rr, cc in zip(r, c)], 16))
-        acc.append(_s("Bs", [rr * g.tile_n + cc for rr, cc in zip(r, c)], 16,
-                      inner=False, op="store", base=b_bs))
-    for k in range(T):
-        for h in range(g.thread_m // 4):                      # rows i0.., i0+4..: broadcast
-            acc.append(_s("As", [k * g.tile_m + ty * g.thread_m + 4 * h for tx, ty in lanes], 16,
-                          base=a_bs))
-        for h in range(g.thread_n // 4):                      # columns j0..j0+3
-            acc.append(_s("Bs", [k * g.tile_n + tx * g.thread_n + 4 * h for tx, ty in lanes], 16,
-                          base=b_bs))
-    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")
-
-
-MAPPINGS: dict[str, Callable[..., Step]] = {
-    "k1": _k1, "k2": _k2, "k3": _k3, "k3c": _k3c, "k4": _k4, "k5": _k5, "k6": _k6,
-}
+def _mapping(level: str) -> Callable[..., Step]:
+    """The level module's warp_step (imported when needed: the level modules import .access)."""
+    return importlib.import_module(f"numba_gemm.sgemm.{SGEMM_MODULES[level]}").warp_step
 
 
 def warp_steps(level: str, n: int | tuple[int, int, int] = 4096, geom: Geometry | None = None,
@@ -600,9 +321,9 @@ def warp_steps(level: str, n: int | tuple[int, int, int] = 4096, geom: Geometry 
     """One step (a k, or a phase) for every warp of an interior block."""
     M, N, K = (n, n, n) if isinstance(n, int) else n
     g = geom or geometry(level)[0]
-    fn = MAPPINGS[level]
+    fn = _mapping(level)
     warps = g.threads // WARP
-    return [fn(g, M, N, K, block_xy[0], block_xy[1], w, ph) for w in range(warps)]
+    return [fn(M, N, K, block_xy[0], block_xy[1], w, ph, g) for w in range(warps)]
 
 
 # =======================================================================================
