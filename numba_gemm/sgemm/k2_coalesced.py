@@ -7,11 +7,11 @@ the bytes ledger (arithmetic intensity 0.25 FLOP/byte) does not.
 
 `kernel_tuned` is the same kernel with its K loop unrolled by 4 by hand, as nvcc unrolls the
 seed's K2: the remainder first, then steps of four over running offsets. Once k2 is coalesced
-its loop is bound by instruction issue, so the count per FMA shows in the time. On the H200
-(docs/RESULTS.md) the unrolled loop took k2 from 27.17 to 23.56 ms at 4096 against an
-earlier loop over running offsets (5.69 SASS instructions per FFMA in the hot loop, nvcc's
-seed 4.56; the unrolled loop 4.44). `run(..., tuned=True)` launches it; the level runs
-`kernel`, the plain loop (7.5 instructions per FFMA).
+the instruction count per FMA shows in its time: on the H200 (docs/RESULTS.md) the unrolled
+loop took k2 from 27.17 to 23.56 ms at 4096 against an earlier loop over running offsets
+(5.69 SASS instructions per FFMA in the hot loop, nvcc's seed 4.56; the unrolled loop 4.44).
+`run(..., tuned=True)` launches it; the level runs `kernel`, the plain loop (7.5 per FFMA,
+not yet timed on the H200).
 """
 import numpy as np
 from numba import cuda
