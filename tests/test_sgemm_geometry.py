@@ -42,7 +42,7 @@ def _row_axis(module):
 def test_geometry_is_what_run_launches(level):
     mod = level.module
     g = mod.GEOMETRY
-    assert ledgers.geometry(level.name)[0] == g        # the ledgers price this geometry
+    assert ledgers.geometry(level.name) == g        # the ledgers price this geometry
     assert g.tile_m % g.thread_m == 0 and g.tile_n % g.thread_n == 0
     # each thread computes thread_m × thread_n outputs: the block's threads cover its tile
     assert g.threads * g.thread_m * g.thread_n == g.tile_m * g.tile_n
