@@ -399,7 +399,8 @@ def census_level(level) -> list[Census]:
 # Table
 
 def format_table(censuses) -> str:
-    """One row per kernel, one column per opcode class present, plus registers/shared/spills/total."""
+    """One row per kernel, one column per opcode class present, plus registers/shared/spills/total.
+    A kernel whose name does not start with its level's is shown as level:kernel."""
     censuses = list(censuses)
     classes = [c.classes for c in censuses]
     present = {k for cl in classes for k, v in cl.items() if v}
@@ -409,7 +410,8 @@ def format_table(censuses) -> str:
     for c, cl in zip(censuses, classes):
         other = c.total - sum(cl[k] for k in cols)
         spill = "?" if c.spill_stores is None else str(c.spill_stores + c.spill_loads)
-        rows.append([c.kernel, *(str(cl[k]) if cl[k] else "-" for k in cols), str(other),
+        label = c.kernel if c.kernel.startswith(c.level) else f"{c.level}:{c.kernel}"   # whose kernel
+        rows.append([label, *(str(cl[k]) if cl[k] else "-" for k in cols), str(other),
                      str(c.total), str(c.registers), str(c.shared_bytes), spill])
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(r, widths)))
