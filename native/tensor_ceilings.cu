@@ -22,6 +22,17 @@
 #error "compile with -DMMA_CHAINS and -DWG_BATCH (numba_gemm.microbench.TENSOR_DEFINES)"
 #endif
 
+// Thread 0 writes its block's clock64 span and the SM it ran on: cyc[3b .. 3b+2].
+__device__ __forceinline__ void record_block(u64* cyc, u64 t0, u64 t1) {
+    if (threadIdx.x == 0) {
+        u32 sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        cyc[3 * blockIdx.x] = t0;
+        cyc[3 * blockIdx.x + 1] = t1;
+        cyc[3 * blockIdx.x + 2] = sm;
+    }
+}
+
 // ---- mma.sync from registers ---------------------------------------------------------------
 
 constexpr int CHAINS = MMA_CHAINS;
@@ -52,13 +63,7 @@ extern "C" __global__ void __launch_bounds__(256) mma_sync_loop(const u32* __res
     #pragma unroll
     for (int c = 0; c < CHAINS; ++c) s += d[c][0] + d[c][1] + d[c][2] + d[c][3];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-    if (threadIdx.x == 0) {
-        cyc[3 * blockIdx.x] = t0;
-        cyc[3 * blockIdx.x + 1] = t1;
-        u32 sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        cyc[3 * blockIdx.x + 2] = sm;
-    }
+    record_block(cyc, t0, t1);
 }
 
 // ---- wgmma from shared memory --------------------------------------------------------------
@@ -161,11 +166,5 @@ extern "C" __global__ void __launch_bounds__(256, 1) wgmma_loop(const u32* __res
     #pragma unroll
     for (int i = 0; i < 128; ++i) s += d[i];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
-    if (threadIdx.x == 0) {
-        cyc[3 * blockIdx.x] = t0;
-        cyc[3 * blockIdx.x + 1] = t1;
-        u32 sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        cyc[3 * blockIdx.x + 2] = sm;
-    }
+    record_block(cyc, t0, t1);
 }

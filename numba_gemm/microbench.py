@@ -500,6 +500,12 @@ def tensor_ceiling(name: str) -> float:
     return measure_tensor(name)["tflops"]
 
 
+def _write_json(path: str, data: dict) -> None:
+    with open(path, "w") as fh:
+        json.dump(data, fh, indent=1)
+        fh.write("\n")
+
+
 def run_tensor(out_path: str | None = None, quiet: bool = False) -> dict:
     """Both tensor-core ceilings; JSON at out_path if given."""
     import numba
@@ -510,9 +516,7 @@ def run_tensor(out_path: str | None = None, quiet: bool = False) -> dict:
             "measured_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")}
     _measure_tensor_into(data)
     if out_path:
-        with open(out_path, "w") as fh:
-            json.dump(data, fh, indent=1)
-            fh.write("\n")
+        _write_json(out_path, data)
     if not quiet:
         print(format_tensor(data))
     return data
@@ -602,9 +606,7 @@ def run_all(out_path: str | None = None, kinds=None, smoke_only: bool | None = N
         "seconds": round(time.time() - t_start, 1),
     }
     if out_path:
-        with open(out_path, "w") as fh:
-            json.dump(data, fh, indent=1)
-            fh.write("\n")
+        _write_json(out_path, data)
     if not quiet:
         print(format_table(data))
     return data
