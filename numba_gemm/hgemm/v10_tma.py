@@ -43,15 +43,15 @@ SOURCE = "v10_tma.cu"
 KERNEL_NAMES = {"f16": "v10_tma_f16", "bf16": "v10_tma_bf16"}
 KERNEL_NAME = KERNEL_NAMES["f16"]
 SASS_MUST_HAVE = ("HMMA", "LDSM", "UTMALDG", "SYNCS")
+RASTER = "super"
 
 # Not v9's tile (docstring, change 2).
 CONFIG = cm.TileConfig(bm=128, bn=256, bk=64, stages=4, warps_m=2, warps_n=4, min_blocks=1, tma_lag=2)
 DEFINES = CONFIG.defines(tma=True)
 RASTER = "super"
-BM, BN, BK = CONFIG.bm, CONFIG.bn, CONFIG.bk
 SMEM = CONFIG.smem(tma=True)  # stages + alignment slack + full/empty barriers
-BOX_A = (BM, BK)   # rows, cols of one A box
-BOX_B = (BK, 64)   # one B panel: the inner extent of a SWIZZLE_128B box is at most 128 bytes
+BOX_A = (CONFIG.bm, CONFIG.bk)   # rows, cols of one A box
+BOX_B = (CONFIG.bk, 64)   # one B panel: the inner extent of a SWIZZLE_128B box is at most 128 bytes
 INNER_BYTES = 128  # what the kernel's XOR walk assumes of every box row
 
 

@@ -27,25 +27,24 @@ KERNEL_NAMES = {"f16": "v7_wmma_f16", "bf16": "v7_wmma_bf16"}
 # The census reads KERNEL_NAME (fp16): WMMA's bf16 fragments load with LDS, not LDSM.
 KERNEL_NAME = KERNEL_NAMES["f16"]
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
+RASTER = "m-fastest"
 
 # what native/v7_wmma.cu hard-codes (BM, BN, BK, 2 buffers, 2 x 4 warps); no -D options
 CONFIG = cm.TileConfig(bm=128, bn=128, bk=32, stages=2, warps_m=2, warps_n=4)
 DEFINES = ()
-RASTER = "m-fastest"
-BM, BN, BK = CONFIG.bm, CONFIG.bn, CONFIG.bk
 SMEM = 0  # all static (37,888 bytes)
 
 
 def launch_config(M: int, N: int, K: int):
     """(grid, block, dynamic smem) — grid x over M tiles, y over N tiles, as in the seed."""
-    return (cm.cdiv(M, BM), cm.cdiv(N, BN), 1), (CONFIG.threads, 1, 1), SMEM
+    return (cm.cdiv(M, CONFIG.bm), cm.cdiv(N, CONFIG.bn), 1), (CONFIG.threads, 1, 1), SMEM
 
 
 def unsupported(M: int, N: int, K: int) -> str | None:
     reason = cm.check_dims(M, N, K)
     if reason:
         return reason
-    if cm.cdiv(N, BN) > 65535:
+    if cm.cdiv(N, CONFIG.bn) > 65535:
         return f"N={N} needs more than 65535 column tiles (grid y limit); v8 uses a 1-D grid"
     return None
 

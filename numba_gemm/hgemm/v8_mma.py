@@ -51,12 +51,12 @@ SOURCE = "v8_mma.cu"
 KERNEL_NAMES = {"f16": "v8_mma_f16", "bf16": "v8_mma_bf16"}
 KERNEL_NAME = KERNEL_NAMES["f16"]
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
+RASTER = "n-fastest"
 
 # the sweep's best for v8 and v9 (docstring)
 CONFIG = cm.CP_ASYNC_TILE
 DEFINES = CONFIG.defines()
 RASTER = "n-fastest"
-BM, BN, BK = CONFIG.bm, CONFIG.bn, CONFIG.bk
 
 
 def launch_config(M: int, N: int, K: int, config: cm.TileConfig = CONFIG):

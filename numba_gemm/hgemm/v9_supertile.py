@@ -28,12 +28,12 @@ SOURCE = "v9_supertile.cu"
 KERNEL_NAMES = {"f16": "v9_supertile_f16", "bf16": "v9_supertile_bf16"}
 KERNEL_NAME = KERNEL_NAMES["f16"]
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
+RASTER = "super"
 
 # v8's tile: the super-tile order is the only change
 CONFIG = cm.CP_ASYNC_TILE
 DEFINES = CONFIG.defines()
 RASTER = "super"
-BM, BN, BK = CONFIG.bm, CONFIG.bn, CONFIG.bk
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None,
