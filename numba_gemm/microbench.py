@@ -27,6 +27,8 @@ f16→f32 from registers only (the instruction of v8–v10: their ceiling), "wgm
 wgmma.mma_async m64n256k16 f16→f32 from shared memory, two warpgroups per SM (the instruction
 the Hopper levels use). TFLOPS = FLOPs / CUDA-event time of one launch over every SM (median of
 5); each block's clock64 span also gives FLOPs per SM cycle and the SM clock during the run.
+A full run also writes the mma_sync figure as `tensor_flops`, the tensor ceiling the ledgers
+price v7–v10 against (numba_gemm.ledgers.card reads it from the costs file).
 
     python -m numba_gemm.microbench --tensor          # the two tensor-core ceilings only
 
@@ -595,6 +597,8 @@ def run_all(out_path: str | None = None, kinds=None, smoke_only: bool | None = N
         "spread_min_max_sms": spread,
         "not_measured": problems,
         "tensor_tflops": tensor["tensor_tflops"],
+        # the ledgers' tensor ceiling for the mma.sync levels (numba_gemm.ledgers.card reads it)
+        **({"tensor_flops": tensor["tensor"]["mma_sync"]["tflops"] * 1e12} if "mma_sync" in tensor["tensor"] else {}),
         "tensor": tensor["tensor"],
         "tensor_method": _TENSOR_METHOD,
         "method": (f"{UNROLL} independent loads per loop iteration, each consumed by one FADD; "

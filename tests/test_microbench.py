@@ -8,6 +8,9 @@ import pytest
 from tests.conftest import GPU, gpu_only
 from numba_gemm import ledgers as L
 from numba_gemm import microbench as mb
+from numba_gemm.registry import registry
+
+SGEMM = [lv.name for lv in registry().values() if lv.family == "sgemm"]
 
 
 @pytest.mark.parametrize("kind", [k for k in mb.KINDS if k != "ffma"])
@@ -20,10 +23,10 @@ def test_pattern_is_its_kind(kind):
 
 
 def test_every_ledger_kind_of_the_ladder_is_measured():
-    """The H200 costs file must be able to price every load kind k2..k6 use."""
+    """The H200 costs file must be able to price every load kind the SGEMM levels use."""
     needed = set()
-    for lv in L.SGEMM_LEVELS:
-        needed |= set(L.cycle_ledger(lv, L.RTX4090, 4096, geom=L.SEED_GEOMETRY[lv]).per_fma)
+    for lv in SGEMM:
+        needed |= set(L.cycle_ledger(lv, L.RTX4090, 4096).per_fma)
     assert needed <= set(mb.KINDS)
 
 
@@ -46,8 +49,10 @@ def test_measured_costs_are_sane(tmp_path):
     assert c["ldg_x32"] > 2 * c["ldg"]
     assert 1e12 < data["copy_bandwidth_Bps"] < 1e13
     assert 0.5 < data["clock_ghz"] < 3.0
+    assert data["tensor_flops"] == pytest.approx(data["tensor_tflops"]["mma_sync"] * 1e12, rel=1e-3)
     card = L.h200(out)
-    for lv in L.SGEMM_LEVELS:
+    assert card.tensor_flops == data["tensor_flops"]            # the ledgers' tensor ceiling
+    for lv in SGEMM:
         assert L.cycle_ledger(lv, card).cycles_per_fma is not None, lv
     json.loads(out.read_text())
 
