@@ -5,8 +5,8 @@
     python tools/hgemm_sweep.py --ncu --configs base             # ncu L2 hit rate, v8 vs v9 at 8192
 
 The levels come from the registry: every native level whose `run` takes a `config` (a
-TileConfig) can be swept (today v8, v9, v10); --levels picks some. A level with RASTER "super"
-and a TMA pipeline is compiled with tma=True options (HG_TMA_LAG).
+TileConfig) can be swept (today v8, v9, v10); --levels picks some. A level whose shipped
+DEFINES carry -DHG_TMA_LAG (a TMA pipeline: v10) gets that option for every candidate too.
 
 Sweep: every candidate (level, TileConfig) is first compiled by NVRTC in parallel worker
 processes (no CUDA context there; cubins land in the on-disk cache), then, in this process:
