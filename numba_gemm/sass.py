@@ -314,7 +314,7 @@ def _census_native(level) -> list[Census]:
         ) from None
     # the shipped tile: a level whose tile is not its source's default names the -D options;
     # the fp16 kernel is the level's row of the table, the others keep their symbol names
-    cubin = nvrtc.compile_variant(level.module.SOURCE, getattr(level.module, "DEFINES", ()))  # v7: none
+    cubin = nvrtc.compile_variant(level.module.SOURCE, level.module.DEFINES)
     return census_cubin(cubin, level.name, names={level.module.KERNEL_NAMES["f16"]: level.name})
 
 
