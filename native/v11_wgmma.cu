@@ -91,8 +91,8 @@ __device__ __forceinline__ void block_tile(const CUtensorMap* tm_a, const CUtens
     #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
 
-    // Descriptors of stage 0 for this warpgroup; stage s and k step kk add byte offsets to the
-    // start address (field bits 0-13, in 16-byte units; no carry out: shared addresses < 256 KB).
+    // Descriptors of stage 0 for this warpgroup; stage s adds its byte offset >> 4 to the start
+    // address field (bits 0-13; no carry out: shared addresses < 256 KB).
     const u64 desc_a0 = smem_desc_sw128(base + wg * 64 * 128, 16, 1024);
     const u64 desc_b0 = smem_desc_sw128(base + A_BYTES, B_PANEL, 1024);
 
@@ -108,11 +108,7 @@ __device__ __forceinline__ void block_tile(const CUtensorMap* tm_a, const CUtens
         const int s = kt % STAGES;
         mbar_wait(full + 8 * s, (kt / STAGES) & 1);
         const u64 so = (u64)((s * STAGE_BYTES) >> 4);
-        wgmma_fence();
-        #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)
-            wgmma_m64n256k16(acc, desc_a0 + so + (kk * 32 >> 4), desc_b0 + so + (kk * 2048 >> 4), T());
-        wgmma_commit();
+        wgmma_k64<T>(acc, desc_a0 + so, desc_b0 + so);   // fence, 4 wgmma, commit
         wgmma_wait<1>();                   // stage kt-1's wgmma have read their operands
         if (kt > 0 && lane == 0) mbar_arrive(empty + 8 * ((kt - 1) % STAGES));
     }

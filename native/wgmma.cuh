@@ -1,5 +1,6 @@
-// wgmma.cuh - warpgroup MMA (sm_90a): shared-memory matrix descriptors, the wgmma fences,
-// and wgmma.mma_async m64n256k16 with fp32 accumulators, for fp16 and bf16.
+// wgmma.cuh - warpgroup-level instructions (sm_90a): shared-memory matrix descriptors, the wgmma
+// fences, wgmma.mma_async m64n256k16 with fp32 accumulators (fp16 and bf16), setmaxnreg, and
+// the epilogue for wgmma's accumulator layout.
 //
 // A warpgroup is 4 consecutive warps starting at a warp index divisible by 4; all 128 threads
 // issue each wgmma together. The instruction is asynchronous: it reads A and B from shared
@@ -34,6 +35,19 @@ __device__ __forceinline__ void wgmma_commit() {
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+
+// ---- setmaxnreg: move registers between warpgroups -----------------------------------------
+// Every thread of the warpgroup executes it. Effective only when the kernel has a register cap
+// at entry (__launch_bounds__(threads, 1)) and each role is one branch of an if/else; ptxas
+// says C7508 when it ignores it. dec releases registers to the SM's pool, inc waits for them.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
 }
 
 // ---- D(64 x 256, fp32) += A(64 x 16) * B(16 x 256) ------------------------------------------
@@ -140,4 +154,17 @@ __device__ __forceinline__ void store_acc_64x256(const float (&d)[128], float* _
             }
         }
     }
+}
+
+// ---- one 64-deep stage: D(64 x 256) += A(64 x 64) * B(64 x 256) -----------------------------
+// A: K-major 128-byte rows (k step = +32 bytes on the start address); B: N-major panels of
+// 64 k-rows (k step = +16 rows = +2048 bytes). Descriptor start addresses are in 16-byte
+// units in bits 0-13, so adding (bytes >> 4) moves the start (no carry: addresses < 256 KB).
+template <typename T>
+__device__ __forceinline__ void wgmma_k64(float (&d)[128], u64 desc_a, u64 desc_b) {
+    wgmma_fence();
+    #pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+        wgmma_m64n256k16(d, desc_a + ((kk * 32) >> 4), desc_b + ((kk * 2048) >> 4), T());
+    wgmma_commit();
 }

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from numba_gemm import check
 from numba_gemm.hgemm import _common as cm
-from numba_gemm.hgemm import v11_wgmma
+from numba_gemm.hgemm import v11_wgmma, v12_warpspec
 
-LEVELS = [v11_wgmma]
+LEVELS = [v11_wgmma, v12_warpspec]
 ids = [lv.LEVEL for lv in LEVELS]
 DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
 
@@ -53,8 +53,9 @@ def test_refusals_name_the_fallback(lv):
 def test_gemm_refuses_before_any_launch():
     import numba_gemm
 
-    with pytest.raises(ValueError, match="v9"):
-        numba_gemm.gemm(np.ones((16, 12), np.float16), np.ones((12, 16), np.float16), level="v11")
+    for lv in LEVELS:
+        with pytest.raises(ValueError, match="v9"):
+            numba_gemm.gemm(np.ones((16, 12), np.float16), np.ones((12, 16), np.float16), level=lv.LEVEL)
 
 
 @pytest.mark.parametrize("lv", LEVELS, ids=ids)
@@ -176,10 +177,9 @@ def test_refuses_an_unaligned_base_before_launch(lv):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("lv", LEVELS, ids=ids)
 @pytest.mark.parametrize("shape", [(65600, 16, 32776), (16, 65600, 32776), (65600, 32776, 8)],
                          ids=["A>2^31", "B>2^31", "C>2^31"])
-def test_offsets_past_2_31_elements(lv, shape):
+def test_offsets_past_2_31_elements(shape):
     """Each operand in turn holds more than 2^31 elements; check rows/columns at both ends."""
     from numba import cuda
 
@@ -188,10 +188,12 @@ def test_offsets_past_2_31_elements(lv, shape):
     A = rng.integers(-2, 3, (M, K), dtype=np.int8).astype(np.float16)
     B = rng.integers(-2, 3, (K, N), dtype=np.int8).astype(np.float16)
     dA, dB = cuda.to_device(A), cuda.to_device(B)
-    dC = cuda.device_array((M, N), np.float32)
-    lv.run(dA, dB, dC, 1.0, 0.0)
-    cuda.synchronize()
     rows, cols = np.r_[0:3, M - 3:M], np.r_[0:3, N - 3:N]
     ref = A[rows].astype(np.float64) @ B[:, cols].astype(np.float64)
-    got = np.concatenate([dC[0:3].copy_to_host(), dC[M - 3:M].copy_to_host()])[:, cols]
-    np.testing.assert_array_equal(got.astype(np.float64), ref)   # small integers: exact in fp32
+    for lv in LEVELS:                  # one set of operands for every level: they are large
+        dC = cuda.device_array((M, N), np.float32)
+        lv.run(dA, dB, dC, 1.0, 0.0)
+        cuda.synchronize()
+        got = np.concatenate([dC[0:3].copy_to_host(), dC[M - 3:M].copy_to_host()])[:, cols]
+        np.testing.assert_array_equal(got.astype(np.float64), ref, err_msg=lv.LEVEL)  # exact
+        del dC
