@@ -32,25 +32,17 @@ __device__ __forceinline__ void cluster_sync() {
                  "barrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
-// Arrive on the mbarrier at shared::cta offset `bar` of CTA `rank` (itself included).
+// Arrive on the mbarrier at shared::cta offset `bar` of CTA `rank` (itself included), with the
+// default .release.cta semantics: the arrival only has to follow this thread's wgmma reads,
+// which wgmma.wait_group already completed. (.release.cluster would compile to MEMBAR.ALL.GPU,
+// a full fence per arrival that also waits for the previous tile's C stores.)
 __device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 rank) {
     asm volatile(
         "{\n"
         ".reg .b32 remote;\n"
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n" :: "r"(bar), "r"(rank) : "memory");
-}
-
-// mbar_wait with cluster-scope acquire: the arrivals it waits for come from other CTAs too.
-__device__ __forceinline__ void mbar_wait_cluster(u32 bar, u32 parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra WAIT_%=;\n"
-        "}\n" :: "r"(bar), "r"(parity) : "memory");
 }
 
 // tma_load_2d whose box lands at shared offset `dst` of every CTA in `cta_mask` (bit r = rank

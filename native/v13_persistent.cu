@@ -96,7 +96,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                 const u32 stage_tx = A_BYTES + b_panels * B_PANEL;   // own A + both CTAs' B
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int s = it % STAGES;
-                    if (it >= STAGES) mbar_wait_cluster(empty + 8 * s, ((it / STAGES) - 1) & 1);
+                    if (it >= STAGES) mbar_wait(empty + 8 * s, ((it / STAGES) - 1) & 1);
                     const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
                     mbar_arrive_expect_tx(bar, stage_tx);
                     tma_load_2d(st, tm_a, kt * BK, a_row, bar);
