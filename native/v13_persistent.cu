@@ -32,10 +32,14 @@
 #ifndef HG_STAGES
 #define HG_STAGES 4
 #endif
+#ifndef HG_CLUSTER             // CTAs per cluster along M; 1: persistent only, no multicast
+#define HG_CLUSTER 2
+#endif
 
 namespace v13 {
 
-constexpr int BM = 128, BN = 256, BK = 64, STAGES = HG_STAGES, CLUSTER = 2;
+constexpr int BM = 128, BN = 256, BK = 64, STAGES = HG_STAGES, CLUSTER = HG_CLUSTER;
+static_assert(CLUSTER == 1 || CLUSTER == 2, "B is split into 4 panels: 1 or 2 CTAs share it");
 constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 constexpr u32 A_BYTES = BM * BK * 2;                          // 16 KB

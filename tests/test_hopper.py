@@ -72,6 +72,10 @@ def test_v13_persistent_grid_of_pairs():
     assert v13.launch_config(8192, 8192, 8192, max_clusters=66)[0] == (132, 1, 1)
     assert v13.launch_config(1, 8, 8, max_clusters=66)[0] == (2, 1, 1)       # one pair, one idle CTA
     assert v13.launch_config(300, 520, 64, max_clusters=66)[0] == (2 * 2 * 3, 1, 1)
+    assert v13.defines() == () and v13.defines(1) == ("-DHG_CLUSTER=1",)
+    with pytest.raises(ValueError, match="1 or 2"):
+        v13.defines(4)
+    assert v13.launch_config(8192, 8192, 8192, max_clusters=132, cluster=1)[0] == (132, 1, 1)
     sm, sn = v13.tile_order(8192, 8192, 8192, 60 << 20)
     assert sm % 2 == 0 and (sm // 2, sn) == cm.choose_supertile(8192, 8192, 8192, 256, 256, 60 << 20)
     # the kernel's decode over pairs covers every tile exactly once, odd tile-row counts included

@@ -47,31 +47,40 @@ RASTER = "super"
 
 CONFIG = v11.WgmmaTile(producer=True)
 DEFINES: tuple[str, ...] = ()
-CLUSTER = 2     # CTAs per cluster, along M
+CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
 
 
-def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG):
-    """(super_m, super_n) in tiles; super_m is even: the kernel walks pairs of tile rows."""
+def defines(cluster: int = CLUSTER) -> tuple[str, ...]:
+    if cluster not in (1, 2):
+        raise ValueError(f"cluster must be 1 or 2 CTAs (B's 4 panels are split between them), got {cluster}")
+    return DEFINES if cluster == CLUSTER else (f"-DHG_CLUSTER={cluster}",)
+
+
+def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
+               cluster: int = CLUSTER):
+    """(super_m, super_n) in tiles; super_m is a multiple of `cluster`: the kernel walks
+    cluster-tiles (pairs of tile rows)."""
     if l2_bytes is None:
         l2_bytes = cm.l2_cache_bytes()
-    sp, sn = cm.choose_supertile(M, N, K, CLUSTER * config.bm, config.bn, l2_bytes)
-    return CLUSTER * sp, sn
+    sp, sn = cm.choose_supertile(M, N, K, cluster * config.bm, config.bn, l2_bytes)
+    return cluster * sp, sn
 
 
-def pair_tiles(M: int, N: int, config=CONFIG) -> int:
-    return cm.cdiv(cm.cdiv(M, config.bm), CLUSTER) * cm.cdiv(N, config.bn)
+def pair_tiles(M: int, N: int, config=CONFIG, cluster: int = CLUSTER) -> int:
+    return cm.cdiv(cm.cdiv(M, config.bm), cluster) * cm.cdiv(N, config.bn)
 
 
-def launch_config(M: int, N: int, K: int, config=CONFIG, max_clusters: int = 66):
-    """(grid, block, smem): min(resident clusters, pair-tiles) clusters of CLUSTER CTAs."""
-    clusters = max(1, min(max_clusters, pair_tiles(M, N, config)))
-    return (CLUSTER * clusters, 1, 1), (config.threads, 1, 1), config.smem()
+def launch_config(M: int, N: int, K: int, config=CONFIG, max_clusters: int = 66,
+                  cluster: int = CLUSTER):
+    """(grid, block, smem): min(resident clusters, cluster-tiles) clusters of `cluster` CTAs."""
+    clusters = max(1, min(max_clusters, pair_tiles(M, N, config, cluster)))
+    return (cluster * clusters, 1, 1), (config.threads, 1, 1), config.smem()
 
 
 unsupported = v11.unsupported
 
 
-def _cluster_config(grid, block, smem, stream):
+def _cluster_config(grid, block, smem, stream, cluster):
     from cuda.bindings import driver as drv
 
     from .. import nvrtc
@@ -83,7 +92,7 @@ def _cluster_config(grid, block, smem, stream):
     cfg.hStream = drv.CUstream(nvrtc.stream_handle(stream))
     attr = drv.CUlaunchAttribute()
     attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = CLUSTER, 1, 1
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
     cfg.attrs = [attr]
     cfg.numAttrs = 1
     return cfg
@@ -92,7 +101,7 @@ def _cluster_config(grid, block, smem, stream):
 _resident: dict = {}
 
 
-def resident_clusters(fn, block, smem) -> int:
+def resident_clusters(fn, block, smem, cluster: int = CLUSTER) -> int:
     """How many clusters of this kernel fit on the device at once (cuOccupancyMaxActiveClusters)."""
     from cuda.bindings import driver as drv
 
@@ -103,29 +112,31 @@ def resident_clusters(fn, block, smem) -> int:
         nvrtc.check(drv.cuFuncSetAttribute(
             fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
-        n = nvrtc.check(drv.cuOccupancyMaxActiveClusters(fn, _cluster_config((CLUSTER, 1, 1), block, smem, 0)),
-                        "cuOccupancyMaxActiveClusters")
+        cfg = _cluster_config((cluster, 1, 1), block, smem, 0, cluster)
+        n = nvrtc.check(drv.cuOccupancyMaxActiveClusters(fn, cfg), "cuOccupancyMaxActiveClusters")
         if n < 1:
-            raise RuntimeError(f"no cluster of {CLUSTER} CTAs with {smem} bytes of shared memory fits")
+            raise RuntimeError(f"no cluster of {cluster} CTAs with {smem} bytes of shared memory fits")
         _resident[key] = int(n)
     return _resident[key]
 
 
-def run(A, B, C, alpha, beta, stream=None):
+def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER):
     from cuda.bindings import driver as drv
 
     from .. import nvrtc
 
     M, K = A.shape
     N = B.shape[1]
+    d = defines(cluster)
     args = v11.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
-    super_m, super_n = tile_order(M, N, K)
-    args[-2] = ctypes.c_int32(super_m // CLUSTER)      # the kernel counts super-rows in pairs
+    super_m, super_n = tile_order(M, N, K, cluster=cluster)
+    args[-2] = ctypes.c_int32(super_m // cluster)      # the kernel counts super-rows in clusters
     args[-1] = ctypes.c_int32(super_n)
-    fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=DEFINES)
+    fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=d)
     block, smem = (CONFIG.threads, 1, 1), CONFIG.smem()
-    grid, _, _ = launch_config(M, N, K, max_clusters=resident_clusters(fn, block, smem))
+    resident = resident_clusters(fn, block, smem, cluster)
+    grid, _, _ = launch_config(M, N, K, max_clusters=resident, cluster=cluster)
     ptrs = (ctypes.c_void_p * len(args))(
         *[a.getPtr() if hasattr(a, "getPtr") else ctypes.addressof(a) for a in args])
-    nvrtc.check(drv.cuLaunchKernelEx(_cluster_config(grid, block, smem, stream), fn,
+    nvrtc.check(drv.cuLaunchKernelEx(_cluster_config(grid, block, smem, stream, cluster), fn,
                                      ctypes.addressof(ptrs), 0), "cuLaunchKernelEx")
