@@ -80,11 +80,20 @@ def launch_config(M: int, N: int, K: int, config=CONFIG, max_clusters: int = 66,
 unsupported = v11.unsupported
 
 
+_configs: dict = {}
+
+
 def _cluster_config(grid, block, smem, stream, cluster):
+    """The CUlaunchConfig with the cluster-dimension attribute, built once per launch shape:
+    building it costs tens of microseconds of Python, which the timed region would include."""
     from cuda.bindings import driver as drv
 
     from .. import nvrtc
 
+    key = (tuple(grid), tuple(block), smem, nvrtc.stream_handle(stream), cluster)
+    cfg = _configs.get(key)
+    if cfg is not None:
+        return cfg
     cfg = drv.CUlaunchConfig()
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
@@ -95,6 +104,9 @@ def _cluster_config(grid, block, smem, stream, cluster):
     attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
     cfg.attrs = [attr]
     cfg.numAttrs = 1
+    if len(_configs) > 64:
+        _configs.clear()
+    _configs[key] = cfg
     return cfg
 
 
