@@ -21,8 +21,8 @@ DRAM bytes: the super-tile rule, now in pair units. Census (CI-asserted): HGMMA,
 .MULTICAST, USETMAXREG, SYNCS.ARRIVE.TRANS64.RED (the remote arrivals); no HMMA, LDSM or
 local memory.
 
-Measured (H200, docs/LADDER.md): 8192³ fp16 675–698 TFLOPS = 1.05–1.07× cuBLAS (whose fp16
-GemmEx runs at 644–650 here), bf16 738 = 0.985× cuBLAS; 4096³ fp16 564 = 0.87×; v13/v12 =
+Measured (H200, docs/LADDER.md): 8192³ fp16 638–698 TFLOPS = 1.01–1.07× cuBLAS (whose fp16
+GemmEx runs at 633–650 here), bf16 713–738 = 0.95–0.985× cuBLAS; 4096³ fp16 564 = 0.87×; v13/v12 =
 0.95–1.01, inside the run-to-run spread. run(..., cluster=1) (-DHG_CLUSTER=1) is the same
 persistent kernel without the cluster, for comparison: the multicast is worth 2–8 %.
 
