@@ -27,7 +27,8 @@
 // loaded (their stale shared memory only reaches accumulator columns >= N, never stored:
 // column n of D reads only column n of B); the epilogue masks rows and columns.
 #include "wgmma.cuh"
-#include "hopper_base.cuh"
+#include "tensor_map.cuh"
+#include "tile_order.cuh"
 
 #ifndef HG_STAGES
 #define HG_STAGES 4
@@ -130,7 +131,7 @@ __device__ __forceinline__ void v11_entry(const CUtensorMap* tm_a, const CUtenso
     extern __shared__ char smem[];
     const int grid_m = (M + v11::BM - 1) / v11::BM, grid_n = (N + v11::BN - 1) / v11::BN;
     int bm, bn;
-    supertile_of(blockIdx.x, grid_m, grid_n, super_m, super_n, bm, bn);
+    tile_supertile(blockIdx.x, grid_m, grid_n, super_m, super_n, bm, bn);
     v11::block_tile<T>(tm_a, tm_b, C, M, N, K, alpha, beta, vec_c, bm, bn, smem);
 }
 

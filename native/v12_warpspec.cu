@@ -21,7 +21,8 @@
 // Edges as in v10/v11: TMA zero-fills boxes past M and K; B panels wholly right of N are not
 // loaded (stale shared memory reaches only accumulator columns >= N, never stored).
 #include "wgmma.cuh"
-#include "hopper_base.cuh"
+#include "tensor_map.cuh"
+#include "tile_order.cuh"
 
 #ifndef HG_STAGES
 #define HG_STAGES 4
@@ -116,7 +117,7 @@ __device__ __forceinline__ void v12_entry(const CUtensorMap* tm_a, const CUtenso
     extern __shared__ char smem[];
     const int grid_m = (M + v12::BM - 1) / v12::BM, grid_n = (N + v12::BN - 1) / v12::BN;
     int bm, bn;
-    supertile_of(blockIdx.x, grid_m, grid_n, super_m, super_n, bm, bn);
+    tile_supertile(blockIdx.x, grid_m, grid_n, super_m, super_n, bm, bn);
     v12::block_tile<T>(tm_a, tm_b, C, M, N, K, alpha, beta, vec_c, bm, bn, smem);
 }
 

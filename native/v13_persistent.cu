@@ -27,7 +27,8 @@
 // epilogue.
 #include "wgmma.cuh"
 #include "cluster.cuh"
-#include "hopper_base.cuh"
+#include "tensor_map.cuh"
+#include "tile_order.cuh"
 
 #ifndef HG_STAGES
 #define HG_STAGES 4
@@ -52,7 +53,7 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "r
 __device__ __forceinline__ void tile_of(int t, int pair_m, int grid_n, int super_m, int super_n,
                                         u32 rank, int& bm, int& bn) {
     int pm;
-    supertile_of(t, pair_m, grid_n, super_m, super_n, pm, bn);
+    tile_supertile(t, pair_m, grid_n, super_m, super_n, pm, bn);
     bm = CLUSTER * pm + rank;
 }
 
