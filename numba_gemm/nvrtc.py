@@ -9,7 +9,7 @@ launching do.
 - function(name, kernel, arch, defines) -> CUfunction loaded into Numba's current context
 - defines: extra "-DNAME=VALUE" options (e.g. a level's tile configuration); they are compile
   options, so they are part of the cache key.
-- launch(fn, grid, block, smem, stream, args)   cuLaunchKernel with checked results
+- launch(fn, grid, block, smem, stream, args)   cuLaunchKernel (numba_gemm.launch), or recorded
 
 We compile straight to CUBIN for a real architecture (sm_90a), never to PTX: the GPU's driver
 may be older than this NVRTC, and a driver refuses PTX from a newer ISA, while SASS for a
@@ -381,30 +381,10 @@ def _allow_dynamic_smem(fn, smem: int) -> None:
     _smem_set[key] = smem
 
 
-def stream_handle(stream) -> int:
-    """A raw CUstream value from a Numba stream, a cuda.core/driver stream, an int, or None (0)."""
-    if stream is None or stream == 0:
-        return 0
-    h = getattr(stream, "handle", stream)
-    if isinstance(h, ctypes.c_void_p):
-        return h.value or 0
-    if hasattr(h, "value") and isinstance(getattr(h, "value"), int):
-        return h.value
-    return int(h)
-
-
 def launch(fn, grid, block, smem: int, stream, args) -> None:
-    """cuLaunchKernel(fn) with `args` (ctypes objects, or objects with getPtr(), in order)."""
-    from cuda.bindings import driver as drv
+    """cuLaunchKernel(fn) with `args` (ctypes objects, or objects with getPtr(), in order);
+    inside numba_gemm.launch.recording() the launch is collected instead."""
+    from .launch import launch_native
 
     _allow_dynamic_smem(fn, smem)
-    ptrs = (ctypes.c_void_p * len(args))(
-        *[a.getPtr() if hasattr(a, "getPtr") else ctypes.addressof(a) for a in args]
-    )
-    g = tuple(grid) + (1,) * (3 - len(grid))
-    b = tuple(block) + (1,) * (3 - len(block))
-    check(
-        drv.cuLaunchKernel(fn, *g, *b, smem, drv.CUstream(stream_handle(stream)),
-                           ctypes.addressof(ptrs), 0),
-        "cuLaunchKernel",
-    )
+    launch_native(fn, grid, block, smem, stream, args)
