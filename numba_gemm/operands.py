@@ -330,7 +330,7 @@ def _read_cai(x, name, stream):
     if dtype.kind == "V":
         raise TypeError(
             f"{name} has dtype {cai['typestr']} in __cuda_array_interface__, which has no bfloat16: "
-            "pass an array with __dlpack__ (torch, CuPy, JAX) for bf16"
+            "pass bf16 through DLPack (__dlpack__: torch, CuPy, JAX)"
         )
     ptr, readonly = cai["data"]
     shape = tuple(cai["shape"])
