@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from . import gpu, operands
+from . import gpu, launch, operands
 from . import registry as _levels
 from .operands import BFLOAT16, HOST
 
@@ -164,7 +164,7 @@ def native_usable(device: int) -> bool:
     compiles them for."""
     ok = _native_ok.get(device)
     if ok is None:
-        from . import launch, nvrtc
+        from . import nvrtc
 
         with launch.on_device(device):
             from numba import cuda
@@ -204,7 +204,19 @@ _CACHE_SIZE = 512
 
 
 def _library_output(a, M, N):
-    """An uninitialised float32 M×N array made by A's library on A's device."""
+    """An uninitialised float32 M×N array made by A's library on A's device; MemoryError when
+    the device has no room (the library's own error is chained)."""
+    try:
+        return _allocate(a, M, N)
+    except Exception as e:  # noqa: BLE001 - torch, CuPy and Numba each have their own OOM type
+        text = str(e).lower()
+        if "out of memory" in text or "out_of_memory" in text:
+            raise MemoryError(f"cannot allocate C ({M}x{N} float32, {4 * M * N / 2**30:.1f} GiB) "
+                              f"on GPU {a.device}: out of device memory") from e
+        raise
+
+
+def _allocate(a, M, N):
     lib, dev = a.library, a.device
     if lib == "torch":
         import torch
@@ -224,9 +236,6 @@ def _library_output(a, M, N):
 def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
     """(level, [Launch]) for these records: the explicit level, or auto's first that accepts them."""
     from numba import cuda
-
-    from . import launch
-
     if lv is not None:
         cands = [lv]
     else:
@@ -250,8 +259,6 @@ def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
 
 def _order_inputs(stream, recs, memo):
     """Make `stream` wait for inputs whose producer ordered its work on another stream."""
-    from . import launch
-
     for r in recs:
         p = r.stream
         if p is None:
@@ -264,8 +271,6 @@ def _order_inputs(stream, recs, memo):
 
 
 def _device_stream(a, user_stream, memo):
-    from . import launch
-
     if user_stream is not None:
         return user_stream
     if a.stream is not None:
@@ -275,15 +280,11 @@ def _device_stream(a, user_stream, memo):
 
 
 def _check_capture(a, stream, user_given):
-    from . import launch
-
     if not launch.is_capturing(stream) and user_given:
         launch.refuse_if_library_capturing(a.library, a.device, stream)
 
 
 def _gemm_device(lv, a, B, C, alpha, beta, user_stream):
-    from . import launch
-
     memo = {}
     S = _device_stream(a, user_stream, memo)
     b = operands.read(B, "B", S)
@@ -324,8 +325,6 @@ def _gemm_host(lv, a, b, c, C, alpha, beta, M, N, K, stream, simulated):
         return C if C is not None else dC
     s = 0
     if not simulated:
-        from . import launch
-
         h = launch.stream_handle(stream) if stream is not None else 0
         try:
             capturing = launch.is_capturing(h)
@@ -396,8 +395,6 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
     m = mode()
     if m == "gpu":
-        from . import launch
-
         user = None if stream is None else launch.stream_handle(stream)
         a = operands.read(A, "A", user)
         if a.on_device:
@@ -431,8 +428,6 @@ class Plan:
         self._stream = stream
         self._user = None
         if m == "gpu":
-            from . import launch
-
             self._user = None if stream is None else launch.stream_handle(stream)
         memo = {}
         a = operands.read(A, "A", self._user)
@@ -443,8 +438,6 @@ class Plan:
             c = operands.read(C, "C", S) if C is not None else None
             self.M, self.N, self.K = validate(a, b, c, self.beta, lv.dtypes if lv else None,
                                               lv.name if lv else None)
-            from . import launch
-
             with launch.on_device(a.device):
                 if c is None:
                     C = _library_output(a, self.M, self.N)
@@ -477,8 +470,6 @@ class Plan:
                 self.C = out
                 self._host = (a, b, operands.read(out, "C"), simulated)
             return out
-        from . import launch
-
         a = self._records[0]
         user = self._user if stream is None else launch.stream_handle(stream)
         memo = {}

@@ -44,6 +44,7 @@ def _cuda():
         lib = ctypes.CDLL("libcuda.so.1")
         v, i, u, p = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.POINTER
         sig = {
+            "cuInit": [u],
             "cuLaunchKernel": [v, u, u, u, u, u, u, u, v, v, v],
             "cuStreamIsCapturing": [v, p(i)],
             "cuPointerGetAttribute": [v, i, ctypes.c_uint64],
@@ -61,6 +62,7 @@ def _cuda():
         for name, args in sig.items():
             f = getattr(lib, name)
             f.argtypes, f.restype = args, ctypes.c_int
+        _ok(lib.cuInit(0), "cuInit")
         _lib = lib
     return _lib
 
@@ -381,12 +383,16 @@ def launch_numba(dispatcher, grid, block, args, stream=None) -> None:
     device = cuda.get_current_device().id
     hit = _numba_function(dispatcher, argtypes, device)
     if hit is None:
+        if getattr(_tls, "record", None) is not None:
+            raise LaunchError(f"{dispatcher.__name__}: a debug/cooperative Numba kernel cannot be recorded")
         dispatcher[grid, block, 0 if stream is None else stream](*args)
         return
+    from numba import types
+
     fn, (layout, offsets), _ = hit
     values = []
-    for a in args:
-        if hasattr(a, "shape"):
+    for t, a in zip(argtypes, args):
+        if isinstance(t, types.Array):
             nitems, item, ptr, shape, strides = _array_fields(a)
             values += [0, 0, nitems, item, ptr, *shape, *strides]
         else:

@@ -199,10 +199,16 @@ if BFLOAT16 is not None:
     _TORCH_DTYPES["torch.bfloat16"] = BFLOAT16
 
 
+_torch_by_object: dict = {}
+
+
 def _torch_dtype(x, name):
-    dt = _TORCH_DTYPES.get(str(x.dtype))
+    dt = _torch_by_object.get(x.dtype)
     if dt is None:
-        raise TypeError(f"{name}: torch dtype {x.dtype} has no NumPy equivalent here")
+        dt = _TORCH_DTYPES.get(str(x.dtype))
+        if dt is None:
+            raise TypeError(f"{name}: torch dtype {x.dtype} has no NumPy equivalent here")
+        _torch_by_object[x.dtype] = dt
     return dt
 
 
