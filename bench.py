@@ -151,7 +151,14 @@ def main(argv=None):
             sass.find_nvdisasm()
         except sass.CensusUnavailable as e:
             sys.exit(f"bench.py --sass: {e} (or: pip install 'numba_gemm[test]')")
-        print(sass.format_table([c for lv in levels for c in sass.census_level(lv)]))
+        results = sass.census_levels(levels)
+        rows = []
+        for name, r in results.items():
+            if isinstance(r, Exception):
+                print(f"{name}: skipped: {r}", file=sys.stderr)
+            else:
+                rows.extend(r)
+        print(sass.format_table(rows))
         return 0
 
     if args.overhead:

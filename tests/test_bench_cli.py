@@ -61,3 +61,24 @@ def test_sass_without_nvdisasm_is_one_line(monkeypatch):
         bench.main(["--level", "k6", "--sass"])
     msg = str(e.value.code)
     assert "\n" not in msg and "pip install nvidia-cuda-nvdisasm" in msg
+
+
+def test_census_cached_per_level_on_disk(tmp_path, monkeypatch):
+    from numba_gemm import registry, sass
+
+    monkeypatch.setenv("NUMBA_GEMM_CACHE_DIR", str(tmp_path))
+    calls = []
+
+    def fake(levels):
+        calls.append([lv.name for lv in levels])
+        return {lv.name: [sass.Census(lv.name, lv.name, {"FFMA": 3}, registers=40)] for lv in levels}
+
+    monkeypatch.setattr(sass, "census_levels_uncached", fake)
+    lvs = [registry.get("k2"), registry.get("v7")]
+    first = sass.census_levels(lvs)
+    again = sass.census_levels(lvs)
+    assert calls == [["k2", "v7"]] and again == first
+    assert sorted(p.name.split(".")[0] for p in (tmp_path / "census").iterdir()) == ["k2", "v7"]
+    sass.census_cache_path(lvs[0]).write_text("{not json")        # a corrupt entry: taken again
+    sass.census_levels(lvs)
+    assert calls[-1] == ["k2"]
