@@ -230,3 +230,30 @@ def test_numba_flattened_layout():
     layout, offsets = launch._layout((int32, float32[::1], float32))
     assert layout.format.lstrip("@") == "iPPnnPnnf"
     assert offsets == [0, 8, 16, 24, 32, 40, 48, 56, 64]
+
+
+def test_flattened_layout_matches_the_ptx_entry():
+    """The fast launch passes one parameter per PTX .param of the kernel Numba compiled: the
+    sizes must match. Every SGEMM kernel has the one signature of sgemm._common; k1 is compiled
+    in a child process with the simulator off (no GPU needed)."""
+    import json
+    import os
+    import re
+    import struct
+    import subprocess
+    import sys
+
+    from numba_gemm.sgemm._common import SIGNATURE
+
+    code = ("from numba import cuda\n"
+            "from numba_gemm.sgemm import k1_naive as k\n"
+            "print(cuda.compile_ptx(k.kernel.py_func, k.SIGNATURE, cc=(9, 0))[0])\n")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    entry = res.stdout[res.stdout.index(".entry"):]
+    params = re.findall(r"\.param \.(\w+)", entry[:entry.index(")")])
+    layout, _ = launch._layout(tuple(SIGNATURE))
+    ours = [struct.calcsize(c) for c in layout.format.lstrip("@")]
+    assert ours == [int(p[1:]) // 8 for p in params]            # u32/f32 -> 4 bytes, u64 -> 8
+    assert len(params) == 4 + 3 * 7 + 1                          # 7 per 1-D array argument
