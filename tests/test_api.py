@@ -172,7 +172,8 @@ def test_a_new_level_is_ranked_without_an_edit(monkeypatch):
     from numba_gemm import registry as R
 
     mod = pytypes.SimpleNamespace(LEVEL="k99", unsupported=lambda M, N, K: "never" if N == 7 else None)
-    new = R.Level("k99", "t", "k99 = ...", (np.dtype(np.float32),), "sgemm", mod)
+    new = R.Level(name="k99", parent="k6", title="t", delta="k99 = ...", dtypes=(np.dtype(np.float32),),
+                  family="sgemm", sass_must_have=(), module=mod)
     reg = dict(R.registry())
     order = list(reg.values())
     i = max(j for j, lv in enumerate(order) if lv.family == "sgemm")
