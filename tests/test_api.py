@@ -514,3 +514,21 @@ def test_soak_random_shapes_levels_dtypes_flat_memory():
         gc.collect()
         assert torch.cuda.memory_allocated() <= base[0] + 2**20
         assert torch.cuda.mem_get_info()[0] >= base[1] - 256 * 2**20
+
+
+def test_readme_snippet_runs_as_written(tmp_path):
+    """The first snippet of README's "Using it", in a fresh process (simulator chosen by the
+    snippet itself when there is no GPU)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    section = readme[readme.index("## Using it"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "k1" in out.stdout and "v10" in out.stdout
