@@ -69,12 +69,13 @@ _F32_MAX = float(np.finfo(np.float32).max)
 
 def real_scalar(x, name: str) -> float:
     """x as a float: a finite real number that fits float32 (the kernels' alpha and beta)."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {x!r} of type {type(x).__name__}")
-    v = float(x)
-    if not math.isfinite(v) or abs(v) > _F32_MAX:
-        raise ValueError(f"{name} must be finite and fit in float32, got {v}")
-    return v
+    if type(x) is not float:
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {x!r} of type {type(x).__name__}")
+        x = float(x)
+    if not -_F32_MAX <= x <= _F32_MAX:          # NaN fails too
+        raise ValueError(f"{name} must be finite and fit in float32, got {x}")
+    return x
 
 
 _mode = None
@@ -104,29 +105,31 @@ def mode() -> str:
 # ---------------------------------------------------------------------------- validation
 
 def _overlap(x, y) -> bool:
-    if x.device != y.device or x.device == HOST:
+    """Whether two 2-D C-contiguous device records share bytes."""
+    if x.device == HOST:
         return False
-    xe, ye = x.ptr + x.size * x.dtype.itemsize, y.ptr + y.size * y.dtype.itemsize
-    return x.ptr < ye and y.ptr < xe
+    x_end = x.ptr + x.shape[0] * x.shape[1] * x.dtype.itemsize
+    y_end = y.ptr + y.shape[0] * y.shape[1] * y.dtype.itemsize
+    return x.ptr < y_end and y.ptr < x_end
 
 
 def validate(a, b, c, beta, dtypes=None, level_name=None):
     """(M, N, K) of records a, b, c (c may be None); raises TypeError/ValueError on any problem.
     dtypes: the level's input dtypes (None: any float16/bfloat16/float32)."""
-    recs = [r for r in (a, b, c) if r is not None]
-    kinds = {r.on_device for r in recs}
-    if len(kinds) > 1:
-        raise TypeError("A, B and C must all be host (NumPy) arrays or all be device arrays, not a mix")
-    devices = {r.device for r in recs}
-    if len(devices) > 1:
-        where = ", ".join(f"{n} on GPU {r.device}" for n, r in zip("ABC", (a, b, c)) if r is not None)
-        raise ValueError(f"A, B and C must be on one GPU; got {where}")
+    for r in (b, c):
+        if r is None:
+            continue
+        if r.on_device != a.on_device:
+            raise TypeError("A, B and C must all be host (NumPy) arrays or all be device arrays, not a mix")
+        if r.device != a.device:
+            where = ", ".join(f"{n} on GPU {r.device}" for n, r in zip("ABC", (a, b, c)) if r is not None)
+            raise ValueError(f"A, B and C must be on one GPU; got {where}")
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise ValueError(f"A and B must be 2-D matrices, got shapes {a.shape} and {b.shape}")
     (M, K), (K2, N) = a.shape, b.shape
     if K != K2:
         raise ValueError(f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
-    if min(M, N, K) < 1:
+    if M < 1 or N < 1 or K < 1:
         raise ValueError(f"M, N and K must be >= 1, got M={M}, N={N}, K={K}")
     ok = dtypes if dtypes is not None else _INPUT_DTYPES
     if a.dtype != b.dtype or a.dtype not in ok:
@@ -138,7 +141,7 @@ def validate(a, b, c, beta, dtypes=None, level_name=None):
     if c is not None:
         if c.shape != (M, N):
             raise ValueError(f"C must have shape {(M, N)} for A {a.shape} @ B {b.shape}, got {c.shape}")
-        if c.dtype != np.float32:
+        if c.dtype != _F32:
             raise TypeError(f"C must be float32, got {c.dtype.name}")
         if not c.contiguous:
             raise ValueError("C must be C-contiguous (row-major)")
@@ -151,6 +154,7 @@ def validate(a, b, c, beta, dtypes=None, level_name=None):
     return M, N, K
 
 
+_F32 = np.dtype(np.float32)
 _INPUT_DTYPES = tuple(np.dtype(d) for d in (np.float32, np.float16, BFLOAT16) if d is not None)
 
 
@@ -236,6 +240,7 @@ def _allocate(a, M, N):
 def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
     """(level, [Launch]) for these records: the explicit level, or auto's first that accepts them."""
     from numba import cuda
+
     if lv is not None:
         cands = [lv]
     else:
@@ -454,9 +459,13 @@ class Plan:
                                               lv.name if lv else None)
             simulated = m == "simulator"
             self.level = _host_level(lv, a, self.M, self.N, self.K, simulated)
-            if C is None:
-                C = np.empty((self.M, self.N), np.float32) if not a.on_device else None
-                c = operands.read(C, "C") if C is not None else None
+            if C is None and not a.on_device:        # the plan's own output, in A's library
+                C = np.empty((self.M, self.N), np.float32)
+                if a.library == "torch":
+                    import torch
+
+                    C = torch.from_numpy(C)
+                c = operands.read(C, "C")
             self.C = C
             self._host = (a, b, c, simulated)
 

@@ -76,8 +76,12 @@ class Operand:
     @property
     def contiguous(self) -> bool:
         """Row-major contiguous (dimensions of extent 1 may carry any stride)."""
-        if self.strides is None:
+        s = self.strides
+        if s is None:
             return True
+        if len(s) == 2:                      # the common case, without the loop
+            m, n = self.shape
+            return (s[1] == 1 or n == 1) and (s[0] == n or m == 1)
         step = 1
         for n, s in zip(reversed(self.shape), reversed(self.strides)):
             if n != 1 and s != step:

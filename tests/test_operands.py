@@ -257,3 +257,54 @@ def test_flattened_layout_matches_the_ptx_entry():
     ours = [struct.calcsize(c) for c in layout.format.lstrip("@")]
     assert ours == [int(p[1:]) // 8 for p in params]            # u32/f32 -> 4 bytes, u64 -> 8
     assert len(params) == 4 + 3 * 7 + 1                          # 7 per 1-D array argument
+
+
+# --- what a recorded launch carries (driver calls replaced: no GPU needed)
+
+def _f32_record(ptr, shape):
+    return Operand(ptr, shape, None, np.dtype(np.float32), 0, "test", None)
+
+
+def test_recorded_numba_launch_carries_the_flattened_arguments(monkeypatch):
+    import types as pytypes
+
+    from numba import cuda
+
+    from numba_gemm import gpu
+    from numba_gemm.sgemm import k1_naive as k1
+
+    monkeypatch.setattr(gpu, "simulating", lambda: False)
+    monkeypatch.setattr(cuda, "get_current_device", lambda: pytypes.SimpleNamespace(id=0), raising=False)
+    monkeypatch.setattr(launch, "_numba_function", lambda d, t, dev: (0x1234, launch._layout(t), None))
+    M, N, K = 5, 6, 7
+    a, b, c = _f32_record(0x1000, (M, K)), _f32_record(0x2000, (K, N)), _f32_record(0x3000, (M, N))
+    with launch.recording() as rec:
+        k1.run(a, b, c, 0.5, -1.5)
+    (L,) = rec.launches
+    assert L.fn == 0x1234 and L.grid == k1.grid(M, N) + (1,) and L.block == k1.BLOCK + (1,) and L.smem == 0
+    layout, offsets = launch._layout(tuple(k1.SIGNATURE))
+    base = ctypes.addressof(L.keep)
+    assert [L.params[i] - base for i in range(len(offsets))] == offsets
+    vals = layout.unpack(L.keep.raw[:layout.size])
+    flat = lambda ptr, n: [0, 0, n, 4, ptr, n, 4]           # meminfo, parent, nitems, itemsize, data, shape, stride
+    assert list(vals) == [M, N, K, 0.5] + flat(0x1000, M * K) + flat(0x2000, K * N) + [-1.5] + flat(0x3000, M * N)
+
+
+def test_recorded_native_launch_carries_its_arguments(monkeypatch):
+    from numba_gemm import nvrtc
+    from numba_gemm.hgemm import v8_mma as v8
+
+    monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x99)
+    monkeypatch.setattr(nvrtc, "_allow_dynamic_smem", lambda fn, smem: None)
+    M, N, K = 100, 72, 40
+    h = lambda ptr, shape: Operand(ptr, shape, None, np.dtype(np.float16), 0, "test", None)
+    a, b, c = h(0x10000, (M, K)), h(0x20000, (K, N)), _f32_record(0x30000, (M, N))
+    with launch.recording() as rec:
+        v8.run(a, b, c, 2.0, 0.0)
+    (L,) = rec.launches
+    grid, block, smem = v8.launch_config(M, N, K)
+    assert (L.fn, L.grid, L.block, L.smem) == (0x99, grid, block, smem)
+    expected = v8.kernel_args(a, b, c, 2.0, 0.0, *v8.tile_order(M, N, K))
+    got = [type(e).from_address(L.params[i]).value for i, e in enumerate(expected)]
+    assert got == [e.value for e in expected]
+    assert got[:3] == [0x10000, 0x20000, 0x30000]
