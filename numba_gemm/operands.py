@@ -3,10 +3,9 @@
     rec = read(x, "A")          # Operand(ptr, shape, strides, dtype, device, library, obj, ...)
 
 Sources, in this order:
-  1. torch tensors: their own accessors (data_ptr, shape, stride, dtype, get_device). The same
-     fields DLPack carries, read without building a capsule: measured on the GPU host, a torch
-     __dlpack__ export plus its parse costs several microseconds per operand, the accessors
-     about one (bench.py --overhead prints both).
+  1. torch tensors: their own accessors (data_ptr, shape, stride, dtype, get_device): the
+     same fields DLPack carries (bfloat16 included), without building and parsing a capsule
+     per operand per call; bench.py --overhead prints the cost of both ways.
   2. NumPy arrays (host): their own fields; NumPy's DLPack export has no bfloat16 (ml_dtypes).
   3. anything with __dlpack__ / __dlpack_device__ (CuPy, JAX, ...): the capsule is parsed
      with ctypes, versioned (DLPack 1.x, with its read-only flag) when the producer offers it.

@@ -532,3 +532,11 @@ def test_readme_snippet_runs_as_written(tmp_path):
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "k1" in out.stdout and "v10" in out.stdout
+
+
+@needs_simulator
+def test_simulator_warns_for_big_shapes(monkeypatch):
+    monkeypatch.setattr(api, "SIM_WARN_FLOPS", 10)
+    A, B = _mats(M=2, N=3, K=4)
+    with pytest.warns(UserWarning, match="simulator"):
+        numba_gemm.gemm(A, B, level="k1")
