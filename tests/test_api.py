@@ -382,6 +382,7 @@ def test_torch_current_stream_and_explicit_streams(level):
     others = [None, s2, s2.cuda_stream, dev.create_stream()]
     for other in others:
         new = torch.rand_like(A.float()).to(A.dtype)
+        torch.cuda.synchronize()
         with torch.cuda.stream(s):
             torch.cuda._sleep(20_000_000)           # ~10 ms: a launch on the wrong stream races A's update
             A.copy_(new)
