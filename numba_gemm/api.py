@@ -114,9 +114,9 @@ def _overlap(x, y) -> bool:
     return x.ptr < y_end and y.ptr < x_end
 
 
-def validate(a, b, c, beta, dtypes=None, level_name=None):
-    """(M, N, K) of records a, b, c (c may be None); raises TypeError/ValueError on any problem.
-    dtypes: the level's input dtypes (None: any float16/bfloat16/float32)."""
+def validate(a, b, c, beta, level=None):
+    """(M, N, K) of records a, b, c (c may be None); raises TypeError/ValueError on any problem,
+    including a shape `level` cannot serve (level None, "auto": any float16/bfloat16/float32)."""
     for r in (b, c):
         if r is None:
             continue
@@ -132,9 +132,9 @@ def validate(a, b, c, beta, dtypes=None, level_name=None):
         raise ValueError(f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
     if M < 1 or N < 1 or K < 1:
         raise ValueError(f"M, N and K must be >= 1, got M={M}, N={N}, K={K}")
-    ok = dtypes if dtypes is not None else _INPUT_DTYPES
+    ok = level.dtypes if level is not None else _INPUT_DTYPES
     if a.dtype != b.dtype or a.dtype not in ok:
-        who = f"level {level_name} takes" if level_name else "gemm() takes"
+        who = f"level {level.name} takes" if level is not None else "gemm() takes"
         raise TypeError(f"{who} A and B of dtype {', '.join(d.name for d in ok)} (both the same); "
                         f"got {a.dtype.name} and {b.dtype.name}")
     if not (a.contiguous and b.contiguous):
@@ -152,6 +152,10 @@ def validate(a, b, c, beta, dtypes=None, level_name=None):
             raise ValueError("C overlaps A or B in memory: the result would overwrite its own inputs")
     elif beta != 0:
         raise ValueError(f"beta = {beta} needs an input C (beta != 0 adds beta·C); pass C, or beta=0")
+    if level is not None:
+        reason = level.unsupported(M, N, K)
+        if reason:
+            raise ValueError(f"level {level.name} cannot run M={M}, N={N}, K={K}: {reason}")
     return M, N, K
 
 
@@ -295,7 +299,7 @@ def _gemm_device(lv, a, B, C, alpha, beta, user_stream):
     S = _device_stream(a, user_stream, memo)
     b = operands.read(B, "B", S)
     c = operands.read(C, "C", S) if C is not None else None
-    M, N, K = validate(a, b, c, beta, lv.dtypes if lv else None, lv.name if lv else None)
+    M, N, K = validate(a, b, c, beta, lv)
     with launch.on_device(a.device):
         _check_capture(a, S, user_stream is not None)
         if c is None:
@@ -409,7 +413,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
         a = operands.read(A, "A")
     b = operands.read(B, "B")
     c = operands.read(C, "C") if C is not None else None
-    M, N, K = validate(a, b, c, beta, lv.dtypes if lv else None, lv.name if lv else None)
+    M, N, K = validate(a, b, c, beta, lv)
     simulated = m == "simulator"
     lv = _host_level(lv, a, M, N, K, simulated)
     return _gemm_host(lv, a, b, c, C, alpha, beta, M, N, K, stream, simulated)
@@ -442,8 +446,7 @@ class Plan:
             S = _device_stream(a, self._user, memo)
             b = operands.read(B, "B", S)
             c = operands.read(C, "C", S) if C is not None else None
-            self.M, self.N, self.K = validate(a, b, c, self.beta, lv.dtypes if lv else None,
-                                              lv.name if lv else None)
+            self.M, self.N, self.K = validate(a, b, c, self.beta, lv)
             with launch.on_device(a.device):
                 if c is None:
                     C = _library_output(a, self.M, self.N)
@@ -456,8 +459,7 @@ class Plan:
         else:
             b = operands.read(B, "B")
             c = operands.read(C, "C") if C is not None else None
-            self.M, self.N, self.K = validate(a, b, c, self.beta, lv.dtypes if lv else None,
-                                              lv.name if lv else None)
+            self.M, self.N, self.K = validate(a, b, c, self.beta, lv)
             simulated = m == "simulator"
             self.level = _host_level(lv, a, self.M, self.N, self.K, simulated)
             if C is None and not a.on_device:        # the plan's own output, in A's library

@@ -82,7 +82,7 @@ def measure(levels, calls: int = 2000) -> list[dict]:
         row = {"level": lv.name, "dtype": dtype.name, "library": "torch" if torch else "numba"}
         row["read"] = _per_call(lambda: [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))],
                                 lambda: None, calls)
-        row["validate"] = _per_call(lambda: api.validate(*recs, 0.0, lv.dtypes, lv.name), lambda: None, calls)
+        row["validate"] = _per_call(lambda: api.validate(*recs, 0.0, lv), lambda: None, calls)
         row["launch"] = _per_call(lambda: [L(S) for L in p._launches], sync, calls)
         row["gemm"] = _per_call(lambda: api.gemm(A, B, C, level=lv.name), sync, calls)
         row["plan"] = _per_call(p.execute, sync, calls)
