@@ -263,6 +263,10 @@ def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
                 raise
             err = e
             continue
+        if not rec.launches:    # it launched some other way (and so, eagerly): never cache that
+            raise launch.LaunchError(f"level {cand.name} launched its kernel outside "
+                                     "numba_gemm.nvrtc.launch / sgemm._common.launch: gemm() cannot "
+                                     "record it")
         return cand, rec.launches
     raise err
 

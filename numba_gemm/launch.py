@@ -235,23 +235,48 @@ class on_device:
 # ---------------------------------------------------------------------------- launches
 
 class Launch:
-    """One prepared kernel launch: function handle, grid, block, dynamic shared memory and the
-    parameter pointer array (with the objects it points into kept alive)."""
+    """One prepared kernel launch: function handle, grid, block, dynamic shared memory, the
+    parameter pointer array (with the objects it points into kept alive) and, for a cluster
+    launch, the cluster size along x."""
 
-    __slots__ = ("fn", "grid", "block", "smem", "params", "keep")
+    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "_config")
 
-    def __init__(self, fn: int, grid, block, smem: int, params, keep):
+    def __init__(self, fn: int, grid, block, smem: int, params, keep, cluster: int | None = None):
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
         self.fn, self.grid, self.block, self.smem = fn, g, b, int(smem)
-        self.params, self.keep = params, keep
+        self.params, self.keep, self.cluster, self._config = params, keep, cluster, None
 
     def __call__(self, stream: int) -> None:
+        if self.cluster:
+            return self._launch_cluster(stream)
         g, b = self.grid, self.block
         code = _cuda().cuLaunchKernel(self.fn, g[0], g[1], g[2], b[0], b[1], b[2], self.smem,
                                       stream or None, self.params, None)
         if code:
             raise LaunchError(f"cuLaunchKernel failed: {error_text(code)}")
+
+    def _launch_cluster(self, stream: int) -> None:
+        # cuLaunchKernelEx with the cluster-dimension attribute (the generated bindings build
+        # the CUlaunchConfig; only its stream changes between calls)
+        from cuda.bindings import driver as drv
+
+        cfg = self._config
+        if cfg is None:
+            cfg = drv.CUlaunchConfig()
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = self.grid
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.block
+            cfg.sharedMemBytes = self.smem
+            attr = drv.CUlaunchAttribute()
+            attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = self.cluster, 1, 1
+            cfg.attrs = [attr]
+            cfg.numAttrs = 1
+            self._config = cfg
+        cfg.hStream = drv.CUstream(stream)
+        (err,) = drv.cuLaunchKernelEx(cfg, drv.CUfunction(self.fn), ctypes.addressof(self.params), 0)
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise LaunchError(f"cuLaunchKernelEx failed: {error_text(int(err))}")
 
 
 _tls = threading.local()
@@ -279,13 +304,13 @@ def _issue(launch: Launch, stream) -> None:
         launch(stream_handle(stream) if stream is not None else 0)
 
 
-def launch_native(fn, grid, block, smem: int, stream, args) -> None:
+def launch_native(fn, grid, block, smem: int, stream, args, cluster: int | None = None) -> None:
     """A native kernel (a cuda.bindings CUfunction) with `args`: ctypes values, or objects with
-    getPtr() (a CUtensorMap), in parameter order."""
+    getPtr() (a CUtensorMap), in parameter order; `cluster`: CTAs per cluster along x."""
     params = (ctypes.c_void_p * max(1, len(args)))(
         *[a.getPtr() if hasattr(a, "getPtr") else ctypes.addressof(a) for a in args]
     )
-    _issue(Launch(int(fn), grid, block, smem, params, list(args)), stream)
+    _issue(Launch(int(fn), grid, block, smem, params, list(args), cluster), stream)
 
 
 # Numba levels ------------------------------------------------------------------

@@ -473,10 +473,19 @@ def _allow_dynamic_smem(fn, smem: int) -> None:
     _smem_set[key] = smem
 
 
-def launch(fn, grid, block, smem: int, stream, args) -> None:
-    """cuLaunchKernel(fn) with `args` (ctypes objects, or objects with getPtr(), in order);
-    inside numba_gemm.launch.recording() the launch is collected instead."""
+def stream_handle(stream) -> int:
+    """The raw CUstream of `stream` (numba_gemm.launch.stream_handle), 0 for None."""
+    from .launch import stream_handle as handle
+
+    return 0 if stream is None else handle(stream)
+
+
+def launch(fn, grid, block, smem: int, stream, args, cluster: int | None = None) -> None:
+    """cuLaunchKernel(fn) with `args` (ctypes objects, or objects with getPtr(), in order), or
+    cuLaunchKernelEx with `cluster` CTAs per cluster along x; inside
+    numba_gemm.launch.recording() the launch is collected instead. Every native level launches
+    through here, so that gemm() and plan() can record its launches."""
     from .launch import launch_native
 
     _allow_dynamic_smem(fn, smem)
-    launch_native(fn, grid, block, smem, stream, args)
+    launch_native(fn, grid, block, smem, stream, args, cluster)

@@ -304,7 +304,25 @@ def test_recorded_native_launch_carries_its_arguments(monkeypatch):
     (L,) = rec.launches
     grid, block, smem = v8.launch_config(M, N, K)
     assert (L.fn, L.grid, L.block, L.smem) == (0x99, grid, block, smem)
-    expected = v8.kernel_args(a, b, c, 2.0, 0.0, *v8.tile_order(M, N, K))
+    expected = v8.cm.cp_async_args(a, b, c, 2.0, 0.0, v8.cm.vec_c(c.ptr, N))
     got = [type(e).from_address(L.params[i]).value for i, e in enumerate(expected)]
     assert got == [e.value for e in expected]
     assert got[:3] == [0x10000, 0x20000, 0x30000]
+
+
+def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
+    """v13 launches clusters (cuLaunchKernelEx): through nvrtc.launch, so it is recorded too."""
+    from numba_gemm import nvrtc
+    from numba_gemm.hgemm import v11_wgmma as v11, v13_persistent as v13
+
+    monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x77)
+    monkeypatch.setattr(nvrtc, "_allow_dynamic_smem", lambda fn, smem: None)
+    monkeypatch.setattr(v13, "resident_clusters", lambda *a, **k: 66)
+    monkeypatch.setattr(v13.cm, "l2_cache_bytes", lambda: 60 * 2**20)
+    monkeypatch.setattr(v11, "maps_and_args", lambda *a, **k: [ctypes.c_int32(i) for i in range(6)])
+    h = lambda ptr, shape: Operand(ptr, shape, None, np.dtype(np.float16), 0, "test", None)
+    M, N, K = 512, 512, 256
+    with launch.recording() as rec:
+        v13.run(h(0x10000, (M, K)), h(0x20000, (K, N)), _f32_record(0x30000, (M, N)), 1.0, 0.0)
+    (L,) = rec.launches
+    assert L.fn == 0x77 and L.cluster == v13.CLUSTER and L.grid[0] % v13.CLUSTER == 0
