@@ -18,14 +18,14 @@ Warm a level up (one call outside the capture) before capturing: its first call 
 and loads the kernel, which a capture does not allow.
 
 level="auto" (the default): the levels that take the dtype, in ladder order from the top (the
-registry's order; on the H200 each rung measured at least as fast as the one before it at
-4096-8192, docs/RESULTS.md), and the first that serves this shape and these operands on this
-device: float32 -> the
-highest SGEMM level (k6, or a later kN) whose unsupported() is None; float16/bfloat16 -> the
-highest native level that serves the shape and accepts the pointers (v10 needs 16-byte rows:
-else v9, which serves any shape). The native levels need a GPU of the architecture they are
-compiled for (sm_90a). A level module can opt out with `AUTO = False`. A new level needs no
-edit here: it is ranked by its place in the registry.
+registry's order; on the H200 each rung measured at least as fast as the one before it, within
+run-to-run spread, at 4096-8192: docs/RESULTS.md, docs/LADDER.md), and the first that serves
+this shape and these operands on this device: float32 -> the highest SGEMM level whose
+unsupported() is None (k6 today); float16/bfloat16 -> the highest native level that serves the
+shape and accepts the pointers (v13 today; the TMA levels v10+ need 16-byte rows, i.e. K and N
+multiples of 8 and an aligned base: else v9, which serves any shape). The native levels need a
+GPU of the architecture they are compiled for (sm_90a). A level module can opt out with
+`AUTO = False`. A new level needs no edit here: it is ranked by its place in the registry.
 """
 from __future__ import annotations
 
