@@ -29,7 +29,6 @@ GPU of the architecture they are compiled for (sm_90a). A level module can opt o
 """
 from __future__ import annotations
 
-import math
 import numbers
 import sys
 import warnings

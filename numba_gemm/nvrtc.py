@@ -29,7 +29,6 @@ Environment:
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import hashlib
 import importlib.resources

@@ -236,7 +236,6 @@ def test_flattened_layout_matches_the_ptx_entry():
     """The fast launch passes one parameter per PTX .param of the kernel Numba compiled: the
     sizes must match. Every SGEMM kernel has the one signature of sgemm._common; k1 is compiled
     in a child process with the simulator off (no GPU needed)."""
-    import json
     import os
     import re
     import struct
