@@ -133,22 +133,25 @@ def mma_warp(c, a, b, bf16: bool) -> list[tuple]:
 # Simulator twins.
 
 class _Warp:
-    """Rendezvous of one simulated warp: each lane deposits its operands, the last to arrive
-    evaluates the warp's instruction, everyone takes its own lane's result. Two alternating
-    slots, so one barrier per instruction suffices (a lane reuses a slot only after all
-    lanes have passed the next instruction's barrier)."""
+    """Rendezvous of one simulated warp: each lane deposits its operands and waits; the
+    barrier's action (run by one lane once all 32 have arrived) evaluates the instruction for
+    the whole warp; each lane then takes its own result. Operands and results alternate
+    between two slots: a lane reuses a slot only after every lane has arrived at the next
+    instruction, i.e. has taken its result from this one."""
 
     def __init__(self):
-        self.barrier = threading.Barrier(32, timeout=120)
         self.slots = [[None] * 32, [None] * 32]
         self.results = [None, None]
-        self.lock = threading.Lock()
+        self.pending = None
+        self.barrier = threading.Barrier(32, action=self._evaluate, timeout=120)
+
+    def _evaluate(self):
+        parity, evaluate = self.pending
+        self.results[parity] = evaluate(list(self.slots[parity]))
 
     def call(self, parity, lane, operands, evaluate):
-        slot = self.slots[parity]
-        slot[lane] = operands
-        if self.barrier.wait() == 0:       # exactly one lane: evaluate for the whole warp
-            self.results[parity] = evaluate(list(slot))
+        self.slots[parity][lane] = operands
+        self.pending = (parity, evaluate)   # the same for every lane of this instruction
         self.barrier.wait()
         return self.results[parity][lane]
 

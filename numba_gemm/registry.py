@@ -39,7 +39,8 @@ class Level:
 
     @property
     def native(self) -> bool:
-        return self.family == "hgemm"
+        """CUDA C compiled by NVRTC (the module names its SOURCE), not a Numba kernel."""
+        return hasattr(self.module, "SOURCE")
 
     def run(self, A, B, C, alpha, beta, stream=None):
         return self.module.run(A, B, C, alpha, beta, stream=stream)

@@ -11,7 +11,7 @@ from tests.conftest import GPU
 def test_level_groups_in_ladder_order():
     names = [lv.name for lv in nb.parse_levels("sgemm")]
     assert names == ["k1", "k2", "k3", "k3c", "k4", "k5", "k6"]
-    assert [lv.name for lv in nb.parse_levels("hgemm")] == ["v7", "v8", "v9", "v10"]
+    assert [lv.name for lv in nb.parse_levels("hgemm")] == ["v7", "v8", "v8py", "v9", "v10"]
     assert [lv.name for lv in nb.parse_levels("k2, k1 ,k2")] == ["k2", "k1"]
     with pytest.raises(ValueError, match="unknown level"):
         nb.parse_levels("k7")
