@@ -373,7 +373,8 @@ def _build():
     @intrinsic
     def cp_async16(typingctx, dst, X, index, src_bytes):
         """Copy 16 bytes from &X[index] (global) to shared address dst without passing through
-        registers, L1 bypassed; src_bytes 0 reads nothing and writes 16 zero bytes:
+        registers, L1 bypassed; src_bytes 0 reads nothing and writes 16 zero bytes (the
+        address given is then X's base: it must still be valid):
 
             cp.async.cg.shared.global [%dst], [%src], 16, %src_bytes;
         """
@@ -385,10 +386,13 @@ def _build():
             ary = context.make_array(X)(context, builder, args[1])
             i = args[2]
             i = builder.sext(i, i64) if index.signed else builder.zext(i, i64)
-            src = builder.ptrtoint(builder.gep(ary.data, [i], inbounds=True), i64)
+            n = u32_arg(context, builder, args[3], src_bytes)
+            # src_bytes 0: pass X's base instead (any valid address), as a pointer select, so
+            # the address arithmetic of consecutive copies stays one walk
+            ptr = builder.select(builder.icmp_unsigned("!=", n, ir.Constant(i32, 0)),
+                                 builder.gep(ary.data, [i], inbounds=True), ary.data)
             asm(builder, ir.VoidType(),
-                [u32_arg(context, builder, args[0], dst), src,
-                 u32_arg(context, builder, args[3], src_bytes)],
+                [u32_arg(context, builder, args[0], dst), builder.ptrtoint(ptr, i64), n],
                 "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}")
             return context.get_dummy_value()
 

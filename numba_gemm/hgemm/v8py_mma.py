@@ -59,6 +59,7 @@ B_ITERS, B_ROWSTEP = BK * B_CPR // THREADS, THREADS // B_CPR     # 8 chunks, 8 r
 assert not CONFIG.problems() and STAGE_BYTES == CONFIG.stage_bytes
 
 u32, u64 = uint32, uint64
+S = np.uint32(STAGES)   # unsigned: `kt % S` is a 32-bit urem (Python's % on int64 adds sign fix-ups)
 
 # (A, B, C, M, N, K, alpha, beta, vec_a, vec_b): A, B flat uint16 (fp16 or bf16 bits), C flat
 SIGNATURE = (uint16[::1], uint16[::1], float32[::1], int32, int32, int32, float32, float32,
@@ -123,18 +124,19 @@ def _make_kernel(bf16: bool, fast: bool):
             off = u32(a_dst + i * A_ROWSTEP * 128)
             if fast or vec_a:
                 ok = row_ok and a_col_ok
-                cp_async16(u32(st + off), A, pa if ok else u64(0), 16 if ok else 0)
+                cp_async16(u32(st + off), A, pa, 16 if ok else 0)
             else:
                 copy_chunk_elementwise(smem, u32(word0 + (stage * STAGE_BYTES + off) // 4),
                                        A, pa, row_ok, u32(k0 + a_c * 8), k)
             pa += a_step
+        b_krem = int32(k - k0 - b_r)             # k-rows b_r + B_ROWSTEP*i < b_krem exist
         pb = b_src + u64(k0) * u64(n)
         for i in range(B_ITERS):
-            row_ok = u32(k0 + b_r + B_ROWSTEP * i) < k     # k-rows b_r + B_ROWSTEP*i exist
+            row_ok = int32(B_ROWSTEP * i) < b_krem
             off = u32((b_dst + i * B_ROWSTEP * 128) ^ (((i * B_ROWSTEP) & 7) << 4))
             if fast or vec_b:
                 ok = row_ok and b_col_ok
-                cp_async16(u32(st + off), B, pb if ok else u64(0), 16 if ok else 0)
+                cp_async16(u32(st + off), B, pb, 16 if ok else 0)
             else:
                 copy_chunk_elementwise(smem, u32(word0 + (stage * STAGE_BYTES + off) // 4),
                                        B, pb, row_ok, b_col, n)
@@ -219,16 +221,18 @@ def _make_kernel(bf16: bool, fast: bool):
                            a_dst, a_src, a_step, a_c, a_rows_ok, b_dst, b_src, b_step, b_r, b_col, b_col_ok)
             cp_async_commit()
 
-        for kt in range(k_tiles):
+        kt = u32(0)                      # a 32-bit counter: `range` would count in 64 bits
+        while kt < k_tiles:
             wait_for_oldest()            # tile kt has landed (this thread's copies) ...
             cuda.syncthreads()           # ... and everyone's; stage (kt-1) % S is free again
             nk = u32(kt + (STAGES - 1))
             if nk < k_tiles:
-                load_stage(smem, base, word0, u32(nk % STAGES), nk, A, B, k, n, vec_a, vec_b,
+                load_stage(smem, base, word0, u32(nk % S), nk, A, B, k, n, vec_a, vec_b,
                            a_dst, a_src, a_step, a_c, a_rows_ok, b_dst, b_src, b_step, b_r, b_col, b_col_ok)
             cp_async_commit()            # an empty group keeps the wait count in step
-            st = u32(base + (kt % STAGES) * STAGE_BYTES)
+            st = u32(base + (kt % S) * STAGE_BYTES)
             mma_stage(acc, af, bf, u32(st + a_lane), u32(st + b_lane))
+            kt = u32(kt + 1)
         wait_all()
 
         # ---- epilogue: masked stores, beta == 0 never reads C
