@@ -24,6 +24,8 @@ here run in CI on small shapes.
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 from numba import cuda, float32, int32, uint16, uint32, uint64
 
@@ -271,33 +273,56 @@ def _address(a) -> int:
     return cm.device_ptr(a)
 
 
-def _allow_smem(dispatcher) -> None:
-    """Dynamic shared memory past 48 KB must be opted into per function (cuFuncSetAttribute)."""
-    if SIMULATOR or getattr(dispatcher, "_v8py_smem", 0) >= SMEM:
-        return
+_FUNCTIONS: dict = {}
+
+
+def _function(name: str):
+    """The CUfunction of a compiled specialisation (Numba compiles and loads it, once)."""
     from cuda.bindings import driver as drv
 
-    cufunc = dispatcher.compile(SIGNATURE)._codelibrary.get_cufunc()
-    handle = cufunc.handle
-    fn = drv.CUfunction(handle.value if hasattr(handle, "value") else int(handle))
-    err, = drv.cuFuncSetAttribute(
-        fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SMEM)
-    if err != drv.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={SMEM}): {err}")
-    dispatcher._v8py_smem = SMEM
+    from .. import nvrtc
+
+    key = (nvrtc._context_key(), name)
+    fn = _FUNCTIONS.get(key)
+    if fn is None:
+        handle = KERNELS[name][0].compile(SIGNATURE)._codelibrary.get_cufunc().handle
+        if isinstance(handle, drv.CUkernel):        # loaded as a library: this context's function
+            fn = nvrtc.check(drv.cuKernelGetFunction(handle), "cuKernelGetFunction")
+        else:
+            fn = drv.CUfunction(int(handle))
+        fn = _FUNCTIONS[key] = fn
+    return fn
+
+
+def _array_args(ptr: int, n: int, itemsize: int) -> list:
+    """A 1-D C-contiguous array as a Numba kernel receives it: meminfo, parent, nitems,
+    itemsize, data, shape[0], strides[0] (seven parameters)."""
+    c64 = ctypes.c_int64
+    return [ctypes.c_void_p(0), ctypes.c_void_p(0), c64(n), c64(itemsize), ctypes.c_void_p(ptr),
+            c64(n), c64(itemsize)]
 
 
 def run(A, B, C, alpha, beta, stream=None):
+    """Launch the specialisation for A's type and the operands' row alignment. On a GPU the
+    compiled kernel is launched with cuLaunchKernel from its cached handle (a Numba
+    dispatch costs tens of microseconds of host time per call, which at 4096^3 would be a
+    tenth of the kernel); in the simulator, through Numba."""
     M, K = A.shape
     N = B.shape[1]
     bf16 = cm.element_type(A) == "bf16"
-    vec_a = cm.rows_16b_aligned(_address(A), K)
-    vec_b = cm.rows_16b_aligned(_address(B), N)
+    pa, pb, pc = _address(A), _address(B), _address(C)
+    vec_a, vec_b = cm.rows_16b_aligned(pa, K), cm.rows_16b_aligned(pb, N)
     name = f"v8py_{'bf16' if bf16 else 'f16'}{'' if vec_a and vec_b else '_general'}"
-    kern = KERNELS[name][0]
-    _allow_smem(kern)
-    grid = cm.cdiv(M, BM) * cm.cdiv(N, BN)
-    args = (A.reshape(M * K).view(np.uint16), B.reshape(K * N).view(np.uint16), C.reshape(M * N),
+    grid, block = (cm.cdiv(M, BM) * cm.cdiv(N, BN), 1, 1), (THREADS, 1, 1)
+    if SIMULATOR:
+        KERNELS[name][0][grid, block, stream or 0, SMEM](
+            A.reshape(M * K).view(np.uint16), B.reshape(K * N).view(np.uint16), C.reshape(M * N),
             np.int32(M), np.int32(N), np.int32(K), np.float32(alpha), np.float32(beta),
             np.int32(vec_a), np.int32(vec_b))
-    kern[(grid, 1, 1), (THREADS, 1, 1), stream or 0, SMEM](*args)
+        return
+    from .. import nvrtc
+
+    args = (_array_args(pa, M * K, 2) + _array_args(pb, K * N, 2) + _array_args(pc, M * N, 4)
+            + cm.pack_args(("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
+                           ("i", int(vec_a)), ("i", int(vec_b))))
+    nvrtc.launch(_function(name), grid, block, SMEM, stream, args)
