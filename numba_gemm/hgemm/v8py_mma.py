@@ -131,7 +131,7 @@ def _make_kernel(bf16: bool, fast: bool):
                 copy_chunk_elementwise(smem, u32(word0 + (stage * STAGE_BYTES + off) // 4),
                                        A, pa, row_ok, u32(k0 + a_c * 8), k)
             pa += a_step
-        b_krem = int32(k - k0 - b_r)             # k-rows b_r + B_ROWSTEP*i < b_krem exist
+        b_krem = int32(int32(k - k0) - int32(b_r))   # k-rows b_r + B_ROWSTEP*i < b_krem exist
         pb = b_src + u64(k0) * u64(n)
         for i in range(B_ITERS):
             row_ok = int32(B_ROWSTEP * i) < b_krem
@@ -302,6 +302,11 @@ def _array_args(ptr: int, n: int, itemsize: int) -> list:
             c64(n), c64(itemsize)]
 
 
+def specialisation(element_type: str, vec_a: bool, vec_b: bool) -> str:
+    """The KERNELS entry for 'f16' / 'bf16' operands whose rows are (not) 16-byte aligned."""
+    return f"v8py_{element_type}{'' if vec_a and vec_b else '_general'}"
+
+
 def run(A, B, C, alpha, beta, stream=None):
     """Launch the specialisation for A's type and the operands' row alignment. On a GPU the
     compiled kernel is launched with cuLaunchKernel from its cached handle (a Numba
@@ -309,10 +314,9 @@ def run(A, B, C, alpha, beta, stream=None):
     tenth of the kernel); in the simulator, through Numba."""
     M, K = A.shape
     N = B.shape[1]
-    bf16 = cm.element_type(A) == "bf16"
     pa, pb, pc = _address(A), _address(B), _address(C)
     vec_a, vec_b = cm.rows_16b_aligned(pa, K), cm.rows_16b_aligned(pb, N)
-    name = f"v8py_{'bf16' if bf16 else 'f16'}{'' if vec_a and vec_b else '_general'}"
+    name = specialisation(cm.element_type(A), vec_a, vec_b)
     grid, block = (cm.cdiv(M, BM) * cm.cdiv(N, BN), 1, 1), (THREADS, 1, 1)
     if SIMULATOR:
         KERNELS[name][0][grid, block, stream or 0, SMEM](
