@@ -285,12 +285,11 @@ def _function(name: str):
     key = (nvrtc._context_key(), name)
     fn = _FUNCTIONS.get(key)
     if fn is None:
+        # Numba loads its cubin as a library (cuda.core): the handle is a CUkernel; the
+        # function of the current context is what cuFuncSetAttribute and cuLaunchKernel take
         handle = KERNELS[name][0].compile(SIGNATURE)._codelibrary.get_cufunc().handle
-        if isinstance(handle, drv.CUkernel):        # loaded as a library: this context's function
-            fn = nvrtc.check(drv.cuKernelGetFunction(handle), "cuKernelGetFunction")
-        else:
-            fn = drv.CUfunction(int(handle))
-        fn = _FUNCTIONS[key] = fn
+        kernel = handle if isinstance(handle, drv.CUkernel) else drv.CUkernel(int(handle))
+        fn = _FUNCTIONS[key] = nvrtc.check(drv.cuKernelGetFunction(kernel), "cuKernelGetFunction")
     return fn
 
 
