@@ -36,6 +36,8 @@ import threading
 import numpy as np
 from numba import cuda
 
+from .intrinsics import _numpy  # the NumPy array behind a simulator array
+
 SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)
 
 __all__ = [
@@ -185,14 +187,6 @@ def _warp_call(operands, evaluate):
 # The simulated shared window: dynamic shared memory starts at this (16-byte aligned, not
 # 1024-byte aligned) address, so a kernel's own alignment arithmetic is exercised.
 _SIM_SMEM_BASE = 0x10
-
-
-def _numpy(arr) -> np.ndarray:
-    """The NumPy array behind a simulator array (kernel arguments arrive wrapped, twice)."""
-    while not isinstance(arr, np.ndarray):
-        inner = vars(arr)
-        arr = inner["_item"] if "_item" in inner else inner["_ary"]
-    return arr
 
 
 def _sim_smem_u32(S):

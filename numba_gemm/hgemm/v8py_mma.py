@@ -267,7 +267,7 @@ def unsupported(M: int, N: int, K: int) -> str | None:
 
 def _address(a) -> int:
     if SIMULATOR:
-        from ..ptx import _numpy
+        from ..intrinsics import _numpy
 
         return _numpy(a).__array_interface__["data"][0]
     return cm.device_ptr(a)
