@@ -1,6 +1,6 @@
 """v8py: v8 written in numba.cuda — tensor cores from Python, through inline-PTX intrinsics.
 
-The same kernel as v8 (native/v8_mma.cu), statement for statement: ldmatrix.x4 for A,
+The same kernel as v8 (native/v8_mma.cu and its headers), statement for statement: ldmatrix.x4 for A,
 ldmatrix.x4.trans for B, mma.sync.m16n8k16 with fp32 accumulators, the 128-byte XOR swizzle,
 a 3-stage cp.async pipeline with commit/wait groups, 99 KB of dynamic shared memory, and v8's
 shipped tile (128×128×64, 4 warps of 64×64, two blocks per SM) and edges. What changes is
@@ -43,8 +43,7 @@ DTYPES = cm.DTYPES
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 RASTER = "n-fastest"
 
-# v8's shipped tile (tests check it equals v8_mma.CONFIG)
-CONFIG = cm.TileConfig(bm=128, bn=128, stages=3, warps_m=2, warps_n=2, min_blocks=2)
+CONFIG = cm.CP_ASYNC_TILE                     # v8's shipped tile
 BM, BN, BK, STAGES = CONFIG.bm, CONFIG.bn, CONFIG.bk, CONFIG.stages
 WARPS_M, WARPS_N = CONFIG.warps_m, CONFIG.warps_n
 THREADS = CONFIG.threads                      # 128
@@ -257,12 +256,7 @@ kernel, _ = KERNELS["v8py_f16"]
 
 
 def unsupported(M: int, N: int, K: int) -> str | None:
-    reason = cm.check_dims(M, N, K)
-    if reason:
-        return reason
-    if cm.cdiv(M, BM) * cm.cdiv(N, BN) > cm.INT32_MAX:
-        return "more than 2^31 - 1 output tiles"
-    return None
+    return cm.unsupported_1d(M, N, K, CONFIG)
 
 
 def _address(a) -> int:
@@ -316,7 +310,7 @@ def run(A, B, C, alpha, beta, stream=None):
     pa, pb, pc = _address(A), _address(B), _address(C)
     vec_a, vec_b = cm.rows_16b_aligned(pa, K), cm.rows_16b_aligned(pb, N)
     name = specialisation(cm.element_type(A), vec_a, vec_b)
-    grid, block = (cm.cdiv(M, BM) * cm.cdiv(N, BN), 1, 1), (THREADS, 1, 1)
+    grid, block, _ = cm.grid_1d(M, N, CONFIG)
     if SIMULATOR:
         KERNELS[name][0][grid, block, stream or 0, SMEM](
             A.reshape(M * K).view(np.uint16), B.reshape(K * N).view(np.uint16), C.reshape(M * N),
