@@ -27,6 +27,7 @@ def test_level_contract():
     assert v8py.__doc__ and len(v8py.__doc__) > 200
     assert set(v8py.KERNELS) == {"v8py_f16", "v8py_f16_general", "v8py_bf16", "v8py_bf16_general"}
     assert v8py.kernel is v8py.KERNELS["v8py_f16"][0]
+    assert v8py.AUTO is False                            # auto keeps choosing native levels
     lv = get("v8py")
     assert lv.family == "hgemm" and not lv.native and not hasattr(v8py, "SOURCE")
     assert get("v8").native
@@ -35,7 +36,8 @@ def test_level_contract():
 def test_same_tile_as_v8():
     assert v8py.CONFIG == v8_mma.CONFIG
     assert (v8py.BM, v8py.BN, v8py.BK, v8py.STAGES, v8py.THREADS) == (128, 128, 64, 3, 128)
-    assert v8py.SMEM == v8_mma.SMEM == 3 * 32768 + 1024 and v8py.STAGE_BYTES == v8_mma.STAGE_BYTES
+    assert v8py.SMEM == v8_mma.CONFIG.smem() == 3 * 32768 + 1024
+    assert v8py.STAGE_BYTES == v8_mma.CONFIG.stage_bytes
 
 
 def test_specialisation_by_row_alignment():

@@ -42,6 +42,7 @@ DELTA = ("v8py = v8 written in numba.cuda: ldmatrix, mma.sync, cp.async as inlin
 DTYPES = cm.DTYPES
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 RASTER = "n-fastest"
+AUTO = False    # level="auto" never picks it: v8's twin for comparison, not a faster rung
 
 CONFIG = cm.CP_ASYNC_TILE                     # v8's shipped tile
 BM, BN, BK, STAGES = CONFIG.bm, CONFIG.bn, CONFIG.bk, CONFIG.stages
