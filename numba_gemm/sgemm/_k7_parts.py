@@ -1,0 +1,300 @@
+"""The pieces k7 (warp tiling) and k8 (double buffering) are built from, for one tiling.
+
+A block of `warps` warps computes a tile_m × tile_n tile of C. Each warp owns a warp_m ×
+warp_n sub-tile of it, and each lane of the warp an (sub_m·4) × (sub_n·4) thread tile made
+of sub_m × sub_n 4×4 pieces, `lanes_m × lanes_n` lanes apart:
+
+    block tile 128×128  =  2 × 4 warp tiles of 64×32  (8 warps, 256 threads)
+    warp tile   64×32   =  2 × 2 sub-tiles of 32×16, each 8 × 4 lanes of 4×4
+    thread tile  8×8    =  rows am + {0..3, 32..35}, columns bn + {0..3, 16..19}
+
+Why the 4×4 pieces: at one k a lane reads its 4 rows of the A tile and its 4 columns of the
+B tile as ONE 128-bit shared load each, and the 32 lanes of a warp read 8 (A) and 4 (B)
+distinct, consecutive float4s — 128 and 64 contiguous bytes, all other lanes broadcasts:
+conflict-free LDS.128. Per k a lane issues sub_m + sub_n = 4 of them for 64 FFMA (k6:
+3 for 32).
+
+The global side is k6's: float4 loads handed out by linear thread id, the A tile stored
+transposed (As[k, m], its rows padded by 4 floats so the transposing stores meet at most 2
+lanes per bank instead of 4), the B tile straight; 32-bit forms where rows are not 16-byte
+aligned, with B's four floats tile_n/4 apart so a warp's loads stay on one line per
+instruction. `make(tiling, a_vec, bc_vec)` builds the device functions for one tiling and one
+choice of vector / scalar operands; the tile sizes are compile-time constants of each build.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from numba import cuda
+
+from ..intrinsics import load4_global, load4_shared, store4_global, store4_shared, unrolled
+from ._common import float32, u32, u64
+
+WARP = 32
+A_PAD = 4          # floats: keeps As rows 16-byte aligned (LDS.128) while spreading the banks
+
+
+@dataclass(frozen=True)
+class WarpTiling:
+    tile_m: int = 128
+    tile_n: int = 128
+    tile_k: int = 16
+    warp_m: int = 64
+    warp_n: int = 32
+    lanes_n: int = 4          # lanes across a sub-tile's columns; WARP // lanes_n down its rows
+
+    @property
+    def warps_n(self) -> int:
+        return self.tile_n // self.warp_n
+
+    @property
+    def warps(self) -> int:
+        return (self.tile_m // self.warp_m) * self.warps_n
+
+    @property
+    def threads(self) -> int:
+        return WARP * self.warps
+
+    @property
+    def block(self) -> tuple[int, int]:
+        return (WARP, self.warps)                 # threadIdx.x = lane, threadIdx.y = warp
+
+    @property
+    def lanes_m(self) -> int:
+        return WARP // self.lanes_n
+
+    @property
+    def sub_m(self) -> int:                       # 4×4 pieces per thread, down and across
+        return self.warp_m // (4 * self.lanes_m)
+
+    @property
+    def sub_n(self) -> int:
+        return self.warp_n // (4 * self.lanes_n)
+
+    @property
+    def thread_m(self) -> int:
+        return 4 * self.sub_m
+
+    @property
+    def thread_n(self) -> int:
+        return 4 * self.sub_n
+
+    @property
+    def a_stride(self) -> int:                    # floats per row of As[k, m]
+        return self.tile_m + A_PAD
+
+    @property
+    def a_loads(self) -> int:                     # float4s of A per thread per phase
+        return self.tile_m * self.tile_k // 4 // self.threads
+
+    @property
+    def b_loads(self) -> int:
+        return self.tile_k * self.tile_n // 4 // self.threads
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.tile_m % self.warp_m or self.tile_n % self.warp_n:
+            out.append("warp tiles must divide the block tile")
+        if self.sub_m < 1 or self.sub_n < 1 or self.warp_m % (4 * self.lanes_m) or self.warp_n % (4 * self.lanes_n):
+            out.append("a warp tile must be whole 4×4 pieces for lanes_m × lanes_n lanes")
+        if self.tile_k % 4 or self.tile_n % 4:
+            out.append("tile_k and tile_n must be multiples of 4")
+        if self.tile_m * self.tile_k % (4 * self.threads) or self.tile_k * self.tile_n % (4 * self.threads):
+            out.append("every thread must load whole float4s of each tile")
+        if self.threads % (self.tile_k // 4) or self.threads % (self.tile_n // 4):
+            out.append("the loaders' rows must not straddle threads")
+        return out
+
+
+def _inline(f):
+    return cuda.jit(device=True, inline="always")(f)
+
+
+def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
+    """Device functions for tiling `t`, A moved as float4 (`a_vec`) and B, C as float4 (`bc_vec`)."""
+    bad = t.problems()
+    if bad:
+        raise ValueError(f"{t}: " + "; ".join(bad))
+    TK, TN = t.tile_k, t.tile_n
+    THREADS = t.threads
+    A_LOADS, B_LOADS = t.a_loads, t.b_loads
+    A_ROW_STEP = THREADS // (TK // 4)         # tile rows between a thread's A float4s
+    B_ROW_STEP = THREADS // (TN // 4)         # tile rows (of k) between its B float4s
+    SPREAD = TN // 4                          # 32-bit B: a thread's four floats, this far apart
+    LANES_M, LANES_N = t.lanes_m, t.lanes_n
+    SUB_M, SUB_N = t.sub_m, t.sub_n
+    THREAD_M, THREAD_N = t.thread_m, t.thread_n
+    M_STEP, N_STEP = 4 * LANES_M, 4 * LANES_N  # between a thread's 4×4 pieces
+    zero = float32(0.0)
+
+    # ---- global memory: four floats of one row, X[off : off+4] (or 4 SPREAD apart for
+    # 32-bit B). Checked forms give 0 outside the matrix; *_in forms have no predicate.
+    @_inline
+    def vector(X, off, row_ok, col, ncols):
+        if row_ok & (col < ncols):              # ncols % 4 == 0: all four in, or all out
+            return load4_global(X, off)
+        return zero, zero, zero, zero
+
+    @_inline
+    def vector_in(X, off):
+        return load4_global(X, off)
+
+    @_inline
+    def scalar(X, off, row_ok, col, ncols):
+        return (X[off] if row_ok & (col < ncols) else zero,
+                X[off + u64(1)] if row_ok & (u32(col + 1) < ncols) else zero,
+                X[off + u64(2)] if row_ok & (u32(col + 2) < ncols) else zero,
+                X[off + u64(3)] if row_ok & (u32(col + 3) < ncols) else zero)
+
+    @_inline
+    def scalar_in(X, off):
+        return X[off], X[off + u64(1)], X[off + u64(2)], X[off + u64(3)]
+
+    @_inline
+    def spread(X, off, row_ok, col, ncols):
+        return (X[off] if row_ok & (col < ncols) else zero,
+                X[off + u64(SPREAD)] if row_ok & (u32(col + SPREAD) < ncols) else zero,
+                X[off + u64(2 * SPREAD)] if row_ok & (u32(col + 2 * SPREAD) < ncols) else zero,
+                X[off + u64(3 * SPREAD)] if row_ok & (u32(col + 3 * SPREAD) < ncols) else zero)
+
+    @_inline
+    def spread_in(X, off):
+        return X[off], X[off + u64(SPREAD)], X[off + u64(2 * SPREAD)], X[off + u64(3 * SPREAD)]
+
+    @_inline
+    def store_vector(X, off, row_ok, col, ncols, v):
+        if row_ok & (col < ncols):
+            store4_global(X, off, v)
+
+    @_inline
+    def store_vector_in(X, off, v):
+        store4_global(X, off, v)
+
+    @_inline
+    def store_scalar(X, off, row_ok, col, ncols, v):
+        if row_ok & (col < ncols):
+            X[off] = v[0]
+        if row_ok & (u32(col + 1) < ncols):
+            X[off + u64(1)] = v[1]
+        if row_ok & (u32(col + 2) < ncols):
+            X[off + u64(2)] = v[2]
+        if row_ok & (u32(col + 3) < ncols):
+            X[off + u64(3)] = v[3]
+
+    @_inline
+    def store_scalar_in(X, off, v):
+        X[off] = v[0]
+        X[off + u64(1)] = v[1]
+        X[off + u64(2)] = v[2]
+        X[off + u64(3)] = v[3]
+
+    @_inline
+    def bs_vector(Bs, r, c, v0, v1, v2, v3):
+        store4_shared(Bs, (r, c), (v0, v1, v2, v3))       # one STS.128
+
+    @_inline
+    def bs_spread(Bs, r, c, v0, v1, v2, v3):
+        Bs[r, c] = v0                                     # a warp's 32 consecutive floats
+        Bs[r, u32(c + SPREAD)] = v1
+        Bs[r, u32(c + 2 * SPREAD)] = v2
+        Bs[r, u32(c + 3 * SPREAD)] = v3
+
+    load_a, load_a_in = (vector, vector_in) if a_vec else (scalar, scalar_in)
+    load_b, load_b_in = (vector, vector_in) if bc_vec else (spread, spread_in)
+    load_c, load_c_in = (vector, vector_in) if bc_vec else (scalar, scalar_in)
+    store_c, store_c_in = (store_vector, store_vector_in) if bc_vec else (store_scalar, store_scalar_in)
+    store_bs = bs_vector if bc_vec else bs_spread
+
+    @_inline
+    def loaders(tid, row0, col0, k, n):
+        """This thread's first float4 of the A tile (tile row a_r, column a_c) and of the B tile
+        (row b_r, column b_c), and their running 64-bit offsets at phase 0."""
+        a_r = u32(tid // (TK // 4))
+        a_c = u32(tid % (TK // 4) * 4)
+        b_r = u32(tid // (TN // 4))
+        b_c = u32(tid % (TN // 4) * 4) if bc_vec else u32(tid % (TN // 4))
+        a_off = u64(row0 + a_r) * u64(k) + u64(a_c)
+        b_off = u64(b_r) * u64(n) + u64(col0 + b_c)
+        return a_r, a_c, b_r, b_c, a_off, b_off
+
+    @_inline
+    def load_tiles(A, B, ra, rb, fast, a_off, b_off, a_row, a_col, b_row, b_col, m, n, k):
+        """Global -> registers ra[A_LOADS, 4], rb[B_LOADS, 4]: one phase's share of this thread.
+        (a_row, a_col): the matrix element of its first A float4; (b_row, b_col) of B's.
+        `fast` (block-uniform): the tiles lie inside A and B, no checks."""
+        for s in range(A_LOADS):
+            off = a_off + u64(s * A_ROW_STEP) * u64(k)
+            if fast:
+                v = load_a_in(A, off)
+            else:
+                v = load_a(A, off, u32(a_row + s * A_ROW_STEP) < m, a_col, k)
+            for q in range(4):
+                ra[s, q] = v[q]
+        for s in range(B_LOADS):
+            off = b_off + u64(s * B_ROW_STEP) * u64(n)
+            if fast:
+                v = load_b_in(B, off)
+            else:
+                v = load_b(B, off, u32(b_row + s * B_ROW_STEP) < k, b_col, n)
+            for q in range(4):
+                rb[s, q] = v[q]
+
+    @_inline
+    def store_tiles(As, Bs, kb, ra, rb, a_r, a_c, b_r, b_c):
+        """Registers -> the tiles whose k rows start at kb: A transposed (4 STS per float4),
+        B straight."""
+        for s in range(A_LOADS):
+            r = u32(a_r + s * A_ROW_STEP)
+            for q in range(4):
+                As[u32(kb + a_c + q), r] = ra[s, q]
+        for s in range(B_LOADS):
+            store_bs(Bs, u32(kb + b_r + s * B_ROW_STEP), b_c, rb[s, 0], rb[s, 1], rb[s, 2], rb[s, 3])
+
+    @_inline
+    def step(kk, As, Bs, am, bn, af, bf, acc):
+        """One k of the thread's outer product: SUB_M + SUB_N LDS.128 feed THREAD_M·THREAD_N FFMA."""
+        for i in range(SUB_M):
+            a = load4_shared(As, (kk, u32(am + i * M_STEP)))
+            for q in range(4):
+                af[4 * i + q] = a[q]
+        for j in range(SUB_N):
+            b = load4_shared(Bs, (kk, u32(bn + j * N_STEP)))
+            for q in range(4):
+                bf[4 * j + q] = b[q]
+        for i in range(THREAD_M):
+            for j in range(THREAD_N):
+                acc[i, j] += af[i] * bf[j]
+
+    compute = unrolled(step, TK)       # compute(kb, ...): k rows kb .. kb + TK - 1, unrolled
+
+    @_inline
+    def thread_tile(lane, warp):
+        """Tile row am and column bn of this thread's first 4×4 piece."""
+        am = u32(warp // t.warps_n * t.warp_m + lane // LANES_N * 4)
+        bn = u32(warp % t.warps_n * t.warp_n + lane % LANES_N * 4)
+        return am, bn
+
+    @_inline
+    def epilogue(C, acc, alpha, beta, row0, col0, am, bn, m, n, inside):
+        """C = alpha·acc + beta·C, four columns at a time; beta == 0 never reads C (BLAS)."""
+        for i in range(THREAD_M):
+            row = u32(row0 + am + i // 4 * M_STEP + i % 4)
+            for j4 in range(SUB_N):
+                col = u32(col0 + bn + j4 * N_STEP)
+                off = u64(row) * u64(n) + u64(col)
+                j = 4 * j4
+                if beta == float32(0.0):
+                    out = (alpha * acc[i, j], alpha * acc[i, j + 1],
+                           alpha * acc[i, j + 2], alpha * acc[i, j + 3])
+                else:
+                    c = load_c_in(C, off) if inside else load_c(C, off, row < m, col, n)
+                    out = (alpha * acc[i, j] + beta * c[0], alpha * acc[i, j + 1] + beta * c[1],
+                           alpha * acc[i, j + 2] + beta * c[2], alpha * acc[i, j + 3] + beta * c[3])
+                if inside:
+                    store_c_in(C, off, out)
+                else:
+                    store_c(C, off, row < m, col, n, out)
+
+    return SimpleNamespace(loaders=loaders, load_tiles=load_tiles, store_tiles=store_tiles,
+                           compute=compute, thread_tile=thread_tile, epilogue=epilogue)

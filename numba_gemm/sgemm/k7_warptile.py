@@ -1,0 +1,184 @@
+"""k7 — warp tiling: a 128×128 block tile, 64×32 per warp, 8×8 per thread as four 4×4 pieces.
+
+k6 gives each of 128 threads an 8×4 strip of a 32×128 tile: per k, 3 LDS.128 for 32 FFMA,
+and every float of the tiles it loads from global memory is used 32 times (A) or 8 times (B)
+per block... per k and block, 32 + 128 floats staged for 4096 FMAs. k7 grows every level of
+the hierarchy (numba_gemm.sgemm._k7_parts draws it):
+
+* block: 128×128 (256 threads): per k, 128 + 128 floats staged for 16384 FMAs — half the
+  global and shared-store traffic per FMA of k6's 32×128 (the bytes ledger moves: 2/128 +
+  2/128 instead of 1/32 + 1/128 floats per FMA... intensity 32 FLOP/B instead of 12.8).
+* warp: a 64×32 sub-tile; its lanes are 8 × 4 in 4×4 pieces, so at one k a warp reads
+  8 + 4 distinct float4s: conflict-free LDS.128 with 4 / 8 lanes on each (broadcast).
+* thread: 8×8 = 64 accumulators from 8 + 8 registers; per k 4 LDS.128 for 64 FFMA
+  (k6: 3 for 32): the requests/cycles ledger moves from 0.094 to 0.0625 shared loads per FFMA.
+
+Edges and alignment as k6: four specialisations by which operands' rows are 16-byte
+aligned (`vector_operands`), 32-bit loads with per-element checks otherwise, and, in those,
+a block-uniform split that sends interior blocks through unchecked loads and stores.
+The tile sizes are compile-time constants (`TILING`); docs/LADDER.md has the search that
+chose them.
+"""
+import numpy as np
+from numba import cuda
+
+from ..intrinsics import SIMULATOR
+from ..ledgers import Access, Geometry, Step
+from . import _k7_parts
+from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+
+LEVEL = "k7"
+PARENT = "k6"
+TITLE = "warp tiling: 128×128 blocks, 64×32 warps, 8×8 threads"
+DELTA = (
+    "k7 = k6 + warp tiling: a 128×128 block tile split into 64×32 warp tiles of 8×4 lanes, each "
+    "lane an 8×8 tile as four 4×4 pieces: 4 conflict-free LDS.128 per 64 FFMA"
+)
+DTYPES = (np.float32,)
+SASS_MUST_HAVE = ("LDG.E.128", "LDS.128", "STS.128", "STG.E.128", "FFMA")
+
+TILING = _k7_parts.WarpTiling(tile_m=128, tile_n=128, tile_k=16, warp_m=64, warp_n=32, lanes_n=4)
+TILE_M, TILE_N, TILE_K = TILING.tile_m, TILING.tile_n, TILING.tile_k
+THREAD_M, THREAD_N = TILING.thread_m, TILING.thread_n
+BLOCK = TILING.block                     # (32 lanes, 8 warps)
+THREADS = TILING.threads
+GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
+# 256 threads, 2 blocks per SM: ptxas may use up to 128 registers per thread
+MIN_BLOCKS = 2
+
+
+def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
+    return (ceil_div(N, t.tile_n), ceil_div(M, t.tile_m))
+
+
+def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool):
+    """The k7 kernel (a Python function, not yet jitted) for tiling `t`. `a_vec`, `bc_vec`:
+    128-bit global access to A, and to B and C. `split`: interior blocks take unchecked loads
+    in all phases but the K tail, and unchecked stores."""
+    p = _k7_parts.make(t, a_vec, bc_vec)
+    TM, TN, TK, AS = t.tile_m, t.tile_n, t.tile_k, t.a_stride
+    NA, NB, TMR, TNR = t.a_loads, t.b_loads, t.thread_m, t.thread_n
+
+    def k7(M, N, K, alpha, A, B, beta, C):
+        As = cuda.shared.array((TK, AS), float32, alignment=SMEM_ALIGN)   # As[k, m], A transposed
+        Bs = cuda.shared.array((TK, TN), float32, alignment=SMEM_ALIGN)   # Bs[k, n]
+
+        lane = u32(cuda.threadIdx.x)
+        warp = u32(cuda.threadIdx.y)
+        tid = u32(warp * 32 + lane)
+        m, n, k = u32(M), u32(N), u32(K)
+        row0 = u32(cuda.blockIdx.y * TM)
+        col0 = u32(cuda.blockIdx.x * TN)
+        # (row0 < m < 2**31: row0 + TM cannot wrap in 32 bits)
+        inside = split & (u32(row0 + TM) <= m) & (u32(col0 + TN) <= n)
+        k_in = u32(k - k % TK)                       # phases before k_in are whole
+
+        a_r, a_c, b_r, b_c, a_off, b_off = p.loaders(tid, row0, col0, k, n)
+        am, bn = p.thread_tile(lane, warp)
+
+        ra = cuda.local.array((NA, 4), float32)      # one phase's loads, in flight
+        rb = cuda.local.array((NB, 4), float32)
+        af = cuda.local.array(TMR, float32)          # this k's A and B fragments
+        bf = cuda.local.array(TNR, float32)
+        acc = cuda.local.array((TMR, TNR), float32)
+        for i in range(TMR):
+            for j in range(TNR):
+                acc[i, j] = float32(0.0)
+
+        ph = u32(0)
+        while ph < k:
+            p.load_tiles(A, B, ra, rb, inside & (ph < k_in), a_off, b_off,
+                         u32(row0 + a_r), u32(ph + a_c), u32(ph + b_r), u32(col0 + b_c), m, n, k)
+            p.store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
+            cuda.syncthreads()
+            p.compute(u32(0), As, Bs, am, bn, af, bf, acc)     # TK steps, unrolled
+            cuda.syncthreads()
+            ph = u32(ph + TK)
+            a_off += u64(TK)
+            b_off += u64(TK) * u64(n)
+
+        p.epilogue(C, acc, alpha, beta, row0, col0, am, bn, m, n, inside)
+
+    return k7
+
+
+def jit(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool):
+    f = make_kernel(t, a_vec, bc_vec, split)
+    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, MIN_BLOCKS))(f)
+
+
+# (A 128-bit, B and C 128-bit) -> (name, kernel); as in k6, the all-vector kernel keeps one
+# predicate per float4 and no interior/border split.
+SPECIALISATIONS = {
+    (True, True): ("k7", jit(TILING, True, True, split=False)),
+    (False, False): ("k7_edge", jit(TILING, False, False, split=True)),
+    (False, True): ("k7_bc", jit(TILING, False, True, split=True)),     # K % 4 != 0
+    (True, False): ("k7_a", jit(TILING, True, False, split=True)),      # N % 4 != 0
+}
+kernel = SPECIALISATIONS[True, True][1]
+KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
+
+
+def _aligned(x) -> bool:
+    iface = getattr(x, "__cuda_array_interface__", None) or x.__array_interface__
+    return iface["data"][0] % 16 == 0
+
+
+def vector_operands(A, B, C) -> tuple[bool, bool]:
+    """(rows of A are 16-byte aligned, rows of B and of C are): which operands may move as float4."""
+    K, N = A.shape[1], B.shape[1]
+    return K % 4 == 0 and _aligned(A), N % 4 == 0 and _aligned(B) and _aligned(C)
+
+
+def unsupported(M: int, N: int, K: int):
+    return grid_limit(grid(M, N))
+
+
+def run(A, B, C, alpha, beta, stream=None):
+    k7 = SPECIALISATIONS[vector_operands(A, B, C)][1]
+    launch(k7, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
+
+
+# ---- the ledgers: what one warp touches in one phase (the all-vector kernel) --------------
+
+F32 = 4
+
+
+def _lane_tids(warp):
+    return [warp * 32 + lane for lane in range(32)]
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY, t=TILING) -> Step:
+    """Addresses of warp `warp` of block (bx, by) in phase `ph`: its float4 loads of A and B,
+    the shared stores that put them in the tiles (A transposed), and per k its LDS.128 of the
+    thread tiles. Geometry has no warp tile: the lane -> 4×4-piece mapping comes from `t`."""
+    tids = _lane_tids(warp)
+    T, as_base, bs_base = g.tile_k, 0, g.tile_k * t.a_stride * F32
+    acc = []
+    for s in range(t.a_loads):
+        idx = [tid + s * g.threads for tid in tids]
+        r = [i // (T // 4) for i in idx]
+        c = [i % (T // 4) * 4 for i in idx]
+        acc.append(Access("global", "load", "A", 16,
+                          tuple(((by * g.tile_m + rr) * K + ph * T + cc) * F32 for rr, cc in zip(r, c))))
+        for q in range(4):
+            acc.append(Access("shared", "store", "As", F32,
+                              tuple(as_base + ((cc + q) * t.a_stride + rr) * F32 for rr, cc in zip(r, c))))
+    for s in range(t.b_loads):
+        idx = [tid + s * g.threads for tid in tids]
+        r = [i // (g.tile_n // 4) for i in idx]
+        c = [i % (g.tile_n // 4) * 4 for i in idx]
+        acc.append(Access("global", "load", "B", 16,
+                          tuple(((ph * T + rr) * N + bx * g.tile_n + cc) * F32 for rr, cc in zip(r, c))))
+        acc.append(Access("shared", "store", "Bs", 16,
+                          tuple(bs_base + (rr * g.tile_n + cc) * F32 for rr, cc in zip(r, c))))
+    am = [warp // t.warps_n * t.warp_m + lane // t.lanes_n * 4 for lane in range(32)]
+    bn = [warp % t.warps_n * t.warp_n + lane % t.lanes_n * 4 for lane in range(32)]
+    for k in range(T):
+        for i in range(t.sub_m):
+            acc.append(Access("shared", "load", "As", 16,
+                              tuple(as_base + (k * t.a_stride + a + i * 4 * t.lanes_m) * F32 for a in am), True))
+        for j in range(t.sub_n):
+            acc.append(Access("shared", "load", "Bs", 16,
+                              tuple(bs_base + (k * g.tile_n + b + j * 4 * t.lanes_n) * F32 for b in bn), True))
+    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")
