@@ -126,6 +126,7 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     SUB_M, SUB_N = t.sub_m, t.sub_n
     THREAD_M, THREAD_N = t.thread_m, t.thread_n
     M_STEP, N_STEP = 4 * LANES_M, 4 * LANES_N  # between a thread's 4×4 pieces
+    WARPS_N, WARP_M, WARP_N = t.warps_n, t.warp_m, t.warp_n
     zero = float32(0.0)
 
     # ---- global memory: four floats of one row, X[off : off+4] (or 4 SPREAD apart for
@@ -271,8 +272,8 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     @_inline
     def thread_tile(lane, warp):
         """Tile row am and column bn of this thread's first 4×4 piece."""
-        am = u32(warp // t.warps_n * t.warp_m + lane // LANES_N * 4)
-        bn = u32(warp % t.warps_n * t.warp_n + lane % LANES_N * 4)
+        am = u32(warp // WARPS_N * WARP_M + lane // LANES_N * 4)
+        bn = u32(warp % WARPS_N * WARP_N + lane % LANES_N * 4)
         return am, bn
 
     @_inline
@@ -298,3 +299,59 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
 
     return SimpleNamespace(loaders=loaders, load_tiles=load_tiles, store_tiles=store_tiles,
                            compute=compute, thread_tile=thread_tile, epilogue=epilogue)
+
+
+# ---- host side ---------------------------------------------------------------------------
+
+def _aligned(x) -> bool:
+    iface = getattr(x, "__cuda_array_interface__", None) or x.__array_interface__
+    return iface["data"][0] % 16 == 0
+
+
+def vector_operands(A, B, C) -> tuple[bool, bool]:
+    """(rows of A are 16-byte aligned, rows of B and of C are): which operands may move as float4."""
+    K, N = A.shape[1], B.shape[1]
+    return K % 4 == 0 and _aligned(A), N % 4 == 0 and _aligned(B) and _aligned(C)
+
+
+F32 = 4
+
+
+def warp_step(t: WarpTiling, g, M, N, K, bx, by, warp, ph, buffers=1, load_kb=0, store_kb=0):
+    """Addresses warp `warp` of block (bx, by) touches in phase `ph` of the all-vector kernel:
+    its float4 loads of A and B, the shared stores that put them in the tiles (A transposed,
+    at k rows store_kb..), and per k its LDS.128 of the thread tiles (k rows load_kb..).
+    `buffers`: copies of each tile in shared memory (Bs starts after all of As's).
+    Geometry `g` has no warp tile: the lane -> 4×4-piece mapping comes from `t`."""
+    from ..ledgers import Access, Step
+
+    tids = [warp * WARP + lane for lane in range(WARP)]
+    T, bs_base = g.tile_k, buffers * g.tile_k * t.a_stride * F32    # As (all buffers), then Bs
+    acc = []
+    for s in range(t.a_loads):
+        idx = [tid + s * g.threads for tid in tids]
+        r = [i // (T // 4) for i in idx]
+        c = [i % (T // 4) * 4 for i in idx]
+        acc.append(Access("global", "load", "A", 16,
+                          tuple(((by * g.tile_m + rr) * K + ph * T + cc) * F32 for rr, cc in zip(r, c))))
+        for q in range(4):
+            acc.append(Access("shared", "store", "As", F32,
+                              tuple(((store_kb + cc + q) * t.a_stride + rr) * F32 for rr, cc in zip(r, c))))
+    for s in range(t.b_loads):
+        idx = [tid + s * g.threads for tid in tids]
+        r = [i // (g.tile_n // 4) for i in idx]
+        c = [i % (g.tile_n // 4) * 4 for i in idx]
+        acc.append(Access("global", "load", "B", 16,
+                          tuple(((ph * T + rr) * N + bx * g.tile_n + cc) * F32 for rr, cc in zip(r, c))))
+        acc.append(Access("shared", "store", "Bs", 16,
+                          tuple(bs_base + ((store_kb + rr) * g.tile_n + cc) * F32 for rr, cc in zip(r, c))))
+    am = [warp // t.warps_n * t.warp_m + lane // t.lanes_n * 4 for lane in range(WARP)]
+    bn = [warp % t.warps_n * t.warp_n + lane % t.lanes_n * 4 for lane in range(WARP)]
+    for k in range(load_kb, load_kb + T):
+        for i in range(t.sub_m):
+            acc.append(Access("shared", "load", "As", 16,
+                              tuple((k * t.a_stride + a + i * 4 * t.lanes_m) * F32 for a in am), True))
+        for j in range(t.sub_n):
+            acc.append(Access("shared", "load", "Bs", 16,
+                              tuple(bs_base + (k * g.tile_n + b + j * 4 * t.lanes_n) * F32 for b in bn), True))
+    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")

@@ -23,7 +23,7 @@ import numpy as np
 from numba import cuda
 
 from ..intrinsics import SIMULATOR
-from ..ledgers import Access, Geometry, Step
+from ..ledgers import Geometry, Step
 from . import _k7_parts
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
 
@@ -56,6 +56,9 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
     128-bit global access to A, and to B and C. `split`: interior blocks take unchecked loads
     in all phases but the K tail, and unchecked stores."""
     p = _k7_parts.make(t, a_vec, bc_vec)
+    # Numba types the closure's free variables: device functions yes, a namespace no
+    loaders, load_tiles, store_tiles = p.loaders, p.load_tiles, p.store_tiles
+    compute, thread_tile, epilogue = p.compute, p.thread_tile, p.epilogue
     TM, TN, TK, AS = t.tile_m, t.tile_n, t.tile_k, t.a_stride
     NA, NB, TMR, TNR = t.a_loads, t.b_loads, t.thread_m, t.thread_n
 
@@ -73,8 +76,8 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
         inside = split & (u32(row0 + TM) <= m) & (u32(col0 + TN) <= n)
         k_in = u32(k - k % TK)                       # phases before k_in are whole
 
-        a_r, a_c, b_r, b_c, a_off, b_off = p.loaders(tid, row0, col0, k, n)
-        am, bn = p.thread_tile(lane, warp)
+        a_r, a_c, b_r, b_c, a_off, b_off = loaders(tid, row0, col0, k, n)
+        am, bn = thread_tile(lane, warp)
 
         ra = cuda.local.array((NA, 4), float32)      # one phase's loads, in flight
         rb = cuda.local.array((NB, 4), float32)
@@ -87,17 +90,17 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
 
         ph = u32(0)
         while ph < k:
-            p.load_tiles(A, B, ra, rb, inside & (ph < k_in), a_off, b_off,
+            load_tiles(A, B, ra, rb, inside & (ph < k_in), a_off, b_off,
                          u32(row0 + a_r), u32(ph + a_c), u32(ph + b_r), u32(col0 + b_c), m, n, k)
-            p.store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
+            store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
             cuda.syncthreads()
-            p.compute(u32(0), As, Bs, am, bn, af, bf, acc)     # TK steps, unrolled
+            compute(u32(0), As, Bs, am, bn, af, bf, acc)     # TK steps, unrolled
             cuda.syncthreads()
             ph = u32(ph + TK)
             a_off += u64(TK)
             b_off += u64(TK) * u64(n)
 
-        p.epilogue(C, acc, alpha, beta, row0, col0, am, bn, m, n, inside)
+        epilogue(C, acc, alpha, beta, row0, col0, am, bn, m, n, inside)
 
     return k7
 
@@ -119,66 +122,17 @@ kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
 
-def _aligned(x) -> bool:
-    iface = getattr(x, "__cuda_array_interface__", None) or x.__array_interface__
-    return iface["data"][0] % 16 == 0
-
-
-def vector_operands(A, B, C) -> tuple[bool, bool]:
-    """(rows of A are 16-byte aligned, rows of B and of C are): which operands may move as float4."""
-    K, N = A.shape[1], B.shape[1]
-    return K % 4 == 0 and _aligned(A), N % 4 == 0 and _aligned(B) and _aligned(C)
-
-
 def unsupported(M: int, N: int, K: int):
     return grid_limit(grid(M, N))
 
 
 def run(A, B, C, alpha, beta, stream=None):
-    k7 = SPECIALISATIONS[vector_operands(A, B, C)][1]
+    k7 = SPECIALISATIONS[_k7_parts.vector_operands(A, B, C)][1]
     launch(k7, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
 
 
-# ---- the ledgers: what one warp touches in one phase (the all-vector kernel) --------------
-
-F32 = 4
 
 
-def _lane_tids(warp):
-    return [warp * 32 + lane for lane in range(32)]
-
-
-def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY, t=TILING) -> Step:
-    """Addresses of warp `warp` of block (bx, by) in phase `ph`: its float4 loads of A and B,
-    the shared stores that put them in the tiles (A transposed), and per k its LDS.128 of the
-    thread tiles. Geometry has no warp tile: the lane -> 4×4-piece mapping comes from `t`."""
-    tids = _lane_tids(warp)
-    T, as_base, bs_base = g.tile_k, 0, g.tile_k * t.a_stride * F32
-    acc = []
-    for s in range(t.a_loads):
-        idx = [tid + s * g.threads for tid in tids]
-        r = [i // (T // 4) for i in idx]
-        c = [i % (T // 4) * 4 for i in idx]
-        acc.append(Access("global", "load", "A", 16,
-                          tuple(((by * g.tile_m + rr) * K + ph * T + cc) * F32 for rr, cc in zip(r, c))))
-        for q in range(4):
-            acc.append(Access("shared", "store", "As", F32,
-                              tuple(as_base + ((cc + q) * t.a_stride + rr) * F32 for rr, cc in zip(r, c))))
-    for s in range(t.b_loads):
-        idx = [tid + s * g.threads for tid in tids]
-        r = [i // (g.tile_n // 4) for i in idx]
-        c = [i % (g.tile_n // 4) * 4 for i in idx]
-        acc.append(Access("global", "load", "B", 16,
-                          tuple(((ph * T + rr) * N + bx * g.tile_n + cc) * F32 for rr, cc in zip(r, c))))
-        acc.append(Access("shared", "store", "Bs", 16,
-                          tuple(bs_base + (rr * g.tile_n + cc) * F32 for rr, cc in zip(r, c))))
-    am = [warp // t.warps_n * t.warp_m + lane // t.lanes_n * 4 for lane in range(32)]
-    bn = [warp % t.warps_n * t.warp_n + lane % t.lanes_n * 4 for lane in range(32)]
-    for k in range(T):
-        for i in range(t.sub_m):
-            acc.append(Access("shared", "load", "As", 16,
-                              tuple(as_base + (k * t.a_stride + a + i * 4 * t.lanes_m) * F32 for a in am), True))
-        for j in range(t.sub_n):
-            acc.append(Access("shared", "load", "Bs", 16,
-                              tuple(bs_base + (k * g.tile_n + b + j * 4 * t.lanes_n) * F32 for b in bn), True))
-    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
+    """What warp `warp` of block (bx, by) touches in phase `ph` (the all-vector kernel)."""
+    return _k7_parts.warp_step(TILING, g, M, N, K, bx, by, warp, ph)
