@@ -130,16 +130,13 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     zero = float32(0.0)
 
     # ---- global memory: four floats of one row, X[off : off+4] (or 4 SPREAD apart for
-    # 32-bit B). Checked forms give 0 outside the matrix; *_in forms have no predicate.
+    # 32-bit B), columns col.. of a row with ncols columns; `row_ok`: the row exists.
+    # Outside the matrix loads give 0 and stores skip.
     @_inline
     def vector(X, off, row_ok, col, ncols):
         if row_ok & (col < ncols):              # ncols % 4 == 0: all four in, or all out
             return load4_global(X, off)
         return zero, zero, zero, zero
-
-    @_inline
-    def vector_in(X, off):
-        return load4_global(X, off)
 
     @_inline
     def scalar(X, off, row_ok, col, ncols):
@@ -149,10 +146,6 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
                 X[off + u64(3)] if row_ok & (u32(col + 3) < ncols) else zero)
 
     @_inline
-    def scalar_in(X, off):
-        return X[off], X[off + u64(1)], X[off + u64(2)], X[off + u64(3)]
-
-    @_inline
     def spread(X, off, row_ok, col, ncols):
         return (X[off] if row_ok & (col < ncols) else zero,
                 X[off + u64(SPREAD)] if row_ok & (u32(col + SPREAD) < ncols) else zero,
@@ -160,17 +153,9 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
                 X[off + u64(3 * SPREAD)] if row_ok & (u32(col + 3 * SPREAD) < ncols) else zero)
 
     @_inline
-    def spread_in(X, off):
-        return X[off], X[off + u64(SPREAD)], X[off + u64(2 * SPREAD)], X[off + u64(3 * SPREAD)]
-
-    @_inline
     def store_vector(X, off, row_ok, col, ncols, v):
         if row_ok & (col < ncols):
             store4_global(X, off, v)
-
-    @_inline
-    def store_vector_in(X, off, v):
-        store4_global(X, off, v)
 
     @_inline
     def store_scalar(X, off, row_ok, col, ncols, v):
@@ -184,13 +169,6 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
             X[off + u64(3)] = v[3]
 
     @_inline
-    def store_scalar_in(X, off, v):
-        X[off] = v[0]
-        X[off + u64(1)] = v[1]
-        X[off + u64(2)] = v[2]
-        X[off + u64(3)] = v[3]
-
-    @_inline
     def bs_vector(Bs, r, c, v0, v1, v2, v3):
         store4_shared(Bs, (r, c), (v0, v1, v2, v3))       # one STS.128
 
@@ -201,10 +179,10 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
         Bs[r, u32(c + 2 * SPREAD)] = v2
         Bs[r, u32(c + 3 * SPREAD)] = v3
 
-    load_a, load_a_in = (vector, vector_in) if a_vec else (scalar, scalar_in)
-    load_b, load_b_in = (vector, vector_in) if bc_vec else (spread, spread_in)
-    load_c, load_c_in = (vector, vector_in) if bc_vec else (scalar, scalar_in)
-    store_c, store_c_in = (store_vector, store_vector_in) if bc_vec else (store_scalar, store_scalar_in)
+    load_a = vector if a_vec else scalar
+    load_b = vector if bc_vec else spread
+    load_c = vector if bc_vec else scalar
+    store_c = store_vector if bc_vec else store_scalar
     store_bs = bs_vector if bc_vec else bs_spread
 
     @_inline
@@ -220,24 +198,15 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
         return a_r, a_c, b_r, b_c, a_off, b_off
 
     @_inline
-    def load_tiles(A, B, ra, rb, fast, a_off, b_off, a_row, a_col, b_row, b_col, m, n, k):
+    def load_tiles(A, B, ra, rb, a_off, b_off, a_row, a_col, b_row, b_col, m, n, k):
         """Global -> registers ra[A_LOADS, 4], rb[B_LOADS, 4]: one phase's share of this thread.
-        (a_row, a_col): the matrix element of its first A float4; (b_row, b_col) of B's.
-        `fast` (block-uniform): the tiles lie inside A and B, no checks."""
+        (a_row, a_col): the matrix element of its first A float4; (b_row, b_col) of B's."""
         for s in range(A_LOADS):
-            off = a_off + u64(s * A_ROW_STEP) * u64(k)
-            if fast:
-                v = load_a_in(A, off)
-            else:
-                v = load_a(A, off, u32(a_row + s * A_ROW_STEP) < m, a_col, k)
+            v = load_a(A, a_off + u64(s * A_ROW_STEP) * u64(k), u32(a_row + s * A_ROW_STEP) < m, a_col, k)
             for q in range(4):
                 ra[s, q] = v[q]
         for s in range(B_LOADS):
-            off = b_off + u64(s * B_ROW_STEP) * u64(n)
-            if fast:
-                v = load_b_in(B, off)
-            else:
-                v = load_b(B, off, u32(b_row + s * B_ROW_STEP) < k, b_col, n)
+            v = load_b(B, b_off + u64(s * B_ROW_STEP) * u64(n), u32(b_row + s * B_ROW_STEP) < k, b_col, n)
             for q in range(4):
                 rb[s, q] = v[q]
 
@@ -277,25 +246,26 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
         return am, bn
 
     @_inline
-    def epilogue(C, acc, alpha, beta, row0, col0, am, bn, m, n, inside):
-        """C = alpha·acc + beta·C, four columns at a time; beta == 0 never reads C (BLAS)."""
-        for i in range(THREAD_M):
-            row = u32(row0 + am + i // 4 * M_STEP + i % 4)
-            for j4 in range(SUB_N):
-                col = u32(col0 + bn + j4 * N_STEP)
-                off = u64(row) * u64(n) + u64(col)
-                j = 4 * j4
-                if beta == float32(0.0):
-                    out = (alpha * acc[i, j], alpha * acc[i, j + 1],
-                           alpha * acc[i, j + 2], alpha * acc[i, j + 3])
-                else:
-                    c = load_c_in(C, off) if inside else load_c(C, off, row < m, col, n)
-                    out = (alpha * acc[i, j] + beta * c[0], alpha * acc[i, j + 1] + beta * c[1],
-                           alpha * acc[i, j + 2] + beta * c[2], alpha * acc[i, j + 3] + beta * c[3])
-                if inside:
-                    store_c_in(C, off, out)
-                else:
-                    store_c(C, off, row < m, col, n, out)
+    def epilogue_row(i, C, acc, alpha, beta, row0, col0, am, bn, m, n):
+        """Row i of the thread tile: C = alpha·acc + beta·C, four columns at a time; beta == 0
+        never reads C (BLAS: NaN in C must not leak)."""
+        row = u32(row0 + am + i // 4 * M_STEP + i % 4)
+        for j4 in range(SUB_N):
+            col = u32(col0 + bn + j4 * N_STEP)
+            off = u64(row) * u64(n) + u64(col)
+            j = 4 * j4
+            if beta == float32(0.0):
+                out = (alpha * acc[i, j], alpha * acc[i, j + 1],
+                       alpha * acc[i, j + 2], alpha * acc[i, j + 3])
+            else:
+                c = load_c(C, off, row < m, col, n)
+                out = (alpha * acc[i, j] + beta * c[0], alpha * acc[i, j + 1] + beta * c[1],
+                       alpha * acc[i, j + 2] + beta * c[2], alpha * acc[i, j + 3] + beta * c[3])
+            store_c(C, off, row < m, col, n, out)
+
+    # Unrolled here, not left to NVVM: with the checked 32-bit stores the row loop stays a
+    # loop, acc[i, j] gets a run-time index and the 64 accumulators move to local memory.
+    epilogue = unrolled(epilogue_row, THREAD_M)     # epilogue(0, C, acc, ...)
 
     return SimpleNamespace(loaders=loaders, load_tiles=load_tiles, store_tiles=store_tiles,
                            compute=compute, thread_tile=thread_tile, epilogue=epilogue)

@@ -1,23 +1,21 @@
 """k7 — warp tiling: a 128×128 block tile, 64×32 per warp, 8×8 per thread as four 4×4 pieces.
 
-k6 gives each of 128 threads an 8×4 strip of a 32×128 tile: per k, 3 LDS.128 for 32 FFMA,
-and every float of the tiles it loads from global memory is used 32 times (A) or 8 times (B)
-per block... per k and block, 32 + 128 floats staged for 4096 FMAs. k7 grows every level of
-the hierarchy (numba_gemm.sgemm._k7_parts draws it):
+k6 gives each of 128 threads an 8×4 strip of a 32×128 tile. k7 grows every level of the
+hierarchy (numba_gemm.sgemm._k7_parts draws it):
 
-* block: 128×128 (256 threads): per k, 128 + 128 floats staged for 16384 FMAs — half the
-  global and shared-store traffic per FMA of k6's 32×128 (the bytes ledger moves: 2/128 +
-  2/128 instead of 1/32 + 1/128 floats per FMA... intensity 32 FLOP/B instead of 12.8).
-* warp: a 64×32 sub-tile; its lanes are 8 × 4 in 4×4 pieces, so at one k a warp reads
-  8 + 4 distinct float4s: conflict-free LDS.128 with 4 / 8 lanes on each (broadcast).
-* thread: 8×8 = 64 accumulators from 8 + 8 registers; per k 4 LDS.128 for 64 FFMA
+* block: 128×128 with 256 threads. Per k a block stages 128 + 128 floats for 16384 FMAs
+  (k6: 32 + 128 for 4096): 2.5× fewer global loads and shared stores per FMA. The bytes
+  ledger moves: a 128×128 tile reads its panels at 32 FLOP per DRAM byte (k6: 12.8).
+* warp: a 64×32 sub-tile whose lanes sit 8 × 4 in 4×4 pieces, so at one k a warp reads
+  8 (A) + 4 (B) distinct, consecutive float4s: conflict-free LDS.128, the other lanes
+  broadcasts.
+* thread: 8×8 = 64 accumulators from 8 + 8 fragment registers; per k 4 LDS.128 for 64 FFMA
   (k6: 3 for 32): the requests/cycles ledger moves from 0.094 to 0.0625 shared loads per FFMA.
 
-Edges and alignment as k6: four specialisations by which operands' rows are 16-byte
-aligned (`vector_operands`), 32-bit loads with per-element checks otherwise, and, in those,
-a block-uniform split that sends interior blocks through unchecked loads and stores.
+Edges and alignment as k6: four specialisations by which operands' rows are 16-byte aligned
+(`vector_operands`), 32-bit loads and stores with per-element checks where they are not.
 The tile sizes are compile-time constants (`TILING`); docs/LADDER.md has the search that
-chose them.
+chose them. 256 threads with launch bounds of 2 blocks per SM: at most 128 registers.
 """
 import numpy as np
 from numba import cuda
@@ -51,10 +49,9 @@ def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
     return (ceil_div(N, t.tile_n), ceil_div(M, t.tile_m))
 
 
-def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool):
-    """The k7 kernel (a Python function, not yet jitted) for tiling `t`. `a_vec`, `bc_vec`:
-    128-bit global access to A, and to B and C. `split`: interior blocks take unchecked loads
-    in all phases but the K tail, and unchecked stores."""
+def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
+    """The k7 kernel (a Python function, not yet jitted) for tiling `t`, with 128-bit global
+    access to A (`a_vec`) and to B and C (`bc_vec`)."""
     p = _k7_parts.make(t, a_vec, bc_vec)
     # Numba types the closure's free variables: device functions yes, a namespace no
     loaders, load_tiles, store_tiles = p.loaders, p.load_tiles, p.store_tiles
@@ -72,9 +69,6 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
         m, n, k = u32(M), u32(N), u32(K)
         row0 = u32(cuda.blockIdx.y * TM)
         col0 = u32(cuda.blockIdx.x * TN)
-        # (row0 < m < 2**31: row0 + TM cannot wrap in 32 bits)
-        inside = split & (u32(row0 + TM) <= m) & (u32(col0 + TN) <= n)
-        k_in = u32(k - k % TK)                       # phases before k_in are whole
 
         a_r, a_c, b_r, b_c, a_off, b_off = loaders(tid, row0, col0, k, n)
         am, bn = thread_tile(lane, warp)
@@ -90,8 +84,8 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
 
         ph = u32(0)
         while ph < k:
-            load_tiles(A, B, ra, rb, inside & (ph < k_in), a_off, b_off,
-                         u32(row0 + a_r), u32(ph + a_c), u32(ph + b_r), u32(col0 + b_c), m, n, k)
+            load_tiles(A, B, ra, rb, a_off, b_off,
+                       u32(row0 + a_r), u32(ph + a_c), u32(ph + b_r), u32(col0 + b_c), m, n, k)
             store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
             cuda.syncthreads()
             compute(u32(0), As, Bs, am, bn, af, bf, acc)     # TK steps, unrolled
@@ -100,23 +94,25 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
             a_off += u64(TK)
             b_off += u64(TK) * u64(n)
 
-        epilogue(C, acc, alpha, beta, row0, col0, am, bn, m, n, inside)
+        epilogue(0, C, acc, alpha, beta, row0, col0, am, bn, m, n)
 
     return k7
 
 
-def jit(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool):
-    f = make_kernel(t, a_vec, bc_vec, split)
+def jit(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
+    f = make_kernel(t, a_vec, bc_vec)
     return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, MIN_BLOCKS))(f)
 
 
-# (A 128-bit, B and C 128-bit) -> (name, kernel); as in k6, the all-vector kernel keeps one
-# predicate per float4 and no interior/border split.
+# (A 128-bit, B and C 128-bit) -> (name, kernel). Every load and store is checked: one
+# predicate per float4 (or per float in the 32-bit forms). k6's interior/border split is
+# left out: here it would cost registers (the split edge kernels spilled under the 128-register
+# cap) to save ~2% of the loop's instructions (1246 vs 1179 per phase for k8_edge vs k8).
 SPECIALISATIONS = {
-    (True, True): ("k7", jit(TILING, True, True, split=False)),
-    (False, False): ("k7_edge", jit(TILING, False, False, split=True)),
-    (False, True): ("k7_bc", jit(TILING, False, True, split=True)),     # K % 4 != 0
-    (True, False): ("k7_a", jit(TILING, True, False, split=True)),      # N % 4 != 0
+    (True, True): ("k7", jit(TILING, True, True)),
+    (False, False): ("k7_edge", jit(TILING, False, False)),
+    (False, True): ("k7_bc", jit(TILING, False, True)),     # K % 4 != 0
+    (True, False): ("k7_a", jit(TILING, True, False)),      # N % 4 != 0
 }
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}

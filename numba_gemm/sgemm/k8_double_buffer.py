@@ -50,7 +50,7 @@ def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
     return (ceil_div(N, t.tile_n), ceil_div(M, t.tile_m))
 
 
-def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool):
+def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
     """The k8 kernel (not yet jitted) for tiling `t`; arguments as k7's make_kernel."""
     p = _k7_parts.make(t, a_vec, bc_vec)
     loaders, load_tiles, store_tiles = p.loaders, p.load_tiles, p.store_tiles
@@ -70,8 +70,6 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
         m, n, k = u32(M), u32(N), u32(K)
         row0 = u32(cuda.blockIdx.y * TM)
         col0 = u32(cuda.blockIdx.x * TN)
-        inside = split & (u32(row0 + TM) <= m) & (u32(col0 + TN) <= n)
-        k_in = u32(k - k % TK)
 
         a_r, a_c, b_r, b_c, a_off, b_off = loaders(tid, row0, col0, k, n)
         am, bn = thread_tile(lane, warp)
@@ -86,7 +84,7 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
                 acc[i, j] = float32(0.0)
 
         # phase 0 into buffer 0
-        load_tiles(A, B, ra, rb, inside & (k_in > u32(0)), a_off, b_off,
+        load_tiles(A, B, ra, rb, a_off, b_off,
                    u32(row0 + a_r), a_c, b_r, u32(col0 + b_c), m, n, k)
         store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
         cuda.syncthreads()
@@ -97,7 +95,7 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
             nxt = u32(ph + TK)
             a_off += u64(TK)
             b_off += u64(TK) * u64(n)
-            load_tiles(A, B, ra, rb, inside & (nxt < k_in), a_off, b_off,
+            load_tiles(A, B, ra, rb, a_off, b_off,
                        u32(row0 + a_r), u32(nxt + a_c), u32(nxt + b_r), u32(col0 + b_c), m, n, k)
             compute(kb, As, Bs, am, bn, af, bf, acc)            # meanwhile: TK steps, unrolled
             kb = u32(TK - kb)
@@ -105,21 +103,21 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool)
             cuda.syncthreads()
             ph = nxt
 
-        epilogue(C, acc, alpha, beta, row0, col0, am, bn, m, n, inside)
+        epilogue(0, C, acc, alpha, beta, row0, col0, am, bn, m, n)
 
     return k8
 
 
-def jit(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool, split: bool):
-    f = make_kernel(t, a_vec, bc_vec, split)
+def jit(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
+    f = make_kernel(t, a_vec, bc_vec)
     return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, MIN_BLOCKS))(f)
 
 
 SPECIALISATIONS = {
-    (True, True): ("k8", jit(TILING, True, True, split=False)),
-    (False, False): ("k8_edge", jit(TILING, False, False, split=True)),
-    (False, True): ("k8_bc", jit(TILING, False, True, split=True)),     # K % 4 != 0
-    (True, False): ("k8_a", jit(TILING, True, False, split=True)),      # N % 4 != 0
+    (True, True): ("k8", jit(TILING, True, True)),
+    (False, False): ("k8_edge", jit(TILING, False, False)),
+    (False, True): ("k8_bc", jit(TILING, False, True)),     # K % 4 != 0
+    (True, False): ("k8_a", jit(TILING, True, False)),      # N % 4 != 0
 }
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
