@@ -116,6 +116,7 @@ SPECIALISATIONS = {
 }
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
+vector_operands = _k7_parts.vector_operands     # the rule that picks one (k6's)
 
 
 def unsupported(M: int, N: int, K: int):
@@ -123,7 +124,7 @@ def unsupported(M: int, N: int, K: int):
 
 
 def run(A, B, C, alpha, beta, stream=None):
-    k7 = SPECIALISATIONS[_k7_parts.vector_operands(A, B, C)][1]
+    k7 = SPECIALISATIONS[vector_operands(A, B, C)][1]
     launch(k7, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
 
 

@@ -121,6 +121,7 @@ SPECIALISATIONS = {
 }
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
+vector_operands = _k7_parts.vector_operands     # the rule that picks one (k6's)
 
 
 def unsupported(M: int, N: int, K: int):
@@ -128,7 +129,7 @@ def unsupported(M: int, N: int, K: int):
 
 
 def run(A, B, C, alpha, beta, stream=None):
-    k8 = SPECIALISATIONS[_k7_parts.vector_operands(A, B, C)][1]
+    k8 = SPECIALISATIONS[vector_operands(A, B, C)][1]
     launch(k8, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
 
 
