@@ -11,10 +11,12 @@ in one process and print Numba / CUDA C.
     t.run(dA, dB, dC, alpha, beta)                  # device arrays, as Level.run
     twins.time_twin("k7", 4096, 4096, 4096)         # median ms of the twin (fresh inputs)
     twins.census("k7")                              # SASS census of the twin's kernels (no GPU)
+    python tools/twin_census.py k6 k7 k8            # Numba vs CUDA C, main loop by main loop
 """
 from __future__ import annotations
 
 import ctypes
+import re
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -106,3 +108,30 @@ def time_twin(level_name: str, M: int, N: int, K: int, buffers=None, reps=None,
         buffers = (cuda.to_device(A), cuda.to_device(B), cuda.device_array((M, N), np.float32))
     dA, dB, dC = buffers
     return bench(lambda: t.run(dA, dB, dC, 1.0, 0.0), reps=reps, flush_l2=flush_l2).median_ms
+
+
+def main_loop(sass_text: str) -> list[str]:
+    """Opcodes of the longest loop in nvdisasm text of one function (a label, then a backward
+    branch to it): for a GEMM kernel, the K loop the time goes to."""
+    from .sass import _INSTR
+
+    labels, ops, loops = {}, [], []
+    for line in sass_text.splitlines():
+        m = re.match(r"^\s*\.(L_x_\d+):", line)
+        if m:
+            labels[m.group(1)] = len(ops)
+            continue
+        m = _INSTR.match(line)
+        if m:
+            ops.append(m.group(1))
+            target = re.search(r"BRA\s.*`\(\.(L_x_\d+)\)", line)
+            if target and labels.get(target.group(1), len(ops)) < len(ops):
+                loops.append(ops[labels[target.group(1)]:])
+    return max(loops, key=len) if loops else []
+
+
+def twin_sass(level_name: str) -> dict[str, str]:
+    """{kernel name: nvdisasm text} of the twin."""
+    from .sass import disassemble, split_functions
+
+    return split_functions(disassemble(nvrtc.compile_cubin(source(level_name))))

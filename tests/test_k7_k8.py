@@ -9,7 +9,6 @@ and K, and shapes smaller than one tile. The census compiles the kernels as they
 """
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -21,6 +20,7 @@ from tests.conftest import GPU
 import numba_gemm
 from numba_gemm import check
 from numba_gemm.registry import get
+from numba_gemm.twins import main_loop
 from numba_gemm.sgemm._k7_parts import vector_operands
 
 LEVELS = ["k7", "k8"]
@@ -121,6 +121,7 @@ import json, re, sys
 from numba import cuda
 from numba_gemm import sass
 from numba_gemm.registry import get
+from numba_gemm.twins import main_loop
 from numba_gemm.sgemm._k7_parts import vector_operands
 
 out = {}
@@ -148,25 +149,6 @@ def census():
         pytest.skip(out.stderr.strip().splitlines()[-1])
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def main_loop(sass_text):
-    """Opcodes of the longest loop (a label and the backward branch to it) in nvdisasm text."""
-    from numba_gemm.sass import _INSTR
-
-    labels, ops, loops = {}, [], []
-    for line in sass_text.splitlines():
-        m = re.match(r"^\s*\.(L_x_\d+):", line)
-        if m:
-            labels[m.group(1)] = len(ops)
-            continue
-        m = _INSTR.match(line)
-        if m:
-            ops.append(m.group(1))
-            target = re.search(r"BRA\s.*`\(\.(L_x_\d+)\)", line)
-            if target and labels.get(target.group(1), len(ops)) < len(ops):
-                loops.append(ops[labels[target.group(1)]:])
-    return max(loops, key=len) if loops else []
 
 
 @pytest.mark.parametrize("level", LEVELS)
