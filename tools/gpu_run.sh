@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# The whole GPU check in one command: environment, GPU tests, the benchmark tables, the seed's CUDA C
-# yardstick and the microbenchmarks. Logs and JSON go to $OUT (default ./out); a short table last.
-#   bash tools/gpu_run.sh [steps...]     steps: env sgemm hgemm micro seed sweep ncu tests
-#   (default: env sgemm hgemm micro seed tests; LEVELS/SIZES/PYTEST_ARGS narrow the sgemm/tests steps)
+# The whole GPU check in one command: environment, GPU tests, memory/race/sync checks of every
+# native level, the benchmark tables, the size curves, the host overhead and the microbenchmarks.
+# Logs and JSON go to $OUT (default ./out); a short summary last.
+#   bash tools/gpu_run.sh [steps...]
+#   steps: env tests sanitize sgemm hgemm curve overhead micro sweep ncu
+#   (default: env tests sanitize sgemm hgemm overhead micro)
+#   LEVELS / SIZES narrow the sgemm step, PYTEST_ARGS / TEST_TIMEOUT the tests step.
 # Wheels in .whl/ (e.g. a NumPy < 2.5 for the machine's Python) are installed first if present.
 set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-steps=${*:-"env tests sgemm hgemm seed micro"}
+steps=${*:-"env tests sanitize sgemm hgemm overhead micro"}
 has() { [[ " $steps " == *" $1 "* ]]; }
 
 if compgen -G ".whl/*.whl" >/dev/null; then
@@ -18,27 +21,50 @@ fi
 python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >"$OUT/install.log" 2>&1 \
   || echo "editable install failed (see install.log)"
 
+levels_where() {  # comma list of registry levels satisfying a Python predicate on `lv`
+  python3 -c "from numba_gemm.registry import registry; print(','.join(n for n, lv in registry().items() if $1))"
+}
+
 if has env; then
   { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv
     python3 -c "import numpy, numba, numba_cuda, cuda.bindings; print('numpy', numpy.__version__, 'numba', numba.__version__, 'numba-cuda', numba_cuda.__version__, 'cuda-bindings', cuda.bindings.__version__)"
     git rev-parse --short HEAD 2>/dev/null; date -u; } >"$OUT/env.txt" 2>&1
   cat "$OUT/env.txt"
 fi
+if has tests; then
+  timeout "${TEST_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} >"$OUT/pytest.log" 2>&1
+  tail -n 3 "$OUT/pytest.log"
+fi
+if has sanitize; then  # every native level on a small ragged shape, each checked for exactness
+  native=$(levels_where "lv.native")
+  for tool in memcheck racecheck synccheck; do
+    timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
+      python3 tools/run_once.py --level "$native" --shape 127,200,72 >"$OUT/sanitize_$tool.txt" 2>&1
+    echo "compute-sanitizer $tool ($native): exit $? — $(grep -c WRONG "$OUT/sanitize_$tool.txt") wrong, $(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.txt" | tail -n 1)"
+  done
+fi
 if has sgemm; then
-  timeout 300 python3 bench.py --level "${LEVELS:-sgemm}" --size "${SIZES:-4096,4097}" --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
+  timeout 420 python3 bench.py --level "${LEVELS:-sgemm}" --size "${SIZES:-4096,4097,8192}" --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
   cat "$OUT/sgemm.txt"
 fi
 if has hgemm; then
-  timeout 300 python3 bench.py --level hgemm --size 4096,8192 --json "$OUT/hgemm.json" >"$OUT/hgemm.txt" 2>&1
-  cat "$OUT/hgemm.txt"
+  for dt in fp16 bf16; do
+    timeout 300 python3 bench.py --level hgemm --size 4096,8192 --dtype $dt --json "$OUT/hgemm_$dt.json" >"$OUT/hgemm_$dt.txt" 2>&1
+    cat "$OUT/hgemm_$dt.txt"
+  done
+fi
+if has curve; then  # TFLOPS vs size, kernel time, for the top of both ladders
+  timeout 420 python3 bench.py --level "${CURVE_LEVELS:-k5,k6,k7,k8,hgemm}" --size 512,1024,2048,4096,8192,16384 \
+    --json "$OUT/curve.json" >"$OUT/curve.txt" 2>&1
+  tail -n 60 "$OUT/curve.txt"
+fi
+if has overhead; then
+  timeout 180 python3 bench.py --overhead >"$OUT/overhead.txt" 2>&1
+  cat "$OUT/overhead.txt"
 fi
 if has micro; then
-  timeout 120 python3 -m numba_gemm.microbench --out "$OUT/h200_costs.json" >"$OUT/micro.txt" 2>&1
+  timeout 180 python3 -m numba_gemm.microbench --out "$OUT/h200_costs.json" >"$OUT/micro.txt" 2>&1
   cat "$OUT/micro.txt"
-fi
-if has seed && [ -f .ref/seed_sgemm.cu ]; then
-  (nvcc -arch=sm_90 -O3 -o /tmp/seed_sgemm .ref/seed_sgemm.cu && timeout 200 /tmp/seed_sgemm) >"$OUT/seed.txt" 2>&1
-  cat "$OUT/seed.txt"
 fi
 if has sweep; then
   timeout 300 python3 tools/hgemm_sweep.py --out "$OUT/hgemm_sweep.json" >"$OUT/hgemm_sweep.txt" 2>&1
@@ -52,8 +78,4 @@ if has ncu; then   # L2 reuse of v8 vs v9 at 8192, and k1's power-of-two stride 
         python3 tools/run_once.py --level k1 --size $n
     done; } >"$OUT/ncu.txt" 2>&1
   grep -E "^  [a-z_]+__|==PROF==|v8_|v9_|kernel|n=|size" "$OUT/ncu.txt" | tail -n 40
-fi
-if has tests; then
-  timeout "${TEST_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} 2>&1 | tail -n 80 >"$OUT/pytest.log"
-  tail -n 3 "$OUT/pytest.log"
 fi

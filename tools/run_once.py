@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""Launch one level twice on random inputs (a warm-up, then the launch to profile), for ncu:
+"""Launch levels on fresh random inputs, for a profiler or a memory checker, and check the result.
+
+Each level runs twice (a warm-up, then the launch to profile) with beta = 0, then once with
+beta != 0 (the C-reading epilogue), and the last result is compared with the float64
+reference. The exit status is 1 if any result is wrong.
 
     ncu --clock-control none --launch-skip 1 --launch-count 1 \\
         --metrics lts__t_sector_hit_rate.pct,dram__bytes_read.sum \\
         python tools/run_once.py --level v9 --size 8192
+    compute-sanitizer --tool racecheck python tools/run_once.py --level v8,v10 --shape 127,200,72
 """
 import argparse
+import sys
 
 import numpy as np
 
@@ -14,21 +20,37 @@ from numba_gemm import check, registry
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--level", required=True)
-    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--level", required=True, help="a level name or a comma list")
+    p.add_argument("--size", type=int, default=4096, help="M = N = K (default %(default)s)")
+    p.add_argument("--shape", help="M,N,K (overrides --size)")
+    p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"],
+                   help="input type of the HGEMM levels (default %(default)s)")
     args = p.parse_args()
     from numba import cuda
 
-    lv = registry.get(args.level)
-    n = args.size
-    dtype = np.float32 if lv.family == "sgemm" else np.float16
-    A, B, _ = check.random_inputs(n, n, n, dtype=dtype)
-    dA, dB = cuda.to_device(A), cuda.to_device(B)
-    dC = cuda.device_array((n, n), np.float32)
-    for _ in range(2):
-        lv.run(dA, dB, dC, 1.0, 0.0)
+    from numba_gemm.api import transfer_dtype
+
+    M, N, K = (int(x) for x in args.shape.split(",")) if args.shape else (args.size,) * 3
+    wrong = []
+    for name in args.level.split(","):
+        lv = registry.get(name)
+        dtype = np.dtype(np.float32) if lv.family == "sgemm" else next(
+            d for d in lv.dtypes if d.name == args.dtype)
+        A, B, C = check.random_inputs(M, N, K, dtype=dtype)
+        dA = cuda.to_device(A.view(transfer_dtype(dtype)))
+        dB = cuda.to_device(B.view(transfer_dtype(dtype)))
+        dC = cuda.to_device(C)
+        for _ in range(2):
+            lv.run(dA, dB, dC, 1.0, 0.0)
+        dC = cuda.to_device(C)
+        lv.run(dA, dB, dC, 0.5, -1.5)
+        verdict = check.verify(dC.copy_to_host(), A, B, C, 0.5, -1.5, lv.family)
+        print(f"{lv.name} {M}x{N}x{K} {dtype.name}: {'ok' if verdict.ok else 'WRONG'} ({verdict})")
+        if not verdict.ok:
+            wrong.append(lv.name)
     cuda.synchronize()
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
