@@ -21,7 +21,7 @@ import numba_gemm
 from numba_gemm import check
 from numba_gemm.registry import get
 from numba_gemm.twins import main_loop
-from numba_gemm.sgemm._k7_parts import vector_operands
+from numba_gemm.sgemm._k6_edges import vector_operands
 
 LEVELS = ["k7", "k8"]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -122,7 +122,7 @@ from numba import cuda
 from numba_gemm import sass
 from numba_gemm.registry import get
 from numba_gemm.twins import main_loop
-from numba_gemm.sgemm._k7_parts import vector_operands
+from numba_gemm.sgemm._k6_edges import vector_operands
 
 out = {}
 for level in sys.argv[1:]:

@@ -4,8 +4,8 @@
 #define TILE 32
 
 extern "C" __global__ void k3(SGEMM_ARGS) {
-    __shared__ __align__(16) float Mds[TILE][TILE];
-    __shared__ __align__(16) float Nds[TILE][TILE];
+    __shared__ __align__(16) float As[TILE][TILE];
+    __shared__ __align__(16) float Bs[TILE][TILE];
     const u32 tx = threadIdx.x, ty = threadIdx.y;
     const u32 col = blockIdx.x * TILE + tx, row = blockIdx.y * TILE + ty;
     const u32 m = M, n = N, k = K;
@@ -13,11 +13,11 @@ extern "C" __global__ void k3(SGEMM_ARGS) {
     float acc = 0.0f;
     for (u32 ph = 0; ph < k; ph += TILE) {
         const u32 a_col = ph + tx, b_row = ph + ty;
-        Mds[ty][tx] = (row < m && a_col < k) ? A[a_row + a_col] : 0.0f;
-        Nds[ty][tx] = (b_row < k && col < n) ? B[u64(b_row) * n + col] : 0.0f;
+        As[ty][tx] = (row < m && a_col < k) ? A[a_row + a_col] : 0.0f;
+        Bs[ty][tx] = (b_row < k && col < n) ? B[u64(b_row) * n + col] : 0.0f;
         __syncthreads();
 #pragma unroll
-        for (int kk = 0; kk < TILE; ++kk) acc += Mds[ty][kk] * Nds[kk][tx];
+        for (int kk = 0; kk < TILE; ++kk) acc += As[ty][kk] * Bs[kk][tx];
         __syncthreads();
     }
     if (row < m && col < n) twin::store_c(C, u64(row) * n + col, acc, alpha, beta);

@@ -11,8 +11,8 @@ __device__ __forceinline__ void store_col(float* C, u64 c_row, u32 col, u32 n, f
 }
 
 extern "C" __global__ void k3c(SGEMM_ARGS) {
-    __shared__ __align__(16) float Mds[TILE][TILE];
-    __shared__ __align__(16) float Nds[TILE][TILE];
+    __shared__ __align__(16) float As[TILE][TILE];
+    __shared__ __align__(16) float Bs[TILE][TILE];
     const u32 tx = threadIdx.x, ty = threadIdx.y;
     const u32 row = blockIdx.y * TILE + ty;
     const u32 col_start = blockIdx.x * (TILE * COARSE) + tx;
@@ -22,15 +22,15 @@ extern "C" __global__ void k3c(SGEMM_ARGS) {
     for (u32 ph = 0; ph < k; ph += TILE) {
         const u32 a_col = ph + tx, b_row = ph + ty;
         const u64 b_off = u64(b_row) * n;
-        Mds[ty][tx] = (row < m && a_col < k) ? A[a_row + a_col] : 0.0f;
+        As[ty][tx] = (row < m && a_col < k) ? A[a_row + a_col] : 0.0f;
 #pragma unroll
         for (int c = 0; c < COARSE; ++c) {
             const u32 col = col_start + c * TILE;
-            Nds[ty][tx] = (b_row < k && col < n) ? B[b_off + col] : 0.0f;
+            Bs[ty][tx] = (b_row < k && col < n) ? B[b_off + col] : 0.0f;
             __syncthreads();
             float acc = 0.0f;
 #pragma unroll
-            for (int kk = 0; kk < TILE; ++kk) acc += Mds[ty][kk] * Nds[kk][tx];
+            for (int kk = 0; kk < TILE; ++kk) acc += As[ty][kk] * Bs[kk][tx];
             __syncthreads();
             const float t = p0 + acc;
             p0 = p1; p1 = p2; p2 = p3; p3 = t;

@@ -6,8 +6,8 @@
 #define CF 8
 
 extern "C" __global__ void k4(SGEMM_ARGS) {
-    __shared__ __align__(16) float Mds[TILE][TILE];
-    __shared__ __align__(16) float Nds[TILE][TILE];
+    __shared__ __align__(16) float As[TILE][TILE];
+    __shared__ __align__(16) float Bs[TILE][TILE];
     const u32 tx = threadIdx.x, ty = threadIdx.y;
     const u32 col = blockIdx.x * TILE + tx;
     const u32 i0 = ty * CF;
@@ -24,17 +24,17 @@ extern "C" __global__ void k4(SGEMM_ARGS) {
 #pragma unroll
         for (int r = 0; r < CF; ++r) {
             const u32 ir = i0 + r;
-            Mds[ir][tx] = (row0 + r < m && a_col < k) ? A[a] : 0.0f;
-            Nds[ir][tx] = (ph + ir < k && col < n) ? B[b] : 0.0f;
+            As[ir][tx] = (row0 + r < m && a_col < k) ? A[a] : 0.0f;
+            Bs[ir][tx] = (ph + ir < k && col < n) ? B[b] : 0.0f;
             a += k;
             b += n;
         }
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < TILE; ++kk) {
-            const float b_val = Nds[kk][tx];
+            const float b_val = Bs[kk][tx];
 #pragma unroll
-            for (int r = 0; r < CF; ++r) acc[r] += Mds[i0 + r][kk] * b_val;
+            for (int r = 0; r < CF; ++r) acc[r] += As[i0 + r][kk] * b_val;
         }
         __syncthreads();
     }

@@ -7,8 +7,8 @@
 #define TN 4
 
 extern "C" __global__ void k5(SGEMM_ARGS) {
-    __shared__ __align__(16) float Mds[TILE][TILE];
-    __shared__ __align__(16) float Nds[TILE][TILE * TN];
+    __shared__ __align__(16) float As[TILE][TILE];
+    __shared__ __align__(16) float Bs[TILE][TILE * TN];
     const u32 tx = threadIdx.x, ty = threadIdx.y;
     const u32 i0 = ty * CF;
     const u32 row0 = blockIdx.y * TILE + i0;
@@ -26,20 +26,20 @@ extern "C" __global__ void k5(SGEMM_ARGS) {
 #pragma unroll
         for (int r = 0; r < CF; ++r) {
             const u32 ir = i0 + r;
-            Mds[ir][tx] = (row0 + r < m && a_col < k) ? A[a_off + u64(r) * k] : 0.0f;
+            As[ir][tx] = (row0 + r < m && a_col < k) ? A[a_off + u64(r) * k] : 0.0f;
             const bool b_ok = b_row + r < k;
             const u64 b = b_off + u64(r) * n;
 #pragma unroll
             for (int j = 0; j < TN; ++j)
-                Nds[ir][j * TILE + tx] = (b_ok && b_col + j * TILE < n) ? B[b + j * TILE] : 0.0f;
+                Bs[ir][j * TILE + tx] = (b_ok && b_col + j * TILE < n) ? B[b + j * TILE] : 0.0f;
         }
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < TILE; ++kk) {
 #pragma unroll
-            for (int r = 0; r < CF; ++r) a_reg[r] = Mds[i0 + r][kk];
+            for (int r = 0; r < CF; ++r) a_reg[r] = As[i0 + r][kk];
 #pragma unroll
-            for (int j = 0; j < TN; ++j) b_reg[j] = Nds[kk][j * TILE + tx];
+            for (int j = 0; j < TN; ++j) b_reg[j] = Bs[kk][j * TILE + tx];
 #pragma unroll
             for (int r = 0; r < CF; ++r)
 #pragma unroll

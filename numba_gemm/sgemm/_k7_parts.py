@@ -29,9 +29,9 @@ from types import SimpleNamespace
 from numba import cuda
 
 from ..intrinsics import load4_global, load4_shared, store4_global, store4_shared, unrolled
+from ..ledgers.access import F32, WARP, Geometry, Step, global_load, shared_access
 from ._common import float32, u32, u64
 
-WARP = 32
 A_PAD = 4          # floats: keeps As rows 16-byte aligned (LDS.128) while spreading the banks
 
 
@@ -271,57 +271,39 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
                            compute=compute, thread_tile=thread_tile, epilogue=epilogue)
 
 
-# ---- host side ---------------------------------------------------------------------------
+# ---- the ledgers ---------------------------------------------------------------------------
 
-def _aligned(x) -> bool:
-    iface = getattr(x, "__cuda_array_interface__", None) or x.__array_interface__
-    return iface["data"][0] % 16 == 0
-
-
-def vector_operands(A, B, C) -> tuple[bool, bool]:
-    """(rows of A are 16-byte aligned, rows of B and of C are): which operands may move as float4."""
-    K, N = A.shape[1], B.shape[1]
-    return K % 4 == 0 and _aligned(A), N % 4 == 0 and _aligned(B) and _aligned(C)
-
-
-F32 = 4
-
-
-def warp_step(t: WarpTiling, g, M, N, K, bx, by, warp, ph, buffers=1, load_kb=0, store_kb=0):
-    """Addresses warp `warp` of block (bx, by) touches in phase `ph` of the all-vector kernel:
-    its float4 loads of A and B, the shared stores that put them in the tiles (A transposed,
-    at k rows store_kb..), and per k its LDS.128 of the thread tiles (k rows load_kb..).
-    `buffers`: copies of each tile in shared memory (Bs starts after all of As's).
-    Geometry `g` has no warp tile: the lane -> 4×4-piece mapping comes from `t`."""
-    from ..ledgers import Access, Step
-
+def warp_step(t: WarpTiling, g: Geometry, M, N, K, bx, by, warp, ph, buffers=1, load_kb=0, store_kb=0):
+    """What warp `warp` of block (bx, by) touches in phase `ph` of the all-float4 kernel: its
+    float4 loads of A and B by linear thread id, the shared stores that put them in the tiles
+    (A transposed, at k rows store_kb..), and per k the LDS.128 of its thread tiles (k rows
+    load_kb..). `buffers`: copies of each tile (Bs starts after all of As). Geometry `g` has
+    no warp tile: the lane -> 4×4-piece mapping comes from `t`."""
     tids = [warp * WARP + lane for lane in range(WARP)]
-    T, bs_base = g.tile_k, buffers * g.tile_k * t.a_stride * F32    # As (all buffers), then Bs
+    T, AS = g.tile_k, t.a_stride
+    b_bs = buffers * T * AS * F32                             # bytes: Bs follows As
     acc = []
     for s in range(t.a_loads):
         idx = [tid + s * g.threads for tid in tids]
         r = [i // (T // 4) for i in idx]
         c = [i % (T // 4) * 4 for i in idx]
-        acc.append(Access("global", "load", "A", 16,
-                          tuple(((by * g.tile_m + rr) * K + ph * T + cc) * F32 for rr, cc in zip(r, c))))
-        for q in range(4):
-            acc.append(Access("shared", "store", "As", F32,
-                              tuple(((store_kb + cc + q) * t.a_stride + rr) * F32 for rr, cc in zip(r, c))))
+        acc.append(global_load("A", [(by * g.tile_m + rr) * K + ph * T + cc for rr, cc in zip(r, c)], 16))
+        for q in range(4):                                    # transposed: 4 scalar stores
+            acc.append(shared_access("As", [(store_kb + cc + q) * AS + rr for rr, cc in zip(r, c)],
+                                     inner=False, op="store"))
     for s in range(t.b_loads):
         idx = [tid + s * g.threads for tid in tids]
         r = [i // (g.tile_n // 4) for i in idx]
         c = [i % (g.tile_n // 4) * 4 for i in idx]
-        acc.append(Access("global", "load", "B", 16,
-                          tuple(((ph * T + rr) * N + bx * g.tile_n + cc) * F32 for rr, cc in zip(r, c))))
-        acc.append(Access("shared", "store", "Bs", 16,
-                          tuple(bs_base + ((store_kb + rr) * g.tile_n + cc) * F32 for rr, cc in zip(r, c))))
+        acc.append(global_load("B", [(ph * T + rr) * N + bx * g.tile_n + cc for rr, cc in zip(r, c)], 16))
+        acc.append(shared_access("Bs", [(store_kb + rr) * g.tile_n + cc for rr, cc in zip(r, c)], 16,
+                                 inner=False, op="store", base=b_bs))
     am = [warp // t.warps_n * t.warp_m + lane // t.lanes_n * 4 for lane in range(WARP)]
     bn = [warp % t.warps_n * t.warp_n + lane % t.lanes_n * 4 for lane in range(WARP)]
-    for k in range(load_kb, load_kb + T):
-        for i in range(t.sub_m):
-            acc.append(Access("shared", "load", "As", 16,
-                              tuple((k * t.a_stride + a + i * 4 * t.lanes_m) * F32 for a in am), True))
-        for j in range(t.sub_n):
-            acc.append(Access("shared", "load", "Bs", 16,
-                              tuple(bs_base + (k * g.tile_n + b + j * 4 * t.lanes_n) * F32 for b in bn), True))
+    for kk in range(load_kb, load_kb + T):
+        for i in range(t.sub_m):                              # 8 distinct float4s, broadcast
+            acc.append(shared_access("As", [kk * AS + a + i * 4 * t.lanes_m for a in am], 16))
+        for j in range(t.sub_n):                              # 4 distinct float4s, broadcast
+            acc.append(shared_access("Bs", [kk * g.tile_n + b + j * 4 * t.lanes_n for b in bn], 16,
+                                     base=b_bs))
     return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")

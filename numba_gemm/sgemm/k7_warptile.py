@@ -21,9 +21,10 @@ import numpy as np
 from numba import cuda
 
 from ..intrinsics import SIMULATOR
-from ..ledgers import Geometry, Step
+from ..ledgers.access import Geometry, Step
 from . import _k7_parts
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+from ._k6_edges import vector_operands     # which operands may move as float4 (k6's rule)
 
 LEVEL = "k7"
 PARENT = "k6"
@@ -116,7 +117,6 @@ SPECIALISATIONS = {
 }
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
-vector_operands = _k7_parts.vector_operands     # the rule that picks one (k6's)
 
 
 def unsupported(M: int, N: int, K: int):

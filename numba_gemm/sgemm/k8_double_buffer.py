@@ -23,9 +23,10 @@ import numpy as np
 from numba import cuda
 
 from ..intrinsics import SIMULATOR
-from ..ledgers import Geometry, Step
+from ..ledgers.access import Geometry, Step
 from . import _k7_parts
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+from ._k6_edges import vector_operands     # which operands may move as float4 (k6's rule)
 
 LEVEL = "k8"
 PARENT = "k7"
@@ -121,7 +122,6 @@ SPECIALISATIONS = {
 }
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
-vector_operands = _k7_parts.vector_operands     # the rule that picks one (k6's)
 
 
 def unsupported(M: int, N: int, K: int):
@@ -134,7 +134,7 @@ def run(A, B, C, alpha, beta, stream=None):
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
-    """k7's accesses, with phase ph multiplying buffer ph % 2 and storing into (ph + 1) % 2
-    (one buffer is 16·132·4 bytes, a multiple of 128: the same banks either way)."""
-    return _k7_parts.warp_step(TILING, g, M, N, K, bx, by, warp, ph, buffers=2, load_kb=ph % 2 * TILE_K,
-                               store_kb=(ph + 1) % 2 * TILE_K)
+    """k7's accesses for phase ph, whose tiles live in buffer ph % 2 (stored there during
+    phase ph - 1). A buffer is 16·132·4 bytes, a multiple of 128: the same banks as k7."""
+    kb = ph % 2 * TILE_K
+    return _k7_parts.warp_step(TILING, g, M, N, K, bx, by, warp, ph, buffers=2, load_kb=kb, store_kb=kb)
