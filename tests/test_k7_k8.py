@@ -80,8 +80,8 @@ def test_unaligned_base_takes_the_32_bit_path(level):
     B = B[:K]
     from numba import cuda
 
-    dA, dB, dC = cuda.to_device(A_big).reshape(-1)[1:1 + M * K].reshape(M, K), cuda.to_device(B), cuda.to_device(C)
-    mod = get(level).module
+    dA = cuda.to_device(A_big).reshape(-1)[1:1 + M * K].reshape(M, K)
+    dB, dC = cuda.to_device(B), cuda.to_device(C)
     assert vector_operands(dA, dB, dC) == (False, True)
     numba_gemm.gemm(dA, dB, dC, alpha=1.5, beta=-1.0, level=level)
     v = check.verify(dC.copy_to_host(), A, B, C, 1.5, -1.0)
