@@ -44,7 +44,7 @@ THREAD_M, THREAD_N = TILING.thread_m, TILING.thread_n
 BLOCK = TILING.block
 THREADS = TILING.threads
 GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
-MIN_BLOCKS = 2
+MIN_BLOCKS = 2                # as k7: 2 blocks of 256 threads per SM, <= 128 registers
 
 
 def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
