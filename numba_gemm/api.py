@@ -8,8 +8,12 @@ The call path (bench.py --overhead measures the host cost of each stage):
      (torch's current stream for torch tensors, CuPy's for CuPy arrays, Numba's default
      stream otherwise); inputs produced on another stream are waited for with an event;
   4. launch. The launches a level's run() makes are recorded once (numba_gemm.launch) and
-     cached by everything run() reads — level, shapes, dtypes, pointers, alpha, beta,
-     device — so a repeated call is a dictionary lookup and one cuLaunchKernel.
+     cached by everything validation and run() read — level, alpha, beta and each record's
+     pointer, shape, strides, dtype, device — so a repeated call is a dictionary lookup and
+     one cuLaunchKernel. For torch CUDA tensors with C given, a repeated call skips step 2:
+     its key is made of the tensors' own fields (those the records would hold), so a hit
+     stands for a call that passed every check with these values. Step 3 and the capture
+     check run on every call.
 
 CUDA graph capture: the kernel goes to the stream in use; when that stream is capturing, the
 launch is captured (replaying the graph recomputes C from A and B as they are then). A call
