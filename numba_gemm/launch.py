@@ -63,7 +63,6 @@ def _cuda():
         for name, args in sig.items():
             f = getattr(lib, name)
             f.argtypes, f.restype = args, ctypes.c_int
-        lib.cuLaunchKernel.restype = ctypes.c_int
         _ok(lib.cuInit(0), "cuInit")
         _lib = lib
     return _lib
