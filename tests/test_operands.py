@@ -165,8 +165,8 @@ def test_cai_strides_not_whole_elements(device_of_pointer):
 class FakeTorchTensor:
     __module__ = "torch"
 
-    def __init__(self, dtype="torch.bfloat16", device=0, requires_grad=False):
-        self.dtype, self.device_index, self.requires_grad = dtype, device, requires_grad
+    def __init__(self, dtype="torch.bfloat16", device=0, requires_grad=False, neg=False):
+        self.dtype, self.device_index, self.requires_grad, self.neg = dtype, device, requires_grad, neg
         self.shape = (6, 7)
 
     def data_ptr(self):
@@ -177,6 +177,9 @@ class FakeTorchTensor:
 
     def get_device(self):
         return self.device_index
+
+    def is_neg(self):
+        return self.neg
 
 
 def test_torch_accessors():
@@ -189,6 +192,12 @@ def test_torch_accessors():
 def test_torch_requires_grad_refused():
     with pytest.raises(TypeError, match="detach"):
         operands.read(FakeTorchTensor(requires_grad=True), "B")
+
+
+def test_torch_negative_bit_view_refused():
+    # its memory holds the negation of its values: reading the memory would flip every sign
+    with pytest.raises(TypeError, match="resolve_neg"):
+        operands.read(FakeTorchTensor(neg=True), "A")
 
 
 def test_not_an_array_names_the_argument():
