@@ -424,6 +424,7 @@ def _gemm_host(lv, a, b, c, C, alpha, beta, M, N, K, stream, simulated):
         return C if C is not None else dC
     s = 0
     if not simulated:
+        cuda.current_context()   # the capture query below needs a current context (a first call)
         h = launch.stream_handle(stream) if stream is not None else 0
         try:
             capturing = launch.is_capturing(h)
