@@ -31,7 +31,6 @@ other shapes are refused before launch, naming v9, which serves any shape.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,22 +138,6 @@ def unsupported(M: int, N: int, K: int) -> str | None:
     return tma_rule(M, N, K)
 
 
-_maps: OrderedDict = OrderedDict()
-
-
-def tensor_map(dtype, ptr: int, rows: int, cols: int, box):
-    """cuTensorMapEncodeTiled for a row-major matrix (checked first), cached by its arguments."""
-    key = (np.dtype(dtype).str, ptr, rows, cols, box)
-    m = _maps.get(key)
-    if m is None:
-        m = tma.matrix_map(dtype, ptr, rows, cols, box[0], box[1], swizzle="128B",
-                           l2_promotion=256, kernel_inner_bytes=INNER_BYTES)
-        _maps[key] = m
-        if len(_maps) > 32:
-            _maps.popitem(last=False)
-    return m
-
-
 def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config=CONFIG) -> None:
     """Every tensor-map rule for both operands, without a driver: raises ValueError."""
     reason = tma_rule(M, N, K)
@@ -174,8 +157,8 @@ def maps_and_args(level: str, A, B, C, alpha, beta, config=CONFIG):
     pa, pb, pc = cm.device_ptr(A), cm.device_ptr(B), cm.device_ptr(C)
     check_operands(level, pa, pb, M, N, K, config)
     dtype = np.float16 if cm.element_type(A) == "f16" else np.uint16   # uint16 -> BFLOAT16 map
-    tm_a = tensor_map(dtype, pa, M, K, (config.bm, config.bk))
-    tm_b = tensor_map(dtype, pb, K, N, (config.bk, 64))
+    tm_a = tma.cached_matrix_map(dtype, pa, M, K, (config.bm, config.bk), INNER_BYTES)
+    tm_b = tma.cached_matrix_map(dtype, pb, K, N, (config.bk, 64), INNER_BYTES)
     super_m, super_n = tile_order(M, N, K, config=config)
     return [tm_a, tm_b] + cm.pack_args(
         ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
