@@ -321,13 +321,13 @@ def test_recorded_native_launch_carries_its_arguments(monkeypatch):
 def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
     """v13 launches clusters (cuLaunchKernelEx): through nvrtc.launch, so it is recorded too."""
     from numba_gemm import nvrtc
-    from numba_gemm.hgemm import v11_wgmma as v11, v13_persistent as v13
+    from numba_gemm.hgemm import _wgmma, v13_persistent as v13
 
     monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x77)
     monkeypatch.setattr(nvrtc, "_allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(v13, "resident_clusters", lambda *a, **k: 66)
     monkeypatch.setattr(v13.cm, "l2_cache_bytes", lambda: 60 * 2**20)
-    monkeypatch.setattr(v11, "maps_and_args", lambda *a, **k: [ctypes.c_int32(i) for i in range(6)])
+    monkeypatch.setattr(_wgmma, "maps_and_args", lambda *a, **k: [ctypes.c_int32(i) for i in range(6)])
     h = lambda ptr, shape: Operand(ptr, shape, None, np.dtype(np.float16), 0, "test", None)
     M, N, K = 512, 512, 256
     with launch.recording() as rec:
