@@ -286,6 +286,23 @@ def check_dims(M: int, N: int, K: int) -> str | None:
     return None
 
 
+def tma_row_rule(K: int, N: int, fallback: str = "v9") -> str | None:
+    """Why TMA cannot describe fp16/bf16 operands with K or N columns (row strides must be
+    multiples of 16 bytes), naming the fastest level without that rule; None when it can."""
+    bad = []
+    if K % 8:
+        bad.append(f"K={K} (A's rows are {2 * K} bytes)")
+    if N % 8:
+        bad.append(f"N={N} (B's rows are {2 * N} bytes)")
+    if not bad:
+        return None
+    return (
+        "TMA needs row strides that are multiples of 16 bytes, i.e. K and N multiples of 8 "
+        f"for fp16/bf16; not so for {' and '.join(bad)}. Level {fallback} (cp.async with an "
+        "element-wise fallback) computes any shape."
+    )
+
+
 def launch(source: str, kernel: str, grid, block, smem: int, stream, args, defines=()) -> None:
     from .. import nvrtc
 

@@ -71,23 +71,9 @@ def launch_config(M: int, N: int, K: int, config: WgmmaTile):
     return grid, (config.threads, 1, 1), config.smem()
 
 
-def tma_rule(M: int, N: int, K: int, fallback: str = FALLBACK) -> str | None:
-    """Why TMA cannot describe these operands (16-byte row strides), or None."""
-    reason = cm.check_dims(M, N, K)
-    if reason:
-        return reason
-    bad = []
-    if K % 8:
-        bad.append(f"K={K} (A's rows are {2 * K} bytes)")
-    if N % 8:
-        bad.append(f"N={N} (B's rows are {2 * N} bytes)")
-    if bad:
-        return (
-            "TMA needs row strides that are multiples of 16 bytes, i.e. K and N multiples of 8 "
-            f"for fp16/bf16; not so for {' and '.join(bad)}. Level {fallback} (cp.async with an "
-            "element-wise fallback) computes any shape."
-        )
-    return None
+def tma_rule(M: int, N: int, K: int) -> str | None:
+    """Why TMA cannot describe these operands (int32 dimensions, 16-byte row strides), or None."""
+    return cm.check_dims(M, N, K) or cm.tma_row_rule(K, N, FALLBACK)
 
 
 def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config: WgmmaTile) -> None:

@@ -66,21 +66,7 @@ def launch_config(M: int, N: int, K: int, config: cm.TileConfig = CONFIG):
 
 
 def unsupported(M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> str | None:
-    reason = cm.unsupported_1d(M, N, K, config)
-    if reason:
-        return reason
-    bad = []
-    if K % 8:
-        bad.append(f"K={K} (A's rows are {2 * K} bytes)")
-    if N % 8:
-        bad.append(f"N={N} (B's rows are {2 * N} bytes)")
-    if bad:
-        return (
-            "TMA needs row strides that are multiples of 16 bytes, i.e. K and N multiples of 8 "
-            f"for fp16/bf16; not so for {' and '.join(bad)}. Level v9 (cp.async with an "
-            "element-wise fallback) computes any shape."
-        )
-    return None
+    return cm.unsupported_1d(M, N, K, config) or cm.tma_row_rule(K, N)
 
 
 def check_operands(pa: int, pb: int, M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> None:
