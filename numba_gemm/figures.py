@@ -274,8 +274,7 @@ def draw_tiles(path, n: int = 128, block_xy=(0, 1)):
     import numpy as np
 
     fig, axes = plt.subplots(2, 3, figsize=(12.5, 8.4), layout="constrained")
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("#eeeeee")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#eeeeee")
     for row, level in enumerate(("k3", "k3c")):
         g = ledgers.geometry(level)[0]
         reads = tile_reads(level, n, block_xy)
