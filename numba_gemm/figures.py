@@ -17,7 +17,6 @@ Simulator timings are never plotted: results without a GPU mode are refused.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 from pathlib import Path
@@ -159,7 +158,9 @@ def wave_panels(order: list[list[int]], wave: int = WAVE) -> tuple[int, int]:
 
 def hgemm_stages(level: str) -> int:
     """Pipeline depth of an HGEMM level from its module (v7's double buffer is 2)."""
-    mod = importlib.import_module(f"numba_gemm.hgemm.{ledgers.HGEMM_MODULES[level]}")
+    from .registry import get
+
+    mod = get(level).module
     config = getattr(mod, "CONFIG", None)
     return getattr(config, "stages", None) or getattr(mod, "STAGES", None) or 2
 
@@ -425,7 +426,9 @@ def draw_launch_order(path, n: int = 8192):
     plt = _plt()
     import numpy as np
 
-    v9 = importlib.import_module("numba_gemm.hgemm.v9_supertile")
+    from .registry import get
+
+    v9 = get("v9").module
     bm, bn = v9.CONFIG.bm, v9.CONFIG.bn
     gm, gn = cm.cdiv(n, bm), cm.cdiv(n, bn)
     l2 = ledgers.h200().l2_bytes
