@@ -121,3 +121,28 @@ def test_draw_every_figure(tmp_path):
     for path in written:
         data = path.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, path.name
+
+
+def _slug(heading: str) -> str:
+    import re
+
+    s = re.sub(r"[^\w\- ]", "", heading.strip().lower())   # GitHub's anchors
+    return s.replace(" ", "-")
+
+
+def test_docs_links_and_figures_resolve():
+    """Every relative link in README and docs/*.md names a file that exists, and its #anchor a heading."""
+    import re
+
+    root = figures.ROOT
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if "://" in target:
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            assert dest.exists(), f"{page.name}: {target}"
+            if anchor and dest.suffix == ".md":
+                heads = {_slug(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(), re.M)}
+                assert anchor in heads, f"{page.name}: {target}"
