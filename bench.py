@@ -7,8 +7,8 @@
     python bench.py --level hgemm --size 4096,8192 # v7..v10, fp16 in, fp32 out
     python bench.py --level k6 --sass              # static SASS census (no GPU needed)
 
-Each level is first checked against a float64 reference (alpha=0.5, beta=-1.5, C poisoned),
-then timed with CUDA events (warm-up, median of repeats), and cuBLAS runs on the same buffers
+Each level is first checked against a float64 reference twice (alpha=0.5, beta=-1.5 on a
+random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events (warm-up, median of repeats), and cuBLAS runs on the same buffers
 in the same process. With no GPU, the Numba levels run in the Numba CUDA simulator at a small
 ragged shape and are checked only: timings need a GPU. The exit status is 1 if any checked
 level gives a wrong result.
@@ -19,14 +19,19 @@ import sys
 
 from numba_gemm.gpu import use_simulator_if_no_gpu
 
-EPILOG = """level names: k1 k2 k3 k3c k4 k5 k6 (float32, Numba) and v7 v8 v9 v10 (fp16/bf16, native);
-groups: all, sgemm, hgemm.  Figures and how they were measured: docs/RESULTS.md."""
+def epilog():
+    """The level listing, from the registry (importing the levels imports Numba: the simulator
+    choice comes first)."""
+    use_simulator_if_no_gpu()
+    from numba_gemm.bench import level_listing
+
+    return level_listing() + "\nFigures and how they were measured: docs/RESULTS.md."
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         description="Check and time GEMM levels against cuBLAS (and explain them).",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--level", default="k4",
                    help="level(s): a name (k4), a comma list (k1,k2), or all / sgemm / hgemm "
                         "(default: %(default)s)")
@@ -47,7 +52,8 @@ def parse_args(argv=None):
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--csv", metavar="FILE", help="write the results as CSV")
     p.add_argument("--explain", action="store_true",
-                   help="print each level's three ledgers (bytes, requests, cycles) and what moved")
+                   help="print each level's three ledgers (bytes, requests, cycles) and what moved "
+                        "from its PARENT")
     p.add_argument("--sass", action="store_true",
                    help="print the static SASS census of the levels (no GPU needed), then exit")
     p.add_argument("--plot", metavar="FILE.png",

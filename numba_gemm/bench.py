@@ -11,6 +11,7 @@ from .api import transfer_dtype
 
 SIM_SHAPE = (40, 36, 33)   # ragged on purpose: every tile edge is exercised
 CHECK_ROWS = 128           # rows of C verified against float64 at large sizes
+CHECKED = ((0.5, -1.5), (1.0, 0.0))   # (alpha, beta) checked; the second is the timed one
 
 
 @dataclass
@@ -37,6 +38,18 @@ class Result:
 
     def as_dict(self):
         return asdict(self)
+
+
+def level_listing() -> str:
+    """bench.py's help epilog: every registered level with its parent and title, and the groups."""
+    lines = ["levels (PARENT -> level: title):"]
+    for lv in _levels.registry().values():
+        lines.append(f"  {lv.parent or '-':>5} -> {lv.name:<6} {lv.title}")
+    groups = {f: ", ".join(d.name for d in sorted({d for lv in _levels.registry().values()
+                                                   if lv.family == f for d in lv.dtypes}, key=str))
+              for f in _levels.FAMILIES}
+    lines.append("groups: all, " + ", ".join(f"{f} ({groups[f]} in)" for f in _levels.FAMILIES))
+    return "\n".join(lines)
 
 
 def parse_levels(spec: str) -> list:
@@ -117,20 +130,26 @@ class Runner:
             return res
         A, B, C, (dA, dB, dC) = self.inputs(M, N, K, dtype)
 
-        # correctness first: alpha/beta != (1, 0) so the epilogue is exercised, C poisoned first
+        # correctness first, in two configurations: alpha/beta != (1, 0) so the epilogue reads
+        # C, and the timed one (1, 0) with C poisoned with NaN, which beta == 0 must never read
         if self.verify:
-            alpha, beta = 0.5, -1.5
             from numba import cuda
 
-            cuda.to_device(C, to=dC)
-            level.run(dA, dB, dC, alpha, beta)
-            out = dC.copy_to_host()
             rows = np.arange(M) if M <= CHECK_ROWS else np.sort(
                 self.rng.choice(M, CHECK_ROWS, replace=False))
-            v = check.verify(out[rows], A[rows], B, C[rows], alpha, beta, family=level.family)
-            res.ok, res.rel_err = v.ok, v.rel_err
-            if not v.ok:
-                res.note = str(v)
+            errs, bad = [], []
+            for alpha, beta in CHECKED:
+                C_in = C if beta else np.full_like(C, np.nan)
+                cuda.to_device(C_in, to=dC)
+                level.run(dA, dB, dC, alpha, beta)
+                out = dC.copy_to_host()
+                v = check.verify(out[rows], A[rows], B, C[rows] if beta else None, alpha, beta,
+                                 family=level.family)
+                errs.append(v.rel_err)
+                if not v.ok:
+                    bad.append(f"alpha={alpha}, beta={beta}: {v}")
+            res.ok, res.rel_err = not bad, max(errs)
+            res.note = "; ".join(bad)
         if self.simulator:
             return res
 
@@ -149,15 +168,16 @@ class Runner:
 
 
 def link_speedups(results: list[Result]) -> None:
-    """speedup_prev = time of the previous measured level on the same shape / this level's time."""
-    last = {}
+    """speedup_prev = time of the level's PARENT on the same shape and dtype / this level's time."""
+    from .registry import registry
+
+    reg = registry()
+    timed = {(r.level, r.M, r.N, r.K, r.dtype): r for r in results if r.ms}
     for r in results:
-        key = (r.M, r.N, r.K, r.dtype)
-        prev = last.get(key)
-        if prev is not None and prev.ms and r.ms:
-            r.speedup_prev, r.prev_level = prev.ms / r.ms, prev.level
-        if r.ms:
-            last[key] = r
+        lv = reg.get(r.level)
+        parent = timed.get((lv.parent, r.M, r.N, r.K, r.dtype)) if lv and lv.parent else None
+        if parent is not None and r.ms:
+            r.speedup_prev, r.prev_level = parent.ms / r.ms, parent.level
 
 
 def format_table(results: list[Result]) -> str:

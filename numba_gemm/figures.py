@@ -55,7 +55,7 @@ def segments_of(level: str, n: int = 4096) -> dict:
 def tile_reads(level: str, n: int = 128, block_xy=(1, 1)) -> dict:
     """For one block of k3/k3c: array -> {element index: phase in which it was loaded}, over all
     phases and all warps, from the global loads of the level's warp_step."""
-    g = ledgers.geometry(level)[0]
+    g = ledgers.geometry(level)
     out = {"A": {}, "B": {}}
     for ph in range(math.ceil(n / g.tile_k)):
         for st in ledgers.warp_steps(level, n, block_xy=block_xy, ph=ph):
@@ -73,7 +73,7 @@ def thread_operands(level: str, lane: int = 0, warp: int = 0, k: int = 0) -> dic
 
     The tile layouts are decoded from the shared addresses of the level's warp_step: As is
     [tile_m][tile_k] (k6: transposed, [tile_k][tile_m]), Bs is [tile_k][tile_n] after As."""
-    g = ledgers.geometry(level)[0]
+    g = ledgers.geometry(level)
     a_size = g.tile_m * g.tile_k * 4
     rows, cols, loads = set(), set(), 0
     for a in warp_accesses(level, 4096, warp):
@@ -277,7 +277,7 @@ def draw_tiles(path, n: int = 128, block_xy=(0, 1)):
     fig, axes = plt.subplots(2, 3, figsize=(12.5, 8.4), layout="constrained")
     cmap = plt.get_cmap("viridis").with_extremes(bad="#eeeeee")
     for row, level in enumerate(("k3", "k3c")):
-        g = ledgers.geometry(level)[0]
+        g = ledgers.geometry(level)
         reads = tile_reads(level, n, block_xy)
         phases = math.ceil(n / g.tile_k)
         for ax, arr in zip(axes[row][:2], ("A", "B")):

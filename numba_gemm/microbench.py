@@ -36,9 +36,10 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from numba_gemm.gpu import use_simulator_if_no_gpu
+if __name__ == "__main__":   # run as a program: choose the simulator before numba is imported.
+    from numba_gemm.gpu import use_simulator_if_no_gpu   # (Imported, the caller has chosen.)
 
-use_simulator_if_no_gpu()  # before numba is imported
+    use_simulator_if_no_gpu()
 
 from numba import cuda, float32, int32, types, uint32, uint64  # noqa: E402
 

@@ -1,12 +1,13 @@
 """Static SASS census: what each level's kernel compiles to on sm_90, without a GPU.
 
     Numba level:  compile_ptx(py_func, SIGNATURE, cc=(9, 0)) -> nvJitLink (cuda.core.Linker) -> cubin
-    native level: numba_gemm.nvrtc.compile_cubin(SOURCE)     -> cubin (sm_90a)
+    native level: numba_gemm.nvrtc.compile_variant(SOURCE, DEFINES) -> cubin (sm_90a)
     cubin -> nvdisasm -> count instructions by opcode class; registers and static shared
     memory come from the cubin's ELF section headers, spill bytes from the linker's log.
 
 This is the seed's check ("did float4 really become 128-bit?") made routine: a level's
-SASS_MUST_HAVE names the instructions it exists for, and a census proves they are there.
+SASS_MUST_HAVE names the instructions it exists for, and `missing(level, kernels)` says which
+of them a census did not find.
 Counts are static (instructions in the binary, not executed): compare levels with the same
 unrolling, as the seed does for K5/K6 (both 1056 FFMA).
 
@@ -110,17 +111,10 @@ def normalise(opcode: str) -> str:
 # ---------------------------------------------------------------------------------------
 # Tools
 
-@functools.lru_cache(maxsize=None)
 def find_nvdisasm() -> str:
-    path = shutil.which("nvdisasm")
-    if path:
-        return path
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
+    from .nvrtc import nvdisasm_path
 
-        path = find_nvidia_binary_utility("nvdisasm")
-    except Exception:  # older cuda-pathfinder, or nothing found
-        path = None
+    path = nvdisasm_path()
     if not path:
         raise CensusUnavailable(
             "nvdisasm not found: install the nvidia-cuda-nvdisasm wheel "
@@ -319,10 +313,10 @@ def _census_native(level) -> list[Census]:
         raise CensusUnavailable(
             f"native level {level.name}: numba_gemm.nvrtc is not available ({e})"
         ) from None
-    # the shipped tile: a level whose tile is not its source's default names the -D options
-    cubin = nvrtc.compile_variant(level.module.SOURCE, getattr(level.module, "DEFINES", ()))
-    kernel = getattr(level.module, "KERNEL_NAME", None)
-    return census_cubin(cubin, level.name, names={kernel: level.name} if kernel else None)
+    # the shipped tile: a level whose tile is not its source's default names the -D options;
+    # the fp16 kernel is the level's row of the table, the others keep their symbol names
+    cubin = nvrtc.compile_variant(level.module.SOURCE, getattr(level.module, "DEFINES", ()))  # v7: none
+    return census_cubin(cubin, level.name, names={level.module.KERNEL_NAMES["f16"]: level.name})
 
 
 def _simulating() -> bool:
@@ -383,6 +377,11 @@ def census_levels(levels) -> dict[str, list[Census]]:
         else:
             out[lv.name] = numba_results[lv.name]
     return out
+
+
+def missing(level, kernels) -> list[str]:
+    """The level's SASS_MUST_HAVE instructions that none of its kernels' censuses contains."""
+    return [p for p in level.sass_must_have if not any(c.has(p) for c in kernels)]
 
 
 def census_level(level) -> list[Census]:

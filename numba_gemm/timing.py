@@ -32,7 +32,13 @@ def reps_for(first_ms: float, budget_ms: float = 400.0, lo: int = 3, hi: int = 5
 
 def bench(fn, *, reps: int | None = None, warmup: int = 1, flush_l2: bool = False,
           budget_ms: float = 400.0) -> Timing:
-    """Median time of fn() in ms, measured with CUDA events on the default stream."""
+    """Median time of fn() in ms, measured with CUDA events on the default stream.
+
+    `warmup` untimed calls first; `reps` timed calls (default: as many as fit `budget_ms`,
+    judged from the last warm-up call, or from the first timed one when warmup=0).
+    """
+    if warmup < 0 or (reps is not None and reps < 1):
+        raise ValueError(f"bench: warmup must be >= 0 and reps >= 1 (got warmup={warmup}, reps={reps})")
     from numba import cuda
     from numba.cuda.cudadrv.driver import device_memset
 
@@ -46,10 +52,17 @@ def bench(fn, *, reps: int | None = None, warmup: int = 1, flush_l2: bool = Fals
         fn()
         stop.record()
         stop.synchronize()
-        return cuda.event_elapsed_time(start, stop)
+        return start.elapsed_time(stop)
 
+    first = None
     for _ in range(warmup):
         first = once()
-    n = reps if reps is not None else reps_for(first, budget_ms)
-    times = [once() for _ in range(n)]
-    return Timing(statistics.median(times), min(times), max(times), n, flush_l2)
+    times = []
+    if reps is None:
+        if first is None:   # no warm-up: the first timed call sizes the run
+            first = once()
+            times.append(first)
+        reps = reps_for(first, budget_ms)
+    while len(times) < reps:
+        times.append(once())
+    return Timing(statistics.median(times), min(times), max(times), len(times), flush_l2)

@@ -1,20 +1,43 @@
-"""bench.py: the front door runs and checks a level (in the simulator without a GPU)."""
+"""bench.py: the front door runs and checks a level (in the simulator without a GPU); its level
+listing, groups and "× prev" come from the registry."""
 import json
 
+import numpy as np
 import pytest
 
 import bench
 from numba_gemm import bench as nb
+from numba_gemm.registry import FAMILIES, registry
 from tests.conftest import GPU
+
+LEVELS = list(registry().values())
+SIM_ONLY = pytest.mark.skipif(GPU, reason="the simulator path (a GPU run times 4096³)")
 
 
 def test_level_groups_in_ladder_order():
-    names = [lv.name for lv in nb.parse_levels("sgemm")]
-    assert names == ["k1", "k2", "k3", "k3c", "k4", "k5", "k6"]
-    assert [lv.name for lv in nb.parse_levels("hgemm")] == ["v7", "v8", "v9", "v10"]
-    assert [lv.name for lv in nb.parse_levels("k2, k1 ,k2")] == ["k2", "k1"]
+    for family in FAMILIES:
+        assert [lv.name for lv in nb.parse_levels(family)] == [lv.name for lv in LEVELS if lv.family == family]
+    assert [lv.name for lv in nb.parse_levels("all")] == [lv.name for lv in LEVELS]
+    a, b = LEVELS[0].name, LEVELS[1].name
+    assert [lv.name for lv in nb.parse_levels(f"{b}, {a} ,{b}")] == [b, a]
     with pytest.raises(ValueError, match="unknown level"):
-        nb.parse_levels("k7")
+        nb.parse_levels("k99")
+
+
+def test_parents_are_registered_levels_of_the_same_family():
+    for lv in LEVELS:
+        if lv.parent is not None:
+            assert registry()[lv.parent].family == lv.family, lv.name
+    assert any(lv.parent is None for lv in LEVELS)
+
+
+def test_help_lists_every_level_from_the_registry(capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--help"])
+    text = capsys.readouterr().out
+    for lv in LEVELS:
+        assert f"{lv.parent or '-':>5} -> {lv.name:<6} {lv.title}" in text
+    assert "groups: all, " + ", ".join(FAMILIES[:1]) in text
 
 
 def test_unknown_level_exits_with_a_message(capsys):
@@ -23,7 +46,7 @@ def test_unknown_level_exits_with_a_message(capsys):
     assert "unknown level 'k99'" in str(e.value.code)
 
 
-@pytest.mark.skipif(GPU, reason="the simulator path (a GPU run times 4096³)")
+@SIM_ONLY
 def test_simulator_run_checks_and_writes_json(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert bench.main(["--level", "k2", "--shape", "9,7,5", "--json", str(out)]) == 0
@@ -35,32 +58,84 @@ def test_simulator_run_checks_and_writes_json(tmp_path, capsys):
 
 
 def test_native_level_is_skipped_not_failed_in_the_simulator():
-    r = nb.Runner(simulator=True).run(nb.parse_levels("v8")[0], 8, 8, 8)
+    native = [lv for lv in LEVELS if lv.native]
+    r = nb.Runner(simulator=True).run(native[0], 8, 8, 8)
     assert r.ok is None and "need a GPU" in r.note
 
 
-def test_speedups_link_within_a_shape():
-    rs = [nb.Result("k1", 8, 8, 8, "float32", "gpu", ms=8.0), nb.Result("k2", 8, 8, 8, "float32", "gpu", ms=2.0),
-          nb.Result("k1", 9, 9, 9, "float32", "gpu", ms=3.0)]
+def test_speedups_are_over_the_parent():
+    # a level whose parent is not the level before it on the ladder (k4 after the k3c side branch)
+    names = list(registry())
+    lv = next(lv for lv in LEVELS if lv.parent and names[names.index(lv.name) - 1] != lv.parent)
+    side = names[names.index(lv.name) - 1]
+    dt = lv.dtypes[0].name
+    rs = [nb.Result(lv.parent, 8, 8, 8, dt, "gpu", ms=8.0), nb.Result(side, 8, 8, 8, dt, "gpu", ms=1.0),
+          nb.Result(lv.name, 8, 8, 8, dt, "gpu", ms=2.0), nb.Result(lv.name, 9, 9, 9, dt, "gpu", ms=3.0)]
     nb.link_speedups(rs)
-    assert rs[1].speedup_prev == 4.0 and rs[1].prev_level == "k1"
-    assert rs[2].speedup_prev is None
-    assert "4.00 (k1)" in nb.format_table(rs)
+    assert rs[2].speedup_prev == 4.0 and rs[2].prev_level == lv.parent
+    assert rs[3].speedup_prev is None            # no parent timed at that shape
+    assert f"4.00 ({lv.parent})" in nb.format_table(rs)
+
+
+def _patched(monkeypatch, name, wrong):
+    lv = nb.parse_levels(name)[0]
+    real_run = lv.module.run
+
+    def run(A, B, C, alpha, beta, stream=None):
+        real_run(A, B, C, alpha, beta, stream)
+        host = C.copy_to_host()
+        wrong(host, alpha, beta)
+        C.copy_to_device(host)
+
+    monkeypatch.setattr(lv.module, "run", run)
 
 
 def test_a_wrong_result_exits_nonzero(monkeypatch, capsys):
-    lv = nb.parse_levels("k2")[0]
-    real_run = lv.module.run
-
-    def off_by_one(A, B, C, alpha, beta, stream=None):
-        real_run(A, B, C, alpha, beta, stream)
-        host = C.copy_to_host()
+    def off_by_one(host, alpha, beta):
         host[0, 0] += 1.0
-        C.copy_to_device(host)
 
-    monkeypatch.setattr(lv.module, "run", off_by_one)
+    _patched(monkeypatch, "k2", off_by_one)
     assert bench.main(["--level", "k2", "--shape", "6,5,4", "--reps", "1"]) == 1
     assert "WRONG" in capsys.readouterr().out
+
+
+def test_the_timed_configuration_is_checked(monkeypatch, capsys):
+    """Wrong only at alpha = 1, beta = 0 (what is timed): caught."""
+    def wrong_when_timed(host, alpha, beta):
+        if (alpha, beta) == (1.0, 0.0):
+            host[-1, -1] *= 2.0
+
+    _patched(monkeypatch, "k2", wrong_when_timed)
+    assert bench.main(["--level", "k2", "--shape", "6,5,4", "--reps", "1"]) == 1
+    assert "alpha=1.0, beta=0.0" in capsys.readouterr().out
+
+
+def test_c_is_poisoned_with_nan_when_beta_is_zero(monkeypatch):
+    """A level that reads C when beta == 0 (0 × NaN = NaN) fails the check."""
+    lv = nb.parse_levels("k2")[0]
+    real_run = lv.module.run
+    seen = []
+
+    def reads_c(A, B, C, alpha, beta, stream=None):
+        seen.append(np.isnan(C.copy_to_host()).all() if beta == 0 else None)
+        real_run(A, B, C, alpha, beta if beta else 1e-30, stream)
+
+    monkeypatch.setattr(lv.module, "run", reads_c)
+    r = nb.Runner(simulator=True).run(lv, 6, 5, 4)
+    assert seen == [None, True] and r.ok is False and "beta=0.0" in r.note
+
+
+def test_bench_without_warmup(monkeypatch):
+    from numba_gemm.timing import bench as time_it
+
+    calls = []
+    t = time_it(lambda: calls.append(1), warmup=0, reps=2)
+    assert (t.reps, len(calls)) == (2, 2)
+    calls.clear()
+    t = time_it(lambda: calls.append(1), warmup=0, budget_ms=1e9)   # sized by the first timed call
+    assert t.reps == len(calls) == 50
+    with pytest.raises(ValueError):
+        time_it(lambda: None, warmup=-1)
 
 
 def test_plot_draws_bars_cublas_and_rooflines(tmp_path):

@@ -20,7 +20,7 @@ def test_k1_k2_segments_match_the_request_ledger():
 @pytest.mark.parametrize("level", ["k3", "k3c"])
 def test_tile_reads_cover_the_blocks_panels_once_per_phase(level):
     n = 128
-    g = ledgers.geometry(level)[0]
+    g = ledgers.geometry(level)
     reads = figures.tile_reads(level, n, block_xy=(0, 1))
     a_rows = {e // n for e in reads["A"]}
     b_cols = {e % n for e in reads["B"]}

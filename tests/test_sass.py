@@ -1,5 +1,6 @@
 """The static SASS census: every level compiles to the instructions it exists for, with no
 local-memory spills; and the parser itself, on a tiny kernel whose instruction mix is known."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -31,9 +32,9 @@ def _level_census(censuses, level):
 def test_level_has_its_instructions(censuses, level):
     kernels = _level_census(censuses, level)
     assert kernels, f"{level.name}: no kernel found in the cubin"
-    for prefix in level.module.SASS_MUST_HAVE:
-        found = {c.kernel: c.count(prefix) for c in kernels}
-        assert any(found.values()), f"{level.name}: no {prefix} in the SASS ({found})\n" + sass.format_table(kernels)
+    assert level.sass_must_have, f"{level.name}: SASS_MUST_HAVE names no instruction"
+    absent = sass.missing(level, kernels)
+    assert not absent, f"{level.name}: no {', '.join(absent)} in the SASS\n" + sass.format_table(kernels)
 
 
 @pytest.mark.parametrize("level", LEVELS, ids=[lv.name for lv in LEVELS])
@@ -146,6 +147,14 @@ def test_count_opcodes_reads_predicated_lines():
                                                               /* 0x000fe20000000f00 */
     """
     assert sass.count_opcodes(text) == {"LDC": 1, "LDG.E.128": 1, "IMAD.WIDE.U32": 1, "BRA": 1}
+
+
+def test_missing_names_what_no_kernel_has():
+    lv = dataclasses.replace(LEVELS[0], sass_must_have=("LDG.E.128", "LDS", "FFMA"))
+    a = sass.Census(level=lv.name, kernel="a", opcodes={"LDG.E": 4, "LDSM.16.M88.4": 1, "FFMA": 8})
+    assert sass.missing(lv, [a]) == ["LDG.E.128", "LDS"]     # LDG.E is not .128, LDSM is not LDS
+    b = sass.Census(level=lv.name, kernel="b", opcodes={"LDG.E.128.CONSTANT": 1, "LDS.128": 2})
+    assert sass.missing(lv, [a, b]) == []
 
 
 def test_format_table_has_a_row_per_kernel():

@@ -23,17 +23,15 @@ BETAS = st.sampled_from([0.0, 0.0, 1.0, -1.0, 3.0, -0.5]) | st.floats(-4, 4, wid
 
 
 def _threads(lv) -> int:
-    bx, by = getattr(lv.module, "BLOCK", (32, 32))
-    return bx * by
+    return lv.module.GEOMETRY.threads
 
 
 def _max_dims(lv):
     """Largest M, N, K drawn for a level: enough for more than one tile where affordable."""
     if GPU:
         return 600, 600, 600
-    tm = getattr(lv.module, "TILE_M", 32)
-    tn = getattr(lv.module, "TILE_N", 32)
-    tk = max(getattr(lv.module, "TILE_K", 32), 32)
+    g = lv.module.GEOMETRY
+    tm, tn, tk = g.tile_m, g.tile_n, max(g.tile_k, 32)
     if _threads(lv) > 256:
         # 1024-thread blocks: simulator cost is threads × blocks × phases; one partial tile
         # past the first in every direction, at most.
@@ -112,9 +110,8 @@ def test_device_path(lv):
 @pytest.mark.parametrize("lv", SGEMM, ids=IDS)
 def test_smallest_and_one_past_each_tile(lv):
     """M = N = K = 1, and one element past a full tile in each direction (beta != 0)."""
-    tm = getattr(lv.module, "TILE_M", 32)
-    tn = getattr(lv.module, "TILE_N", 32)
-    tk = max(getattr(lv.module, "TILE_K", 1), 1)
+    g = lv.module.GEOMETRY
+    tm, tn, tk = g.tile_m, g.tile_n, g.tile_k
     shapes = [(1, 1, 1), (tm + 1, 2, 3), (2, 3, tk + 1)]
     if GPU or _threads(lv) <= 256:
         shapes.append((3, tn + 1, 2))
@@ -126,16 +123,21 @@ def test_smallest_and_one_past_each_tile(lv):
 
 
 @pytest.mark.parametrize("lv", SGEMM, ids=IDS)
-def test_module_constants(lv):
-    """The geometry the ledgers read is consistent with the launch grid."""
-    mod = lv.module
-    if not hasattr(mod, "BLOCK"):
-        pytest.skip(f"{lv.name} does not export the geometry constants")
-    bx, by = mod.BLOCK
-    assert bx * by * mod.THREAD_M * mod.THREAD_N == mod.TILE_M * mod.TILE_N
-    gx, gy = mod.grid(mod.TILE_M * 3 + 1, mod.TILE_N * 2 + 1)
-    assert {gx, gy} == {4, 3}
-    assert mod.TILE_K >= 1
+def test_geometry_is_the_launch(lv, monkeypatch):
+    """The GEOMETRY the ledgers price is the block and tiling the level launches."""
+    from numba import cuda
+
+    g = lv.module.GEOMETRY
+    assert g.threads * g.thread_m * g.thread_n == g.tile_m * g.tile_n
+    launched = []
+    monkeypatch.setattr(lv.module, "launch", lambda kernel, grid, block, *args: launched.append((grid, block)))
+    M, N, K = 3 * g.tile_m + 1, 2 * g.tile_n + 1, 5
+    A, B, C = check.random_inputs(M, N, K)
+    lv.run(cuda.to_device(A), cuda.to_device(B), cuda.to_device(C), 1.0, 0.0)
+    assert launched, f"{lv.name}.run did not launch through its module's launch()"
+    for grid, block in launched:
+        assert tuple(block) == g.block
+        assert sorted(grid) == [3, 4]     # ceil(M / tile_m) = 4 and ceil(N / tile_n) = 3, either way round
 
 
 @gpu_only

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..util import ceil_div as cdiv  # noqa: F401  (re-exported)
+
 try:
     import ml_dtypes
 
@@ -21,10 +23,6 @@ except ImportError:  # pragma: no cover - bf16 levels then take fp16 only
 DTYPES = (np.float16,) + ((BF16,) if BF16 is not None else ())
 
 INT32_MAX = 2**31 - 1
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 # ---------------------------------------------------------------------------- swizzle

@@ -26,6 +26,7 @@ from . import _common as cm
 from . import v9_supertile as v9
 
 LEVEL = "v10"
+PARENT = "v9"
 TITLE = "TMA loads + mbarrier pipeline"
 DELTA = "v10 = v9 with cp.async + __syncthreads replaced by TMA (cp.async.bulk.tensor.2d, SWIZZLE_128B) and per-stage full/empty mbarriers"
 DTYPES = cm.DTYPES
@@ -33,6 +34,7 @@ SOURCE = "v10_tma.cu"
 KERNEL_NAME = "v10_tma_f16"
 KERNEL_NAMES = {"f16": "v10_tma_f16", "bf16": "v10_tma_bf16"}
 SASS_MUST_HAVE = ("HMMA", "LDSM", "UTMALDG", "SYNCS")
+RASTER = "super"
 
 # Not v9's tile: with TMA doing the loads the 128×256×64, 4-stage, 8-warp tile is the sweep's
 # best for v10 (483 TFLOPS at 8192 vs 448 on v9's 128×128 tile; docs/RESULTS.md).

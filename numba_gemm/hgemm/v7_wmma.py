@@ -15,6 +15,7 @@ from __future__ import annotations
 from . import _common as cm
 
 LEVEL = "v7"
+PARENT = None
 TITLE = "WMMA, cp.async double buffer, padded smem"
 DELTA = "v7 = tensor cores via nvcuda::wmma (16×16×16 fragments) fed by cp.async double buffering into padded shared tiles"
 DTYPES = cm.DTYPES
@@ -23,8 +24,10 @@ KERNEL_NAME = "v7_wmma_f16"
 KERNEL_NAMES = {"f16": "v7_wmma_f16", "bf16": "v7_wmma_bf16"}
 # The census reads KERNEL_NAME (fp16): WMMA's bf16 fragments load with LDS, not LDSM.
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
+RASTER = "m-fastest"
 
 BM, BN, BK = 128, 128, 32
+CONFIG = cm.TileConfig(bm=BM, bn=BN, bk=BK, stages=2, warps_m=2, warps_n=4)  # the ledgers' tile (v7 takes no -D options)
 THREADS = 256
 SMEM = 0  # all static (37,888 bytes)
 

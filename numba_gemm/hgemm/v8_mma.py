@@ -32,6 +32,7 @@ from __future__ import annotations
 from . import _common as cm
 
 LEVEL = "v8"
+PARENT = "v7"
 TITLE = "ldmatrix + mma.sync, 128B XOR swizzle"
 DELTA = "v8 = v7 with inline-PTX ldmatrix/mma.sync.m16n8k16 instead of WMMA and a 128-byte XOR swizzle instead of padding; 128×128×64 tile, 3 stages, 2 blocks per SM"
 DTYPES = cm.DTYPES
@@ -39,6 +40,7 @@ SOURCE = "v8_mma.cu"
 KERNEL_NAME = "v8_mma_f16"
 KERNEL_NAMES = {"f16": "v8_mma_f16", "bf16": "v8_mma_bf16"}
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
+RASTER = "n-fastest"
 
 # measured best of the sweep for v8 and v9 (docstring); not the source default, hence DEFINES
 CONFIG = cm.TileConfig(bm=128, bn=128, stages=3, warps_m=2, warps_n=2, min_blocks=2)

@@ -20,6 +20,7 @@ from . import _common as cm
 from . import v8_mma as v8
 
 LEVEL = "v9"
+PARENT = "v8"
 TITLE = "super-tile rasterisation for L2"
 DELTA = "v9 = v8 + 1-D grid decoded into L2-sized super-tiles (SM·BM + SN·BN)·K·2 B ≤ L2/2, so A panels stay in L2 and B is streamed once per band"
 DTYPES = cm.DTYPES
@@ -27,6 +28,7 @@ SOURCE = "v9_supertile.cu"
 KERNEL_NAME = "v9_supertile_f16"
 KERNEL_NAMES = {"f16": "v9_supertile_f16", "bf16": "v9_supertile_bf16"}
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
+RASTER = "super"
 
 CONFIG, DEFINES = v8.CONFIG, v8.DEFINES
 BM, BN, BK, STAGES, THREADS, SMEM = v8.BM, v8.BN, v8.BK, v8.STAGES, v8.THREADS, v8.SMEM

@@ -12,12 +12,18 @@ float32. Why flat, and why the casts that appear in every kernel:
   overflow when M*K passes 2**31), and keep small in-tile coordinates as uint32.
 * Mixing uint64 with a signed integer makes Numba fall back to float64, so integer literals
   that meet a uint64 are written `u64(1)`; mixing uint32 with int64 is harmless.
+* Loops over K are `while` loops on an unsigned counter. In k1's dot product (sm_90 SASS of
+  the hot loop) `for k in range(K)` costs 33 instructions per FFMA and `range(u64(K))` 25,
+  because of the range iterator's state; `k = u64(0); while k < u64(K)` lets LLVM turn both
+  offsets into pointer increments and unroll by 4: 7.5.
 * alpha and beta arrive as float32 so that `alpha * acc` stays FFMA/FMUL, never DFMA.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import config, cuda, float32, int32, uint32, uint64  # noqa: F401  (re-exported)
+
+from ..util import ceil_div  # noqa: F401  (re-exported)
 
 u32 = uint32
 u64 = uint64
@@ -32,10 +38,6 @@ SMEM_ALIGN = None if config.ENABLE_CUDASIM else 16
 
 # gridDim.y and gridDim.z are limited to 65535 blocks; gridDim.x to 2**31 - 1.
 MAX_GRID_Y = 65535
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def grid_limit(grid: tuple[int, int]) -> str | None:

@@ -1,23 +1,25 @@
 """k1 — naive: one thread per output, threadIdx.x mapped to ROWS (the seed's one-letter bug).
 
-Each thread walks one row of A and one column of B. Because consecutive threads of a warp
-(consecutive threadIdx.x) take consecutive *rows*, the warp's 32 loads of A land K floats
-apart: 32 memory requests per load of A, plus 1 (broadcast) for B — 33 requests per FMA.
-The bytes ledger cannot see this; the requests ledger can. k2 fixes the mapping.
-At N = 4096 the stride is also a power of two, which adds a partition-camping penalty
-(the seed: k1/k2 = 8.2× at 4096 but 2.4× at 4097).
+Each thread walks one row of A and one column of B: the textbook triple loop, with the two
+outer loops spread over the threads. Because consecutive threads of a warp (consecutive
+threadIdx.x) take consecutive *rows*, the warp's 32 loads of A land K floats apart: 32 memory
+requests per load of A, plus 1 (broadcast) for B — 33 requests per FMA. The bytes ledger
+cannot see this; the requests ledger can. k2 fixes the mapping.
 
-The K loop is unrolled by 4 by hand, as nvcc unrolls the seed's K1/K2, so that the Numba and
-the CUDA C kernels issue as many instructions per FMA (about 4.4 in the hot loop: two
-LDG, one FFMA, one IMAD.WIDE.U32 to step B, plus a share of the loop bookkeeping); k2
-keeps the same loop.
+At N = 4096 k1 is also 3.3× slower than at 4097 (the seed: k1/k2 = 8.2× at 4096 but 2.4× at
+4097). What is measured (docs/LADDER.md, "4096 vs 4097"): the same DRAM bytes and the same L1
+requests and sectors at both sizes, with 99 % L1 hits. That at 4096 every lane's address is the
+same modulo 16 KiB, so that L1 serves the 32 lines' words one at a time, is inferred, not
+measured.
 """
 import numpy as np
 from numba import cuda
 
+from ..ledgers.access import Geometry, Step, global_load, lanes
 from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k1"
+PARENT = None
 TITLE = "naive (x mapped to rows)"
 DELTA = "k1 = one thread per C element; threadIdx.x walks rows, so A loads are uncoalesced"
 DTYPES = (np.float32,)
@@ -27,6 +29,8 @@ BLOCK = (32, 32)           # (threads_x, threads_y)
 TILE_M, TILE_N = 32, 32    # output tile per block
 TILE_K = 1                 # no shared-memory phases: every operand comes from global memory
 THREAD_M, THREAD_N = 1, 1  # outputs per thread
+GEOMETRY = Geometry(block=BLOCK, tile_m=TILE_M, tile_n=TILE_N, tile_k=TILE_K,
+                    thread_m=THREAD_M, thread_n=THREAD_N)
 
 
 def grid(M: int, N: int) -> tuple[int, int]:
@@ -39,35 +43,22 @@ def kernel(M, N, K, alpha, A, B, beta, C):
     row = u32(cuda.blockIdx.x * TILE_M + cuda.threadIdx.x)   # x -> row: the bug
     col = u32(cuda.blockIdx.y * TILE_N + cuda.threadIdx.y)
     if row < u32(M) and col < u32(N):
-        # Element offsets a (row of A) and b (column of B); the K loop is unrolled by 4.
-        a = u64(row) * u64(u32(K))
-        b = u64(col)
         acc = float32(0.0)
-        k = u32(0)
-        # K % 4 single steps first, then steps of four that end exactly at K. With the
-        # remainder first, a and b are dead after the unrolled loop and become bare pointer
-        # increments. u64(u32(N)) is written inside the loops on purpose: hoisted into the
-        # loop's preheader, the zero-extension sits next to the pointer stride N*4, which
-        # then compiles to mul.wide.u32 and one IMAD.WIDE.U32 per B step. Computed once above
-        # the loops (`n = ...`), it costs a two-instruction 64-bit add per step instead.
-        while k < (u32(K) & u32(3)):
-            acc += A[a] * B[b]
-            a += u64(1)
-            b += u64(u32(N))
-            k += u32(1)
-        while k != u32(K):
-            acc += A[a] * B[b]
-            b += u64(u32(N))
-            acc += A[a + u64(1)] * B[b]
-            b += u64(u32(N))
-            acc += A[a + u64(2)] * B[b]
-            b += u64(u32(N))
-            acc += A[a + u64(3)] * B[b]
-            b += u64(u32(N))
-            a += u64(4)
-            k += u32(4)
-        c = u64(row) * u64(N) + u64(col)
-        store_c(C, c, acc, alpha, beta)   # BLAS: beta == 0 never reads C
+        k = u64(0)
+        while k < u64(K):     # unsigned 64-bit offsets: see _common for why not range(K)
+            acc += A[u64(row) * u64(K) + k] * B[k * u64(N) + u64(col)]
+            k += u64(1)
+        store_c(C, u64(row) * u64(N) + u64(col), acc, alpha, beta)   # BLAS: beta == 0 never reads C
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
+    """One k (`ph`) of warp `warp` of block (bx, by): its load of A and its load of B."""
+    ls = lanes(g, warp)
+    rows = [bx * g.block[0] + tx for tx, ty in ls]      # x -> rows: the bug
+    cols = [by * g.block[1] + ty for tx, ty in ls]
+    k = ph
+    return Step(1, (global_load("A", [r * K + k for r in rows]),
+                    global_load("B", [k * N + c for c in cols])), "one k")
 
 
 def unsupported(M: int, N: int, K: int):

@@ -1,39 +1,41 @@
 """k5 — register outer product: each thread computes an 8×4 block of C; a block covers 32×128.
 
 Still 32×4 = 128 threads, but the output tile grows from 32×32 to 32×128 (B's shared tile is
-32×128). Each k step a thread reads 8 values of A (broadcasts) and 4 of B (32-way) into
-registers and does their 8×4 outer product: 12 shared loads for 32 FMAs. k4 reused only B
-(8 broadcasts + 1 32-way per 8 FMAs); k5 reuses both, so the cycles ledger moves again
-(seed: per 32 FMAs 27.8 -> 15.0 cycles of shared loads). Loading 40 floats per phase for 32
-outputs also moves the bytes ledger the way k3c did (7.97 -> 12.72 FMA/float). Occupancy drops
+32×128). Each k step a thread reads 8 values of A (broadcasts) and 4 of B (conflict-free)
+into registers and does their 8×4 outer product: 12 shared loads for 32 FMAs. k4 reused only B
+(8 broadcasts + 1 conflict-free load per 8 FMAs); k5 reuses both, so the cycles ledger moves
+again (seed's 4090 prices: per 32 FMAs 27.8 -> 15.0 cycles of shared loads). Loading 40 floats
+per phase for 32 outputs also moves the bytes ledger the way k3c did (7.97 -> 12.72 FLOP/byte).
+Occupancy drops
 (32 accumulators, ~86 registers), and it is faster anyway.
 
 The gain needs the seed's `#pragma unroll`: the 32 k steps and the 8 rows of tile loads are
 straight-line code (see `unrolled` below), so a phase is 40 predicated LDG + 40 STS, then
 1024 FFMA fed by 128 LDS + 64 LDS.128 with nothing else between the barriers. The LDS.128
 are ptxas's doing, as in nvcc's build of the seed: a thread's 8 values of A at k..k+3 are
-4 consecutive floats of one Mds row, and with every address a constant offset ptxas merges
+4 consecutive floats of one As row, and with every address a constant offset ptxas merges
 them. (k6 makes 128-bit access the design: B too, and global memory.)
 """
 import numpy as np
 from numba import cuda
 
 from ..intrinsics import unrolled
+from ..ledgers.access import F32, Geometry, Step, global_load, lanes, shared_access
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k5"
+PARENT = "k4"
 TITLE = "8×4 register outer product"
 DELTA = "k5 = k4 + each thread computes 8×4 outputs from 8 A and 4 B registers: 12 shared loads per 32 FMAs"
 DTYPES = (np.float32,)
 SASS_MUST_HAVE = ("LDS", "STS", "BAR.SYNC", "FFMA")
 
-TILE = 32
-CF = 8                       # rows per thread
-TN = 4                       # columns per thread, TILE apart
-BLOCK = (TILE, TILE // CF)   # 32 × 4 = 128 threads
-TILE_M, TILE_N, TILE_K = TILE, TILE * TN, TILE
-NDS_COLS = TILE * TN         # a named constant: shared-array shapes must be literals
-THREAD_M, THREAD_N = CF, TN
+TILE_M, TILE_N, TILE_K = 32, 128, 32
+THREAD_M, THREAD_N = 8, 4                          # rows, and columns COL_STEP apart
+COL_STEP = TILE_N // THREAD_N                      # 32: a warp's loads of B are contiguous
+BLOCK = (TILE_N // THREAD_N, TILE_M // THREAD_M)   # 32 × 4 = 128 threads
+GEOMETRY = Geometry(block=BLOCK, tile_m=TILE_M, tile_n=TILE_N, tile_k=TILE_K,
+                    thread_m=THREAD_M, thread_n=THREAD_N)
 
 
 def grid(M: int, N: int) -> tuple[int, int]:
@@ -46,84 +48,109 @@ def grid(M: int, N: int) -> tuple[int, int]:
 # Both loops are therefore written as one step each and
 # expanded into straight-line code by `unrolled`; every shared address in a phase is then
 # a register plus a constant, and ptxas merges the 4 A values at kk..kk+3 of one row
-# (Mds[i0 + r, kk : kk + 4], 16-byte aligned) into one LDS.128, as nvcc does for the seed.
+# (As[i0 + r, kk : kk + 4], 16-byte aligned) into one LDS.128, as nvcc does for the seed.
 
 @cuda.jit(device=True, inline="always")
-def _load_row(r, Mds, Nds, A, B, a_off, b_off, k64, n64, i0, tx, row0, m, a_col, b_row, k, b_col, n):
+def _load_row(r, As, Bs, A, B, a_off, b_off, k64, n64, i0, tx, row, m, a_col, b_row, k, col, n):
     """Tile row i0 + r: one element of A and four of B (columns tx + 32j) per thread."""
     zero = float32(0.0)
     ir = u32(i0 + r)
     # offsets outside the condition, so that they become running sums (a multiply inside
     # it is redone per row); `&`, not `and`: a predicated load rather than a branch
     a = a_off + u64(r) * k64
-    Mds[ir, tx] = A[a] if (u32(row0 + r) < m) & (a_col < k) else zero
+    As[ir, tx] = A[a] if (u32(row + r) < m) & (a_col < k) else zero
     b_ok = u32(b_row + r) < k
     b = b_off + u64(r) * n64
-    for j in range(TN):
-        Nds[ir, u32(j * TILE + tx)] = B[b + u64(j * TILE)] if b_ok & (u32(b_col + j * TILE) < n) else zero
+    for j in range(THREAD_N):
+        Bs[ir, u32(j * COL_STEP + tx)] = B[b + u64(j * COL_STEP)] if b_ok & (u32(col + j * COL_STEP) < n) else zero
 
 
 @cuda.jit(device=True, inline="always")
-def _step(kk, Mds, Nds, i0, tx, a_reg, b_reg, acc):
+def _step(kk, As, Bs, i0, tx, a_reg, b_reg, acc):
     """One k of the 8×4 outer product: 8 broadcasts of A, 4 conflict-free loads of B, 32 FMAs."""
-    for r in range(CF):
-        a_reg[r] = Mds[u32(i0 + r), kk]
-    for j in range(TN):
-        b_reg[j] = Nds[kk, u32(j * TILE + tx)]
-    for r in range(CF):
-        for j in range(TN):
+    for r in range(THREAD_M):
+        a_reg[r] = As[u32(i0 + r), kk]
+    for j in range(THREAD_N):
+        b_reg[j] = Bs[kk, u32(j * COL_STEP + tx)]
+    for r in range(THREAD_M):
+        for j in range(THREAD_N):
             acc[r, j] += a_reg[r] * b_reg[j]
 
 
-_load_tiles = unrolled(_load_row, CF)     # 8 rows: 8 loads of A, 32 of B
-_all_steps = unrolled(_step, TILE)        # kk = 0..31
+_load_tiles = unrolled(_load_row, THREAD_M)   # 8 rows: 8 loads of A, 32 of B
+_all_steps = unrolled(_step, TILE_K)          # kk = 0..31
 
 
 @cuda.jit
 def kernel(M, N, K, alpha, A, B, beta, C):
-    Mds = cuda.shared.array((TILE, TILE), float32, alignment=SMEM_ALIGN)        # 4 KB
-    Nds = cuda.shared.array((TILE, NDS_COLS), float32, alignment=SMEM_ALIGN)   # 16 KB
+    As = cuda.shared.array((TILE_M, TILE_K), float32, alignment=SMEM_ALIGN)   # As[m, k]: 4 KB
+    Bs = cuda.shared.array((TILE_K, TILE_N), float32, alignment=SMEM_ALIGN)   # Bs[k, n]: 16 KB
 
     tx = u32(cuda.threadIdx.x)
     ty = u32(cuda.threadIdx.y)
-    i0 = u32(ty * CF)
-    row0 = u32(cuda.blockIdx.y * TILE + i0)
-    col_base = u32(cuda.blockIdx.x * (TILE * TN))
-    b_col = u32(col_base + tx)
+    i0 = u32(ty * THREAD_M)                    # my rows inside the tile: i0 … i0+7
+    row = u32(cuda.blockIdx.y * TILE_M + i0)   # and in C
+    col0 = u32(cuda.blockIdx.x * TILE_N)       # the block's first column
+    col = u32(col0 + tx)                       # my first column; the others COL_STEP apart
     m, n, k = u32(M), u32(N), u32(K)
     k64, n64 = u64(k), u64(n)
 
     # Local arrays indexed only by unrolled constants: they live in registers.
-    acc = cuda.local.array((CF, TN), float32)
-    a_reg = cuda.local.array(CF, float32)
-    b_reg = cuda.local.array(TN, float32)
-    for r in range(CF):
-        for j in range(TN):
+    acc = cuda.local.array((THREAD_M, THREAD_N), float32)
+    a_reg = cuda.local.array(THREAD_M, float32)
+    b_reg = cuda.local.array(THREAD_N, float32)
+    for r in range(THREAD_M):
+        for j in range(THREAD_N):
             acc[r, j] = float32(0.0)
 
-    # Running 64-bit offsets of A[row0, ph + tx] and B[ph + i0, col_base + tx]
-    a_off = u64(row0) * k64 + u64(tx)
-    b_off = u64(i0) * n64 + u64(b_col)
-    ph = u32(0)
-    while ph < k:
-        _load_tiles(0, Mds, Nds, A, B, a_off, b_off, k64, n64, i0, tx, row0, m,
-                    u32(ph + tx), u32(ph + i0), k, b_col, n)
+    # Running 64-bit offsets of A[row, k0 + tx] and B[k0 + i0, col]
+    a_off = u64(row) * k64 + u64(tx)
+    b_off = u64(i0) * n64 + u64(col)
+    k0 = u32(0)
+    while k0 < k:
+        _load_tiles(0, As, Bs, A, B, a_off, b_off, k64, n64, i0, tx, row, m,
+                    u32(k0 + tx), u32(k0 + i0), k, col, n)
         cuda.syncthreads()
-        _all_steps(0, Mds, Nds, i0, tx, a_reg, b_reg, acc)
+        _all_steps(0, As, Bs, i0, tx, a_reg, b_reg, acc)
         cuda.syncthreads()
-        ph = u32(ph + TILE)
-        a_off += u64(TILE)
-        b_off += u64(TILE) * n64
+        k0 = u32(k0 + TILE_K)
+        a_off += u64(TILE_K)
+        b_off += u64(TILE_K) * n64
 
-    for r in range(CF):
-        row = u32(row0 + r)
-        if row < m:
-            c_row = u64(row) * n64
-            for j in range(TN):
-                col = u32(b_col + j * TILE)
-                if col < n:
-                    c = c_row + u64(col)
+    for r in range(THREAD_M):
+        row_r = u32(row + r)
+        if row_r < m:
+            c_row = u64(row_r) * n64
+            for j in range(THREAD_N):
+                col_j = u32(col + j * COL_STEP)
+                if col_j < n:
+                    c = c_row + u64(col_j)
                     store_c(C, c, acc[r, j], alpha, beta)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
+    """Phase `ph` of warp `warp` of block (bx, by): its 8 rows of the A tile and 8 × 4 values
+    of the B tile, then per k 8 A values and 4 B values."""
+    ls = lanes(g, warp)
+    T = g.tile_k
+    W = g.block[0]                   # a thread's columns lie W apart (COL_STEP)
+    bs = g.tile_m * T * F32          # Bs follows As in shared memory (bytes)
+    acc = []
+    for r in range(g.thread_m):
+        acc.append(global_load("A", [(by * g.tile_m + ty * g.thread_m + r) * K + ph * T + tx for tx, ty in ls]))
+        acc.append(shared_access("As", [(ty * g.thread_m + r) * T + tx for tx, ty in ls], inner=False, op="store"))
+    for r in range(g.thread_m):
+        for j in range(g.thread_n):
+            acc.append(global_load("B", [(ph * T + ty * g.thread_m + r) * N + bx * g.tile_n + j * W + tx
+                                         for tx, ty in ls]))
+            acc.append(shared_access("Bs", [(ty * g.thread_m + r) * g.tile_n + j * W + tx for tx, ty in ls],
+                                     inner=False, op="store", base=bs))
+    for kk in range(T):
+        for r in range(g.thread_m):
+            acc.append(shared_access("As", [(ty * g.thread_m + r) * T + kk for tx, ty in ls]))
+        for j in range(g.thread_n):
+            acc.append(shared_access("Bs", [kk * g.tile_n + j * W + tx for tx, ty in ls], base=bs))
+    return Step(T * g.thread_m * g.thread_n, tuple(acc), "one phase")
 
 
 def unsupported(M: int, N: int, K: int):

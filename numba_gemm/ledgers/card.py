@@ -1,0 +1,117 @@
+"""The cards the ledgers price on, loaded from numba_gemm/data only.
+
+data/cards.json holds each card's specification (L2 size, FP32 lanes, tensor ceiling, and for
+cards this project has not measured, the figures its source states). A card with a
+"measured" file takes its SM count, SM clock, copy bandwidth and load prices from that file,
+written by `python -m numba_gemm.microbench --out ...`; nothing here restates those numbers.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from .access import WARP
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+CARDS_JSON = DATA_DIR / "cards.json"
+H200_COSTS = DATA_DIR / "h200_costs.json"
+
+# A kind the card has no price for may be priced as another, as the seed did (it priced
+# k2's broadcast A load and coalesced B load alike at 1.94 cycles).
+PRICE_FALLBACK = {"ldg_bcast": "ldg"}
+
+
+@dataclass(frozen=True)
+class Card:
+    name: str
+    sms: int
+    clock_ghz: float                 # SM clock the cycle costs are counted in
+    bandwidth: float                 # bytes/s: the DRAM ceiling (copy: read + write)
+    l2_bytes: int
+    fp32_lanes_per_sm: int = 128
+    tensor_flops: float | None = None   # fp16 in / fp32 accumulate ceiling
+    costs: Mapping[str, float] = field(default_factory=dict)  # SM cycles per warp instruction
+    costs_source: str = ""           # "" = not measured on this card
+    notes: tuple[str, ...] = ()
+
+    @property
+    def fp32_flops(self) -> float:
+        return self.sms * self.fp32_lanes_per_sm * 2 * self.clock_ghz * 1e9
+
+    @property
+    def ffma_floor(self) -> float:
+        """SM cycles per warp FFMA when the FP32 pipe is the only limit (0.25 on 128 lanes)."""
+        return WARP / self.fp32_lanes_per_sm
+
+    def price(self, kind: str) -> tuple[float | None, str]:
+        """(cycles, the kind actually priced) or (None, kind) when not measured here."""
+        if kind in self.costs:
+            return self.costs[kind], kind
+        alt = PRICE_FALLBACK.get(kind)
+        if alt is not None and alt in self.costs:
+            return self.costs[alt], alt
+        return None, kind
+
+
+def _specs() -> dict:
+    return json.loads(CARDS_JSON.read_text())["cards"]
+
+
+def load(key: str, measured: str | os.PathLike | None = None) -> Card:
+    """The card `key` of data/cards.json; `measured` replaces its microbenchmark file."""
+    spec = _specs()[key]
+    notes = list(spec.get("notes", ()))
+    kw = dict(name=spec["name"], l2_bytes=int(spec["l2_bytes"]),
+              fp32_lanes_per_sm=int(spec.get("fp32_lanes_per_sm", 128)),
+              tensor_flops=spec.get("tensor_flops"))
+    if measured is not None:
+        path = Path(measured)
+    else:
+        path = DATA_DIR / spec["measured"] if "measured" in spec else None
+    if path is None:
+        kw.update(sms=int(spec["sms"]), clock_ghz=float(spec["clock_ghz"]),
+                  bandwidth=float(spec["bandwidth_Bps"]),
+                  costs={k: float(v) for k, v in spec.get("costs", {}).items()},
+                  costs_source=spec.get("costs_source", ""))
+    else:
+        data = json.loads(path.read_text())
+        kw.update(sms=int(data["sms"]), clock_ghz=float(data["clock_ghz"]),
+                  bandwidth=float(data["copy_bandwidth_Bps"]),
+                  costs={k: float(v) for k, v in data.get("costs", {}).items() if v is not None})
+        if data.get("tensor_flops"):
+            kw["tensor_flops"] = float(data["tensor_flops"])
+        if kw["costs"]:
+            kw["costs_source"] = (f"measured by numba_gemm.microbench on {data.get('device', '?')}"
+                                  + (f", {data['measured_utc']}" if data.get("measured_utc") else ""))
+        notes.insert(0, f"SMs, clock {kw['clock_ghz']:.3f} GHz and bandwidth "
+                        f"{kw['bandwidth'] / 1e12:.2f} TB/s (device-to-device copy, read + write): "
+                        f"measured, {path.name}")
+    return Card(notes=tuple(notes), **kw)
+
+
+def h200(costs_json: str | os.PathLike | None = None) -> Card:
+    """The H200 as measured in `costs_json` (default: the committed data/h200_costs.json)."""
+    return load("h200", costs_json)
+
+
+RTX4090 = load("rtx4090")
+RTX5080 = load("rtx5080")
+
+_ALIASES = {"h200": "h200", "rtx4090": "rtx4090", "4090": "rtx4090", "rtx5080": "rtx5080", "5080": "rtx5080"}
+
+
+def card(name_or_card: "str | os.PathLike | Card | None" = None) -> Card:
+    """A Card from a name (h200, rtx4090/4090, rtx5080/5080), a microbench .json (an H200), or a Card."""
+    if isinstance(name_or_card, Card):
+        return name_or_card
+    raw = str(name_or_card or "h200")
+    if raw.endswith(".json"):
+        return h200(raw)
+    key = raw.lower().replace(" ", "").replace("-", "")
+    try:
+        return load(_ALIASES[key])
+    except KeyError:
+        raise ValueError(f"unknown card {name_or_card!r}: one of {sorted(_ALIASES)} or a .json") from None
