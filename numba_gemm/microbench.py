@@ -21,6 +21,17 @@ levels' loads mostly do; `ldg_x32` sends each lane to its own 128-byte line (k1'
 Also measured: the device-to-device copy bandwidth (bytes read + written per second, the
 bytes ledger's ceiling) and the SM clock (clock64 cycles over CUDA-event time).
 
+Tensor-core ceilings (`tensor_ceiling(name)`, TFLOPS; native CUDA compiled by NVRTC for sm_90a,
+native/tensor_ceilings.cu, launched through numba_gemm.nvrtc): "mma_sync" is mma.sync.m16n8k16
+f16→f32 from registers only (the instruction of v8–v10: their ceiling), "wgmma" is
+wgmma.mma_async m64n256k16 f16→f32 from shared memory, two warpgroups per SM (the instruction
+the Hopper levels use). TFLOPS = FLOPs / CUDA-event time of one launch over every SM (median of
+5); each block's clock64 span also gives FLOPs per SM cycle and the SM clock during the run.
+A full run also writes the mma_sync figure as `tensor_flops`, the tensor ceiling the ledgers
+price v7–v10 against (numba_gemm.ledgers.card reads it from the costs file).
+
+    python -m numba_gemm.microbench --tensor          # the two tensor-core ceilings only
+
 In the Numba CUDA simulator (no GPU) `run_all(smoke=True)` runs each kernel once at a tiny
 size and checks the values it loaded, so the index patterns are tested in CI; the timings
 there mean nothing and are not written.
@@ -50,8 +61,7 @@ SMEM_WORDS = 4096          # 16 KB of shared memory per block
 GLOBAL_WORDS = 8192        # 32 KB global array: L1-resident
 ROWS128 = 32               # 2-D arrays of 32 rows × 128 floats for the 128-bit kinds
 UNROLL = 8                 # loads per loop iteration (kept in sync with the kernels)
-# 16-byte alignment for the 128-bit shared loads; the simulator rejects the argument
-SMEM_ALIGN = None if SIMULATOR else 16
+SMEM_ALIGN = 16           # bytes: the 128-bit shared loads need it
 
 # kind -> (kernel family, lane stride or column multiplier)
 KINDS = {
@@ -218,7 +228,10 @@ def _build_vector_kernels():
 
     @cuda.jit
     def _lds128(out, cyc, sm, iters, colmul):
-        s = cuda.shared.array((ROWS128, 128), float32, alignment=SMEM_ALIGN)
+        if SIMULATOR:   # the simulator's shared.array takes no alignment (a constant: pruned on the GPU)
+            s = cuda.shared.array((ROWS128, 128), float32)
+        else:
+            s = cuda.shared.array((ROWS128, 128), float32, alignment=SMEM_ALIGN)
         t = cuda.threadIdx.x
         i = t
         while i < ROWS128 * 128:
@@ -416,6 +429,130 @@ def measure_copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 10) -> float:
     return 2 * n * 4 / statistics.median(times)
 
 
+# ---------------------------------------------------------------------------------------
+# Tensor-core ceilings: native kernels (native/tensor_ceilings.cu) through numba_gemm.nvrtc.
+
+TENSOR_SOURCE = "tensor_ceilings.cu"
+MMA_CHAINS = 8      # independent mma.sync accumulators per warp
+WG_BATCH = 8        # wgmma per commit group
+TENSOR_DEFINES = (f"-DMMA_CHAINS={MMA_CHAINS}", f"-DWG_BATCH={WG_BATCH}")
+MMA_FLOPS = 2 * 16 * 8 * 16           # one mma.sync.m16n8k16
+WGMMA_FLOPS = 2 * 64 * 256 * 16       # one wgmma m64n256k16
+# name -> (kernel, threads per block, blocks per SM, FLOPs per block per loop iteration, iterations)
+TENSOR = {
+    "mma_sync": ("mma_sync_loop", 256, 4, (256 // 32) * MMA_CHAINS * MMA_FLOPS, 1 << 16),
+    "wgmma": ("wgmma_loop", 256, 1, (256 // 128) * WG_BATCH * WGMMA_FLOPS, 1 << 14),
+}
+
+
+def tensor_cubin() -> bytes:
+    """The ceilings' cubin (sm_90a), compiled by NVRTC; needs no GPU."""
+    from numba_gemm import nvrtc
+
+    return nvrtc.compile_variant(TENSOR_SOURCE, TENSOR_DEFINES)
+
+
+def measure_tensor(name: str, iters: int | None = None, repeats: int = 5) -> dict:
+    """One tensor-core ceiling on the current GPU: TFLOPS, FLOPs per SM cycle, SM clock."""
+    from numba_gemm import nvrtc
+    from numba_gemm.hgemm._common import device_ptr, pack_args
+
+    kernel, threads, per_sm, flops_per_iter, default_iters = TENSOR[name]
+    iters = iters or default_iters
+    f = _device_facts()
+    blocks = f["sms"] * per_sm
+    fn = nvrtc.function(TENSOR_SOURCE, kernel, defines=TENSOR_DEFINES)
+    rng = np.random.default_rng()
+    src = cuda.to_device(rng.uniform(-1, 1, 8192).astype(np.float16).view(np.uint32))  # not zeros
+    out = cuda.device_array(blocks * threads, np.float32)
+    cyc = cuda.device_array(3 * blocks, np.uint64)
+
+    def launch(n):
+        args = pack_args(("p", device_ptr(src)), ("p", device_ptr(out)), ("p", device_ptr(cyc)), ("i", n))
+        nvrtc.launch(fn, (blocks, 1, 1), (threads, 1, 1), 0, None, args)
+
+    launch(16)   # load + warm up
+    cuda.synchronize()
+    runs = []
+    for _ in range(repeats):
+        start, stop = cuda.event(), cuda.event()
+        start.record()
+        launch(iters)
+        stop.record()
+        stop.synchronize()
+        seconds = cuda.event_elapsed_time(start, stop) * 1e-3
+        c = cyc.copy_to_host().reshape(blocks, 3).astype(np.int64)
+        per_sm: dict[int, list] = {}
+        for t0, t1, sm in c:
+            per_sm.setdefault(int(sm), []).append((t0, t1))
+        rates = [len(v) * iters * flops_per_iter / (max(b for _, b in v) - min(a for a, _ in v))
+                 for v in per_sm.values()]
+        spans = [max(b for _, b in v) - min(a for a, _ in v) for v in per_sm.values()]
+        runs.append({"tflops": blocks * iters * flops_per_iter / seconds / 1e12,
+                     "flops_per_sm_cycle": statistics.median(rates),
+                     "sm_clock_ghz": statistics.median(spans) / seconds / 1e9,
+                     "sms_seen": len(per_sm), "seconds": seconds})
+    runs.sort(key=lambda r: r["tflops"])
+    r = runs[len(runs) // 2]
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} | {
+        "blocks": blocks, "threads": threads, "iters": iters}
+
+
+def tensor_ceiling(name: str) -> float:
+    """TFLOPS of one tensor-core ceiling ("mma_sync" or "wgmma") on the current GPU."""
+    return measure_tensor(name)["tflops"]
+
+
+def _write_json(path: str, data: dict) -> None:
+    with open(path, "w") as fh:
+        json.dump(data, fh, indent=1)
+        fh.write("\n")
+
+
+def run_tensor(out_path: str | None = None, quiet: bool = False) -> dict:
+    """Both tensor-core ceilings; JSON at out_path if given."""
+    import numba
+
+    data = {"schema": 1, **_device_facts(),
+            "tensor_tflops": {}, "tensor": {}, "tensor_method": _TENSOR_METHOD,
+            "numba": numba.__version__,
+            "measured_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")}
+    _measure_tensor_into(data)
+    if out_path:
+        _write_json(out_path, data)
+    if not quiet:
+        print(format_tensor(data))
+    return data
+
+
+_TENSOR_METHOD = (f"native/tensor_ceilings.cu (NVRTC, sm_90a): mma_sync = mma.sync.m16n8k16 f16->f32 from "
+                  f"registers, {MMA_CHAINS} accumulator chains per warp, 8 warps per block, 4 blocks per SM; "
+                  f"wgmma = wgmma.mma_async m64n256k16 f16->f32, A and B from shared memory, {WG_BATCH} per "
+                  "commit group with one group in flight, 2 warpgroups per SM; TFLOPS = FLOPs / CUDA-event "
+                  "time of one launch (median of 5)")
+
+
+def _measure_tensor_into(data: dict) -> None:
+    for name in TENSOR:
+        try:
+            r = measure_tensor(name)
+        except Exception as e:  # one broken ceiling must not lose the other
+            data.setdefault("not_measured", {})[name] = f"{type(e).__name__}: {e}"
+            continue
+        data["tensor"][name] = r
+        data["tensor_tflops"][name] = round(r["tflops"], 1)
+
+
+def format_tensor(data: dict) -> str:
+    lines = [f"{'ceiling':10s} {'TFLOPS':>8s} {'FLOP/SM/clk':>12s} {'SM GHz':>7s}"]
+    for name, r in data.get("tensor", {}).items():
+        lines.append(f"{name:10s} {r['tflops']:8.1f} {r['flops_per_sm_cycle']:12.0f} {r['sm_clock_ghz']:7.3f}")
+    for name, why in data.get("not_measured", {}).items():
+        if name in TENSOR:
+            lines.append(f"{name:10s} not measured: {why}")
+    return "\n".join(lines)
+
+
 def run_all(out_path: str | None = None, kinds=None, smoke_only: bool | None = None,
             quiet: bool = False) -> dict:
     """Measure every kind (GPU) or smoke-test every kernel (simulator); write JSON if asked."""
@@ -446,6 +583,9 @@ def run_all(out_path: str | None = None, kinds=None, smoke_only: bool | None = N
         spread[kind] = [round(lo, 4), round(hi, 4), nsm]
     clock = measure_clock()
     bw = measure_copy_bandwidth()
+    tensor = {"tensor_tflops": {}, "tensor": {}, "not_measured": problems}
+    if kinds is None:
+        _measure_tensor_into(tensor)
     import numba
     data = {
         "schema": 1,
@@ -456,6 +596,11 @@ def run_all(out_path: str | None = None, kinds=None, smoke_only: bool | None = N
         "costs": costs,
         "spread_min_max_sms": spread,
         "not_measured": problems,
+        "tensor_tflops": tensor["tensor_tflops"],
+        # the ledgers' tensor ceiling for the mma.sync levels (numba_gemm.ledgers.card reads it)
+        **({"tensor_flops": tensor["tensor"]["mma_sync"]["tflops"] * 1e12} if "mma_sync" in tensor["tensor"] else {}),
+        "tensor": tensor["tensor"],
+        "tensor_method": _TENSOR_METHOD,
         "method": (f"{UNROLL} independent loads per loop iteration, each consumed by one FADD; "
                    f"256 threads per block, {facts['max_threads_per_sm'] // 256} blocks per SM; "
                    "clock64 span per SM / warp instructions on that SM; global loads from a "
@@ -466,9 +611,7 @@ def run_all(out_path: str | None = None, kinds=None, smoke_only: bool | None = N
         "seconds": round(time.time() - t_start, 1),
     }
     if out_path:
-        with open(out_path, "w") as fh:
-            json.dump(data, fh, indent=1)
-            fh.write("\n")
+        _write_json(out_path, data)
     if not quiet:
         print(format_table(data))
     return data
@@ -486,8 +629,11 @@ def format_table(data: dict) -> str:
         seed = SEED_4090.get(k)
         lines.append(f"{k:16s} {v:8.3f} {lo:8.3f} {hi:8.3f} {seed if seed else '':>12}")
     for k, why in data.get("not_measured", {}).items():
-        lines.append(f"{k:16s} not measured: {why}")
+        if k not in TENSOR:
+            lines.append(f"{k:16s} not measured: {why}")
     lines.append(f"({data['seconds']} s; unit: {data['unit']})")
+    if data.get("tensor"):
+        lines.append(format_tensor(data))
     return "\n".join(lines)
 
 
@@ -496,7 +642,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="write the costs JSON here (e.g. numba_gemm/data/h200_costs.json)")
     ap.add_argument("--kinds", help="comma-separated subset of: " + ", ".join(KINDS))
     ap.add_argument("--smoke", action="store_true", help="only run each kernel once and check it")
+    ap.add_argument("--tensor", action="store_true",
+                    help="only the tensor-core ceilings (mma.sync, wgmma): needs a GPU")
     a = ap.parse_args(argv)
+    if a.tensor:
+        if SIMULATOR:
+            ap.error("the tensor-core ceilings are native kernels: they need a GPU")
+        data = run_tensor(a.out)
+        return 0 if len(data["tensor_tflops"]) == len(TENSOR) else 1
     kinds = a.kinds.split(",") if a.kinds else None
     if kinds:
         unknown = [k for k in kinds if k not in KINDS]

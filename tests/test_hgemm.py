@@ -1,50 +1,95 @@
-"""HGEMM levels v7..v10: the level contract and host logic here; correctness on the GPU only.
+"""HGEMM levels (every level of the registry's hgemm family): the level contract and host logic
+here; correctness on the GPU only.
 
 GPU tests: fresh random fp16/bf16 inputs on ragged shapes, alpha/beta, beta == 0 with C
-poisoned by NaN, the element-wise fallback (K or N % 8 != 0, unaligned base) for v7-v9, v10's
-refusal, and offsets past 2^31 elements. All compared with check.verify(family="hgemm").
+poisoned by NaN, shapes whose rows are not 16-byte aligned (served by the element-wise fallback
+of the cp.async levels, refused before launch by v10), and offsets past 2^31 elements. All
+compared with check.verify(family="hgemm").
 """
+import re
+
 import numpy as np
 import pytest
 
 from numba_gemm import check
 from numba_gemm.hgemm import _common as cm
-from numba_gemm.hgemm import v7_wmma, v8_mma, v9_supertile, v10_tma
+from numba_gemm.registry import registry
 from tests.conftest import GPU
+from tools import hgemm_sweep
 
-LEVELS = [v7_wmma, v8_mma, v9_supertile, v10_tma]
-ids = [lv.LEVEL for lv in LEVELS]
+LEVELS = [lv.module for lv in registry().values() if lv.family == "hgemm"]
+ids = [m.LEVEL for m in LEVELS]
+NATIVE = [lv.module for lv in registry().values() if lv.family == "hgemm" and lv.native]
+SWEPT = hgemm_sweep.sweepable()      # the levels that take a TileConfig
 DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
+LEVEL = {m.LEVEL: m for m in LEVELS}
 
 
 @pytest.mark.parametrize("lv", LEVELS, ids=ids)
 def test_level_contract(lv):
-    for attr in ("LEVEL", "TITLE", "DELTA", "DTYPES", "SOURCE", "KERNEL_NAME", "SASS_MUST_HAVE"):
-        assert getattr(lv, attr)
+    for attr in ("LEVEL", "TITLE", "DELTA", "DTYPES", "SASS_MUST_HAVE", "RASTER"):
+        assert getattr(lv, attr), attr
     assert lv.DELTA.startswith(lv.LEVEL + " = ")
+    assert lv.PARENT is None or lv.PARENT in LEVEL
+    assert lv.RASTER in ("m-fastest", "n-fastest", "super")
+    assert lv.RASTER != "super" or callable(getattr(lv, "tile_order", None))
     assert callable(lv.run) and callable(lv.unsupported)
     assert np.dtype(np.float16) in [np.dtype(d) for d in lv.DTYPES]
-    assert lv.__doc__ and len(lv.__doc__) > 200
 
 
-@pytest.mark.parametrize("lv", [v8_mma, v9_supertile, v10_tma], ids=["v8", "v9", "v10"])
-def test_launch_config_fits_an_h200(lv):
-    grid, block, smem = lv.launch_config(8192, 8192, 8192)
+@pytest.mark.parametrize("lv", NATIVE, ids=[m.LEVEL for m in NATIVE])
+def test_native_level_contract(lv):
+    from numba_gemm import nvrtc
+
+    assert (nvrtc.native_dir() / lv.SOURCE).is_file()
+    assert set(lv.KERNEL_NAMES) == {"f16", "bf16"}
+    assert getattr(lv, "KERNEL_NAME", lv.KERNEL_NAMES["f16"]) == lv.KERNEL_NAMES["f16"]
+    assert isinstance(lv.CONFIG, cm.TileConfig)
+    assert all(d.startswith("-D") for d in lv.DEFINES)
+
+
+@pytest.mark.parametrize("lv", list(SWEPT.values()), ids=list(SWEPT))
+def test_shipped_tile_is_valid_and_fully_specified(lv):
+    tma = any(d.startswith("-DHG_TMA_LAG=") for d in lv.DEFINES)
     c = lv.CONFIG
+    assert c.problems(tma) == [] and lv.DEFINES == c.defines(tma)
+    grid, block, smem = lv.launch_config(8192, 8192, 8192)
     assert grid == ((8192 // c.bm) * (8192 // c.bn), 1, 1) and block == (c.threads, 1, 1)
-    assert smem <= 227 * 1024
+    assert smem == c.smem(tma) <= 227 * 1024
     assert lv.launch_config(1, 1, 1)[0] == (1, 1, 1)
 
 
+def test_v7_config_states_the_tile_its_source_hard_codes():
+    from numba_gemm import nvrtc
+
+    v7 = LEVEL["v7"]
+    src = (nvrtc.native_dir() / v7.SOURCE).read_text()
+    c = v7.CONFIG
+    assert f"constexpr int BM = {c.bm}, BN = {c.bn}, BK = {c.bk};" in src
+    assert f"constexpr int WARPS_M = {c.warps_m}, WARPS_N = {c.warps_n};" in src
+    assert re.search(r"Smem \{\s+bits16 a\[%d\]" % c.stages, src)   # double buffer
+    assert v7.DEFINES == () and "HG_" not in src
+
+
 def test_v7_grid_and_limits():
-    assert v7_wmma.launch_config(4097, 129, 5)[0] == (33, 2, 1)
-    assert v7_wmma.unsupported(1, 128 * 65536, 8) is not None
-    assert v7_wmma.unsupported(5, 7, 3) is None
+    v7 = LEVEL["v7"]
+    assert v7.launch_config(4097, 129, 5)[0] == (33, 2, 1)
+    assert v7.unsupported(1, 128 * 65536, 8) is not None
+    assert v7.unsupported(5, 7, 3) is None
 
 
-def test_dims_past_int32_are_refused():
-    for lv in LEVELS:
-        assert "2^31" in lv.unsupported(2**31, 8, 8)
+def test_v9_is_v8_with_another_tile_order_and_v10_has_its_own_tile():
+    v8, v9, v10 = LEVEL["v8"], LEVEL["v9"], LEVEL["v10"]
+    assert v9.CONFIG == v8.CONFIG and v9.DEFINES == v8.DEFINES
+    assert (v8.RASTER, v9.RASTER, v10.RASTER) == ("n-fastest", "super", "super")
+    assert (v10.CONFIG.bm, v10.CONFIG.bn, v10.CONFIG.stages) == (128, 256, 4)
+    assert v10.SMEM == 197696
+    assert v10.tile_order(8192, 8192, 8192, 60 << 20) == cm.choose_supertile(8192, 8192, 8192, 128, 256, 60 << 20)
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_dims_past_int32_are_refused(lv):
+    assert "2^31" in lv.unsupported(2**31, 8, 8)
 
 
 def test_pack_args_and_element_type():
@@ -62,6 +107,7 @@ def test_pack_args_and_element_type():
     with pytest.raises(TypeError):
         cm.element_type(Fake(np.float32))
     assert cm.rows_16b_aligned(256, 8) and not cm.rows_16b_aligned(256, 12) and not cm.rows_16b_aligned(258, 8)
+    assert cm.vec_c(256, 6) and not cm.vec_c(260, 6) and not cm.vec_c(256, 7)
 
 
 def test_gemm_refuses_v10_shape_before_any_launch():
@@ -119,23 +165,33 @@ def test_ragged_shapes_alpha_beta(lv, dtype):
         _case(lv, M, N, K, dtype, 1.0, 0.0, rng)     # beta == 0: NaN in C must not leak
 
 
+def test_cp_async_levels_serve_unaligned_rows_and_v10_refuses_them():
+    for name in ("v7", "v8", "v9"):   # the element-wise fallback loads serve them
+        assert all(LEVEL[name].unsupported(*s) is None for s in ODD)
+    assert all("16 bytes" in LEVEL["v10"].unsupported(*s) for s in ODD if s[1] % 8 or s[2] % 8)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("lv", [v7_wmma, v8_mma, v9_supertile], ids=["v7", "v8", "v9"])
-def test_fallback_loads_when_rows_are_not_16_byte_aligned(lv, dtype):
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_rows_not_16_byte_aligned_are_exact_or_refused_before_launch(lv, dtype):
     rng = np.random.default_rng()
     for M, N, K in ODD:
-        assert lv.unsupported(M, N, K) is None
+        if lv.unsupported(M, N, K):
+            continue
         _case(lv, M, N, K, dtype, -1.5, 0.25, rng)
         _case(lv, M, N, K, dtype, 1.0, 0.0, rng)
-    _case(lv, 130, 264, 72, dtype, 1.0, 0.0, rng, offset=1)   # aligned shape, unaligned base
+    try:                                                       # aligned shape, unaligned base
+        _case(lv, 130, 264, 72, dtype, 1.0, 0.0, rng, offset=1)
+    except ValueError as e:                                    # v10: TMA needs a 16-byte base
+        assert lv.LEVEL not in ("v7", "v8", "v9") and "16" in str(e), e
 
 
 @pytest.mark.gpu
 def test_v10_refuses_an_unaligned_base_before_launch():
     rng = np.random.default_rng()
     with pytest.raises(ValueError, match="v9"):
-        _case(v10_tma, 130, 264, 72, np.float16, 1.0, 0.0, rng, offset=1)
+        _case(LEVEL["v10"], 130, 264, 72, np.float16, 1.0, 0.0, rng, offset=1)
 
 
 @pytest.mark.gpu
@@ -143,7 +199,7 @@ def test_gemm_api_end_to_end():
     import numba_gemm
 
     rng = np.random.default_rng()
-    for level in ("v7", "v8", "v9", "v10"):
+    for level in LEVEL:
         for dtype in DTYPES:
             A, B, C = check.random_inputs(200, 136, 96, dtype, rng)
             out = numba_gemm.gemm(A, B, C.copy(), alpha=0.5, beta=2.0, level=level)
@@ -168,10 +224,9 @@ def test_offsets_past_2_31_elements(lv, shape):
     cuda.synchronize()
     rows = np.r_[0:3, M - 3:M]
     cols = np.r_[0:3, N - 3:N]
-    out = dC[M - 3:M].copy_to_host()[:, cols] if M > 3 else None
     ref = A[rows].astype(np.float64) @ B[:, cols].astype(np.float64)
-    tail = np.asarray(out, np.float64)
-    np.testing.assert_array_equal(tail, ref[3:])    # small integers: exact in fp32
+    tail = dC[M - 3:M].copy_to_host()[:, cols]
+    np.testing.assert_array_equal(np.asarray(tail, np.float64), ref[3:])    # small integers: exact in fp32
     head = dC[0:3].copy_to_host()[:, cols]
     np.testing.assert_array_equal(np.asarray(head, np.float64), ref[:3])
 
@@ -186,16 +241,13 @@ SWEEP_TILES = [
 ]
 
 
-def test_default_tile_needs_no_defines_and_matches_the_modules():
-    d = cm.DEFAULT_TILE
-    assert d.defines() == () and d.defines(tma=True) == () and d.problems(tma=True) == []
-    for mod in (v8_mma, v9_supertile, v10_tma):
-        c = mod.CONFIG
-        assert (mod.BM, mod.BN, mod.BK, mod.STAGES, mod.THREADS) == (c.bm, c.bn, c.bk, c.stages, c.threads)
-        assert mod.DEFINES == c.defines(tma=mod is v10_tma) and c.problems(tma=mod is v10_tma) == []
-    assert v9_supertile.CONFIG == v8_mma.CONFIG and v10_tma.CONFIG == d
-    assert v10_tma.SMEM == 197696 and v10_tma.tile_order(8192, 8192, 8192, 60 << 20) == \
-        v9_supertile.tile_order(8192, 8192, 8192, 60 << 20, config=d)
+def test_tile_options_are_complete_and_distinct():
+    t = cm.TileConfig(bm=256, bn=128, warps_m=4, warps_n=4, frag_pipe=True, tma_lag=1)
+    d = t.defines()
+    assert d == ("-DHG_BM=256", "-DHG_BN=128", "-DHG_BK=64", "-DHG_STAGES=4", "-DHG_WARPS_M=4",
+                 "-DHG_WARPS_N=4", "-DHG_MIN_BLOCKS=1", "-DHG_FRAG_PIPE=1")
+    assert t.defines(tma=True) == d + ("-DHG_TMA_LAG=1",)
+    assert len({c.defines(tma=True) for c in SWEEP_TILES}) == len(SWEEP_TILES)
 
 
 def test_tile_config_rules():
@@ -209,26 +261,27 @@ def test_tile_config_rules():
         assert all(o.startswith("-DHG_") for o in t.defines(tma=True))
     assert "-DHG_TMA_LAG=1" in SWEEP_TILES[-1].defines(tma=True)
     assert "-DHG_TMA_LAG=1" not in SWEEP_TILES[-1].defines()
-    with pytest.raises(ValueError, match="not supported"):
-        v8_mma.run(None, None, None, 1.0, 0.0, config=cm.TileConfig(bk=32))  # before any launch
+    for lv in SWEPT.values():                                               # before any launch
+        with pytest.raises(ValueError, match="not supported"):
+            lv.run(None, None, None, 1.0, 0.0, config=cm.TileConfig(bk=32))
 
 
-def test_the_sweep_candidates_are_valid():
-    from tools import hgemm_sweep
-
+def test_the_sweep_candidates_are_valid_and_hold_every_shipped_tile():
     for name, t in hgemm_sweep.CANDIDATES.items():
         assert t.problems(tma=True) == [], name
-    assert hgemm_sweep.CANDIDATES["base"] == cm.DEFAULT_TILE
+    for name in SWEPT:
+        assert any(hgemm_sweep.shipped(name, t) for t in hgemm_sweep.CANDIDATES.values()), name
+    assert hgemm_sweep.shipped("v10", hgemm_sweep.CANDIDATES["base"])
+    assert hgemm_sweep.shipped("v8", hgemm_sweep.CANDIDATES["c128"])
 
 
-@pytest.mark.parametrize("source,kernel", [("v8_mma.cu", "v8_mma_f16"), ("v10_tma.cu", "v10_tma_f16")])
-def test_a_two_block_per_sm_tile_compiles_within_128_registers(source, kernel):
-    import re
-
+@pytest.mark.parametrize("level", ["v8", "v10"])   # a cp.async and a TMA pipeline
+def test_a_two_block_per_sm_tile_compiles_within_128_registers(level):
     from numba_gemm import nvrtc, sass
 
+    source, kernel = LEVEL[level].SOURCE, LEVEL[level].KERNEL_NAMES["f16"]
     t = SWEEP_TILES[1]
-    d = t.defines(tma=source.startswith("v10")) + ("-DHG_NO_BF16",)
+    d = hgemm_sweep.defines(level, t)
     cubin = nvrtc.compile_variant(source, d)
     res = sass.kernel_resources(cubin)
     assert set(res) == {kernel}                                   # no bf16 entry with HG_NO_BF16
@@ -241,7 +294,7 @@ def test_a_two_block_per_sm_tile_compiles_within_128_registers(source, kernel):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("tile", SWEEP_TILES, ids=lambda t: t.label().replace(" ", "_"))
-@pytest.mark.parametrize("lv", [v8_mma, v9_supertile, v10_tma], ids=["v8", "v9", "v10"])
+@pytest.mark.parametrize("lv", list(SWEPT.values()), ids=list(SWEPT))
 def test_other_tiles_are_exact_on_ragged_shapes(lv, tile):
     from numba import cuda
 

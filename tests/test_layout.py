@@ -1,5 +1,6 @@
 """Pure host logic of the native levels: the swizzle, the super-tile decode and choice, and an
-emulation of v8's shared-memory layout + ldmatrix + mma.sync fragment mapping (no GPU needed).
+emulation of one block of the swizzled mma.sync levels (v8's and v10's shipped tiles): shared
+layout + ldmatrix + mma.sync fragment mapping + epilogue (no GPU needed).
 
 The formulas the kernels use:
   swizzle:   chunk c (16 B) of 128-byte row r lives at byte r*128 + ((c ^ (r % 8)) * 16)
@@ -14,6 +15,8 @@ from hypothesis import strategies as st
 
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import v8_mma, v9_supertile, v10_tma
+
+V8_TILE, V9_TILE, V10_TILE = v8_mma.CONFIG, v9_supertile.CONFIG, v10_tma.CONFIG
 
 # ---------------------------------------------------------------------------- swizzle
 
@@ -77,10 +80,10 @@ def test_supertile_decode_stays_inside_one_supertile(grid_m, grid_n, sm, sn):
     assert len(heads) == len(set(heads))
 
 
-def test_supertile_decode_v8_order_is_row_major():
+def test_one_row_of_full_width_supertiles_is_row_major():
+    # super_m = 1, super_n = grid_n: v9's decode gives v8's order (native/tile_order.cuh)
     grid_m, grid_n = 5, 7
-    sm, sn = v8_mma.tile_order(grid_m * 128, grid_n * 256, 64)
-    order = [cm.supertile_decode(b, grid_m, grid_n, sm, sn) for b in range(grid_m * grid_n)]
+    order = [cm.supertile_decode(b, grid_m, grid_n, 1, grid_n) for b in range(grid_m * grid_n)]
     assert order == [(m, n) for m in range(grid_m) for n in range(grid_n)]
 
 
@@ -100,7 +103,7 @@ shapes = st.tuples(st.integers(1, 40000), st.integers(1, 40000), st.integers(1, 
 @given(shapes, st.sampled_from([40, 50, 60, 64, 96]).map(lambda mb: mb * 2**20))
 def test_choose_supertile_respects_the_l2_rule(shape, l2):
     M, N, K = shape
-    bm, bn = v9_supertile.BM, v9_supertile.BN
+    bm, bn = V9_TILE.bm, V9_TILE.bn
     sm, sn = cm.choose_supertile(M, N, K, bm, bn, l2)
     grid_m, grid_n = cm.cdiv(M, bm), cm.cdiv(N, bn)
     assert 1 <= sm <= grid_m and 1 <= sn <= grid_n
@@ -116,7 +119,7 @@ def test_choose_supertile_respects_the_l2_rule(shape, l2):
 
 
 def test_choose_supertile_h200_8192():
-    assert (v9_supertile.BM, v9_supertile.BN) == (128, 128)
+    assert (V9_TILE.bm, V9_TILE.bn) == (128, 128)
     sm, sn = v9_supertile.tile_order(8192, 8192, 8192, l2_bytes=60 * 2**20)
     # A panel 128x8192 fp16 = 2 MiB, B panel 2 MiB, budget 30 MiB: 14 rows of A + 1 column of B
     assert (sm, sn) == (14, 1)
@@ -126,56 +129,65 @@ def test_choose_supertile_h200_8192():
     assert v10_tma.tile_order(8192, 8192, 8192, l2_bytes=60 * 2**20) == (13, 1)
 
 
-# ---------------------------------------------------------------------------- v8 emulation
-# A numpy model of one v8 block: the loader's cp.async destinations, the ldmatrix lane
-# addresses, the PTX fragment layouts of ldmatrix(.trans) and mma.m16n8k16, and the epilogue
-# mapping, transcribed from native/v8_mma.cu. It must reproduce A @ B exactly.
+# ---------------------------------------------------------------------------- block emulation
+# A numpy model of one block of the swizzled mma.sync levels for a given TileConfig: the
+# loader's cp.async destinations (native/v8_mma.cu with cp_async_loader.cuh), TMA's
+# SWIZZLE_128B boxes (v10_tma.cu), the ldmatrix lane addresses and the PTX fragment layouts
+# of ldmatrix(.trans) and mma.m16n8k16 (mma_stage.cuh), and the epilogue mapping
+# (epilogue.cuh). It must reproduce A @ B exactly. Run for the tiles v8 (and v9) and v10 ship.
 
-BM, BN, BK = v8_mma.BM, v8_mma.BN, v8_mma.BK
-A_BYTES, B_PANEL = BM * BK * 2, BK * 128
+EMULATED = [(V8_TILE, "cp.async"), (V10_TILE, "cp.async"), (V10_TILE, "tma")]   # v9 = v8's tile
 
 
 def _swz(r, c):
     return r * 128 + ((c ^ (r & 7)) << 4)
 
 
-def _load_stage_cp_async(A, B, m0, n0, k0):
-    """Shared bytes of one stage as v8's 256 threads write them (zero-fill past the edges)."""
+def _load_stage_cp_async(t, A, B, m0, n0, k0):
+    """Shared bytes of one stage as the tile's threads write them (zero-fill past the edges)."""
     M, K = A.shape
     N = B.shape[1]
-    sm = np.zeros(A_BYTES + 4 * B_PANEL, np.uint8)
-    for tid in range(256):
+    T, a_bytes, b_panel = t.threads, t.bm * 128, 64 * 128
+    a_iters, a_step = t.bm * 8 // T, T // 8
+    cpr = t.bn // 8
+    b_iters, b_step = 64 * cpr // T, T // cpr
+    sm = np.zeros(t.stage_bytes, np.uint8)
+    for tid in range(T):
         a_r, a_c = tid // 8, tid % 8
-        for i in range(4):
-            row, col = m0 + a_r + 32 * i, k0 + a_c * 8
+        for i in range(a_iters):
+            row, col = m0 + a_r + a_step * i, k0 + a_c * 8
             chunk = A[row, col:col + 8] if row < M and col < K else np.zeros(8, A.dtype)
-            dst = _swz(a_r, a_c) + i * 4096
+            dst = _swz(a_r, a_c) + i * a_step * 128
             sm[dst:dst + 16] = chunk.view(np.uint8)
-        b_r, b_nc = tid // 32, tid % 32
-        for i in range(8):
-            row, col = k0 + b_r + 8 * i, n0 + b_nc * 8
+        b_r, b_nc = tid // cpr, tid % cpr
+        for i in range(b_iters):
+            row, col = k0 + b_r + b_step * i, n0 + b_nc * 8
             chunk = B[row, col:col + 8] if row < K and col < N else np.zeros(8, B.dtype)
-            dst = A_BYTES + (b_nc // 8) * B_PANEL + _swz(b_r, b_nc % 8) + i * 1024
+            dst = (a_bytes + (b_nc // 8) * b_panel + _swz(b_r, b_nc % 8) + i * b_step * 128) ^ (((i * b_step) & 7) << 4)
             sm[dst:dst + 16] = chunk.view(np.uint8)
     return sm
 
 
-def _load_stage_tma(A, B, m0, n0, k0):
-    """The same stage as TMA with SWIZZLE_128B writes it: linear box, then the swizzle."""
+def _load_stage_tma(t, A, B, m0, n0, k0):
+    """The same stage as TMA with SWIZZLE_128B writes it: linear boxes, then the swizzle."""
     M, K = A.shape
     N = B.shape[1]
-    pad = np.zeros((M + BM, K + BK + 64), A.dtype)
+    a_bytes, b_panel = t.bm * 128, 64 * 128
+    swizzle = np.vectorize(cm.tma_swizzle_128b)
+    pad = np.zeros((M + t.bm, K + t.bk + 64), A.dtype)
     pad[:M, :K] = A
-    boxA = np.ascontiguousarray(pad[m0:m0 + BM, k0:k0 + BK]).view(np.uint8).ravel()
-    padB = np.zeros((K + BK, N + BN + 64), B.dtype)
+    boxA = np.ascontiguousarray(pad[m0:m0 + t.bm, k0:k0 + t.bk]).view(np.uint8).ravel()
+    padB = np.zeros((K + t.bk, N + t.bn + 64), B.dtype)
     padB[:K, :N] = B
-    sm = np.zeros(A_BYTES + 4 * B_PANEL, np.uint8)
-    idx = np.arange(boxA.size)
-    sm[np.vectorize(cm.tma_swizzle_128b)(idx)] = boxA
-    for p in range(4):
-        box = np.ascontiguousarray(padB[k0:k0 + BK, n0 + 64 * p:n0 + 64 * p + 64]).view(np.uint8).ravel()
-        sm[A_BYTES + p * B_PANEL + np.vectorize(cm.tma_swizzle_128b)(np.arange(box.size))] = box
+    sm = np.zeros(t.stage_bytes, np.uint8)
+    sm[swizzle(np.arange(boxA.size))] = boxA
+    for p in range(t.bn // 64):
+        box = np.ascontiguousarray(padB[k0:k0 + t.bk, n0 + 64 * p:n0 + 64 * p + 64]).view(np.uint8).ravel()
+        sm[a_bytes + p * b_panel + swizzle(np.arange(box.size))] = box
     return sm
+
+
+LOADERS = {"cp.async": _load_stage_cp_async, "tma": _load_stage_tma}
 
 
 def _ldmatrix_x4(sm, addrs, trans):
@@ -209,63 +221,72 @@ def _mma(acc, a, b0, b1):
         acc[t] += [D[g, 2 * q], D[g, 2 * q + 1], D[g + 8, 2 * q], D[g + 8, 2 * q + 1]]
 
 
-def _emulate_block(A, B, m0, n0, loader):
+def _emulate_block(t, A, B, m0, n0, loader):
     M, K = A.shape
     N = B.shape[1]
     C = np.full((M, N), np.nan)
-    acc = np.zeros((8, 4, 8, 32, 4))           # warp, i, j, lane, e
-    for k0 in range(0, K, BK):
-        sm = loader(A, B, m0, n0, k0)
-        for warp in range(8):
-            wm, wn = warp // 4, warp % 4
-            a_lane = [wm * 64 * 128 + _swz(l % 16, l // 16) for l in range(32)]
-            b_lane = [A_BYTES + wn * B_PANEL + _swz(l % 8 + 8 * ((l // 8) % 2), l // 16) for l in range(32)]
-            for kk in range(BK // 16):
-                af = [_ldmatrix_x4(sm, [(a + i * 16 * 128) ^ (kk * 32) for a in a_lane], False) for i in range(4)]
-                bf = [_ldmatrix_x4(sm, [(b + kk * 16 * 128) ^ (j * 32) for b in b_lane], True) for j in range(4)]
-                for i in range(4):
-                    for j in range(4):
+    wm_, wn_ = t.warp_tile
+    MT, NT = wm_ // 16, wn_ // 8
+    warps = t.threads // 32
+    a_bytes, b_panel = t.bm * 128, 64 * 128
+    acc = np.zeros((warps, MT, NT, 32, 4))           # warp, i, j, lane, e
+    for k0 in range(0, K, t.bk):
+        sm = loader(t, A, B, m0, n0, k0)
+        for warp in range(warps):
+            wm, wn = warp // t.warps_n, warp % t.warps_n
+            col0 = wn * wn_
+            a_lane = [wm * wm_ * 128 + _swz(l % 16, l // 16) for l in range(32)]
+            b_lane = [a_bytes + (col0 // 64) * b_panel + _swz(l % 8 + 8 * ((l // 8) % 2), (col0 % 64) // 8 + l // 16)
+                      for l in range(32)]
+            for kk in range(t.bk // 16):
+                af = [_ldmatrix_x4(sm, [(a + i * 16 * 128) ^ (kk * 32) for a in a_lane], False) for i in range(MT)]
+                bf = [_ldmatrix_x4(sm, [(b + kk * 16 * 128 + (j // 4) * b_panel) ^ ((j % 4) * 32) for b in b_lane], True)
+                      for j in range(NT // 2)]
+                for i in range(MT):
+                    for j in range(NT // 2):
                         _mma(acc[warp, i, 2 * j], af[i], bf[j][:, 0], bf[j][:, 1])
                         _mma(acc[warp, i, 2 * j + 1], af[i], bf[j][:, 2], bf[j][:, 3])
-    for warp in range(8):
-        wm, wn = warp // 4, warp % 4
+    for warp in range(warps):
+        wm, wn = warp // t.warps_n, warp % t.warps_n
         for lane in range(32):
             g, q = lane // 4, lane % 4
-            for i in range(4):
+            for i in range(MT):
                 for h in range(2):
-                    row = m0 + wm * 64 + i * 16 + g + 8 * h
-                    for j in range(8):
-                        col = n0 + wn * 64 + j * 8 + 2 * q
+                    row = m0 + wm * wm_ + i * 16 + g + 8 * h
+                    for j in range(NT):
+                        col = n0 + wn * wn_ + j * 8 + 2 * q
                         for e in range(2):
                             if row < M and col + e < N:
                                 C[row, col + e] = acc[warp, i, j, lane, 2 * h + e]
     return C
 
 
-@pytest.mark.parametrize("loader", [_load_stage_cp_async, _load_stage_tma], ids=["cp.async", "tma"])
-def test_v8_block_emulation_reproduces_the_product(loader):
+@pytest.mark.parametrize("t,loader", EMULATED, ids=lambda x: x if isinstance(x, str) else x.label().replace(" ", "_"))
+def test_block_emulation_reproduces_the_product(t, loader):
     rng = np.random.default_rng(7)
-    M, N, K = 100, 200, 72   # one ragged block, two K tiles (the second one partial)
+    M, N, K = t.bm - 28, t.bn - 56, 72   # one ragged block, two K tiles (the second one partial)
     A = rng.integers(-3, 4, (M, K)).astype(np.float16)
     B = rng.integers(-3, 4, (K, N)).astype(np.float16)
-    C = _emulate_block(A, B, 0, 0, loader)
+    C = _emulate_block(t, A, B, 0, 0, LOADERS[loader])
     np.testing.assert_array_equal(C, A.astype(np.float64) @ B.astype(np.float64))
 
 
-def test_cp_async_and_tma_write_identical_shared_bytes():
+@pytest.mark.parametrize("t", [V8_TILE, V10_TILE], ids=lambda t: t.label().replace(" ", "_"))
+def test_cp_async_and_tma_write_identical_shared_bytes(t):
     rng = np.random.default_rng(3)
     A = rng.standard_normal((300, 200)).astype(np.float16)
     B = rng.standard_normal((200, 520)).astype(np.float16)
     for m0, n0, k0 in [(0, 0, 0), (128, 256, 64), (256, 512, 192)]:
-        np.testing.assert_array_equal(_load_stage_cp_async(A, B, m0, n0, k0), _load_stage_tma(A, B, m0, n0, k0))
+        np.testing.assert_array_equal(_load_stage_cp_async(t, A, B, m0, n0, k0), _load_stage_tma(t, A, B, m0, n0, k0))
 
 
 # ---------------------------------------------------------------------------- other tiles
-# The kernel's loader and ldmatrix formulas for a general TileConfig (native/v8_mma.cu),
+# The kernel's loader and ldmatrix formulas for a general TileConfig (native/v8_mma.cu,
+# cp_async_loader.cuh, mma_stage.cuh),
 # transcribed: every chunk of a stage is written exactly once at its swizzled place, and each
 # warp's B ldmatrix addresses (XOR walk, panel steps) are the swizzled chunks of its columns.
 
-TILES = [cm.TileConfig(), cm.TileConfig(bm=128, bn=128, warps_m=2, warps_n=2),
+TILES = [V10_TILE, V8_TILE,
          cm.TileConfig(bm=128, bn=128, warps_m=2, warps_n=4), cm.TileConfig(bm=256, bn=128, warps_m=4, warps_n=4),
          cm.TileConfig(bm=128, bn=256, warps_m=2, warps_n=8), cm.TileConfig(bm=64, bn=256, warps_m=1, warps_n=2),
          cm.TileConfig(bm=128, bn=256, warps_m=1, warps_n=2, stages=3)]

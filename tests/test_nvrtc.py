@@ -1,17 +1,21 @@
-"""NVRTC compile, on-disk cache and SASS of the native levels (runs without a GPU)."""
+"""NVRTC compile, on-disk cache and SASS of the native levels (runs without a GPU).
+
+The levels are the registry's native ones, each compiled as it ships (its SOURCE with its
+DEFINES: the same cubin the census and a launch use)."""
 import re
 
 import pytest
 
 from numba_gemm import nvrtc
-from numba_gemm.hgemm import v7_wmma, v8_mma, v9_supertile, v10_tma
+from numba_gemm.registry import registry
 
-LEVELS = [v7_wmma, v8_mma, v9_supertile, v10_tma]
+LEVELS = [lv.module for lv in registry().values() if lv.native]
+BY_NAME = {m.LEVEL: m for m in LEVELS}
 
 
 @pytest.fixture(scope="module")
 def sass():
-    return {lv.SOURCE: nvrtc.disassemble(nvrtc.compile_cubin(lv.SOURCE)) for lv in LEVELS}
+    return {lv.LEVEL: nvrtc.disassemble(nvrtc.compile_variant(lv.SOURCE, lv.DEFINES)) for lv in LEVELS}
 
 
 def _function(text, name):
@@ -25,25 +29,23 @@ def _function(text, name):
 @pytest.mark.parametrize("lv", LEVELS, ids=lambda m: m.LEVEL)
 def test_every_source_compiles_for_sm_90a_with_both_entries(lv, sass):
     for kind in ("f16", "bf16"):
-        body = _function(sass[lv.SOURCE], lv.KERNEL_NAMES[kind])
-        assert "HMMA" in body
-    assert lv.KERNEL_NAME == lv.KERNEL_NAMES["f16"]
+        _function(sass[lv.LEVEL], lv.KERNEL_NAMES[kind])
 
 
 @pytest.mark.parametrize("lv", LEVELS, ids=lambda m: m.LEVEL)
 def test_sass_has_what_the_level_exists_for_and_no_spills(lv, sass):
-    body = _function(sass[lv.SOURCE], lv.KERNEL_NAME)
+    body = _function(sass[lv.LEVEL], lv.KERNEL_NAMES["f16"])
     ops = set(re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", body, re.M))
     for prefix in lv.SASS_MUST_HAVE:
         assert any(op.startswith(prefix) for op in ops), f"{lv.LEVEL}: no {prefix} in SASS"
     assert not any(op.startswith(("LDL", "STL")) for op in ops), f"{lv.LEVEL} uses local memory"
-    log = nvrtc.compile_log(lv.SOURCE)
+    log = nvrtc.compile_log(lv.SOURCE, defines=lv.DEFINES)
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert spills and all(s == ("0", "0") for s in spills), log
 
 
-def test_v10_loads_by_tma_only():
-    body = _function(nvrtc.disassemble(nvrtc.compile_cubin("v10_tma.cu")), "v10_tma_f16")
+def test_v10_loads_by_tma_only(sass):
+    body = _function(sass["v10"], BY_NAME["v10"].KERNEL_NAMES["f16"])
     assert "UTMALDG.2D" in body and "LDGSTS" not in body
     # the K loop has no block-wide barrier: the only BAR.SYNC follows the mbarrier init
     assert body.count("BAR.SYNC") == 1
@@ -96,9 +98,21 @@ def test_show_compile_and_dump_sass(tmp_path, monkeypatch, capsys):
     assert sass_files and "EXIT" in sass_files[0].read_text()
 
 
-def test_compile_cubin_signature_for_the_census():
-    import inspect
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
-    sig = inspect.signature(nvrtc.compile_cubin)
-    assert list(sig.parameters) == ["source_name", "arch"]
-    assert sig.parameters["arch"].default == "sm_90a"
+
+@pytest.mark.parametrize("lv", LEVELS, ids=lambda m: m.LEVEL)
+def test_each_level_source_stands_alone(lv):
+    """A level's .cu includes headers only - never another level - and has no hooks for one."""
+    text = (nvrtc.native_dir() / lv.SOURCE).read_text()
+    included = _INCLUDE.findall(text)
+    assert included and all(name.endswith(".cuh") for name in included), included
+    for hook in ("HG_ENTRY", "HG_NO_ENTRY", "HG_TILE_ORDER_DEFINED"):
+        assert hook not in text
+
+
+def test_a_tiled_source_without_its_tile_options_does_not_compile(tmp_path, monkeypatch):
+    # tile_config.cuh has no default tile: only the level's CONFIG can say what it is
+    monkeypatch.setenv("NUMBA_GEMM_CACHE_DIR", str(tmp_path))
+    with pytest.raises(nvrtc.CompileError, match="HG_"):
+        nvrtc.compile_cubin("v8_mma.cu")

@@ -1,8 +1,12 @@
-"""Sweep tile configurations of the HGEMM levels v8/v9/v10 on the GPU.
+"""Sweep tile configurations of the tile-configurable HGEMM levels on the GPU.
 
     python tools/hgemm_sweep.py --out sweep.json                 # the candidate sweep (GPU)
     python tools/hgemm_sweep.py --compile-only                   # registers/smem/spills, no GPU
     python tools/hgemm_sweep.py --ncu --configs base             # ncu L2 hit rate, v8 vs v9 at 8192
+
+The levels come from the registry: every native level whose `run` takes a `config` (a
+TileConfig) can be swept (today v8, v9, v10); --levels picks some. A level whose shipped
+DEFINES carry -DHG_TMA_LAG (a TMA pipeline: v10) gets that option for every candidate too.
 
 Sweep: every candidate (level, TileConfig) is first compiled by NVRTC in parallel worker
 processes (no CUDA context there; cubins land in the on-disk cache), then, in this process:
@@ -13,15 +17,16 @@ largest difference from cuBLAS's result. A config that fails to compile or run i
 the sweep goes on; only a broken CUDA context ends it (the JSON is written after every row).
 Output: a table sorted by TFLOPS at the first size, and JSON at --out.
 
-Why these candidates (the shipped tile runs 1 CTA of 8 warps per SM: 2 warps per scheduler):
-  base       128x256x64, 4 stages, 2x4 warps of 64x64: the shipped tile, the reference.
+Why these candidates (the shipped tiles: v8 and v9 c128, v10 base; the table marks them):
+  base       128x256x64, 4 stages, 2x4 warps of 64x64: v10's tile, 1 CTA of 8 warps per SM
+             (2 warps per scheduler).
   base_fp    + fragment double-buffering: step kk+1's ldmatrix issued before step kk's 32 mma,
              so a warp hides its own ldmatrix latency instead of relying on its one neighbour.
   base_s3    3 stages: does the 4th stage buy anything (it costs 48 KB and nothing else)?
   t256       256x128, 4x2 warps of 64x64: the transposed tile (v10: 2 B boxes per stage, not 4).
-  c128       128x128x64, 3 stages, 4 warps of 64x64, min 2 blocks: 2 CTAs per SM (97 KB each,
-             <= 255 registers still fit). Same warps per SM, but one CTA's barrier, pipeline
-             fill and epilogue overlap the other's main loop.
+  c128       128x128x64, 3 stages, 4 warps of 64x64, min 2 blocks: v8's and v9's tile. 2 CTAs
+             per SM (97 KB each, <= 255 registers still fit). Same warps per SM as base, but one
+             CTA's barrier, pipeline fill and epilogue overlap the other's main loop.
   c128_fp    the same with fragment double-buffering (it has the registers for it).
   c128_16w   128x128x64, 3 stages, 8 warps of 64x32, 2 CTAs (<= 128 registers): 16 warps per
              SM, at 1.5x the ldmatrix bytes per mma (6 per 16 mma instead of 8 per 32).
@@ -53,6 +58,10 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
+from numba_gemm.gpu import use_simulator_if_no_gpu  # noqa: E402
+
+use_simulator_if_no_gpu()   # --compile-only on a machine without a GPU still imports the registry
+
 from numba_gemm.hgemm._common import TileConfig  # noqa: E402
 
 T = TileConfig
@@ -69,22 +78,45 @@ CANDIDATES = {
     "w16_256": T(bm=256, bn=128, stages=4, warps_m=4, warps_n=4, frag_pipe=True),
     "lag1": T(tma_lag=1),
 }
-V10_ONLY = {"lag1"}
-SOURCES = {"v8": "v8_mma.cu", "v9": "v9_supertile.cu", "v10": "v10_tma.cu"}
-KERNELS = {"v8": "v8_mma_f16", "v9": "v9_supertile_f16", "v10": "v10_tma_f16"}
+TMA_ONLY = {"lag1"}                  # only levels that load by TMA have a refill lag
 EXTRA = ("-DHG_NO_BF16",)            # the sweep times fp16 only
 CHECK_SHAPE = (333, 776, 200)        # ragged in M; several tiles in M, N and K (last K tile partial)
 
 
+def sweepable() -> dict:
+    """{level name: module} of the native levels that take a tile configuration, in ladder order."""
+    import inspect
+
+    from numba_gemm.registry import registry
+
+    return {name: lv.module for name, lv in registry().items()
+            if lv.native and isinstance(getattr(lv.module, "CONFIG", None), TileConfig)
+            and "config" in inspect.signature(lv.module.run).parameters}
+
+
+def level_module(lv: str):
+    return sweepable()[lv]
+
+
+def uses_tma(lv: str) -> bool:
+    """The level's pipeline takes HG_TMA_LAG: its shipped DEFINES carry it."""
+    return any(d.startswith("-DHG_TMA_LAG=") for d in level_module(lv).DEFINES)
+
+
 def defines(level: str, cfg: TileConfig) -> tuple[str, ...]:
-    return cfg.defines(tma=level == "v10") + EXTRA
+    return cfg.defines(tma=uses_tma(level)) + EXTRA
+
+
+def shipped(level: str, cfg: TileConfig) -> bool:
+    """Is `cfg` the tile the level ships (the same compile options)?"""
+    return defines(level, cfg) == defines(level, level_module(level).CONFIG)
 
 
 def jobs(levels, names):
     out = []
     for name in names:
         for lv in levels:
-            if name in V10_ONLY and lv != "v10":
+            if name in TMA_ONLY and not uses_tma(lv):
                 continue
             out.append((name, lv))
     return out
@@ -96,17 +128,18 @@ def compile_one(job):
     from numba_gemm import nvrtc, sass
 
     cfg = CANDIDATES[name]
-    tma = lv == "v10"
+    tma = uses_tma(lv)
+    mod = level_module(lv)
     bad = cfg.problems(tma)
     if bad:
         return job, {"error": "; ".join(bad)}
     t0 = time.time()
     try:
-        cubin = nvrtc.compile_variant(SOURCES[lv], defines(lv, cfg))
-        log = nvrtc.compile_log(SOURCES[lv], defines=defines(lv, cfg))
+        cubin = nvrtc.compile_variant(mod.SOURCE, defines(lv, cfg))
+        log = nvrtc.compile_log(mod.SOURCE, defines=defines(lv, cfg))
     except Exception as e:  # noqa: BLE001 - recorded, the sweep goes on
         return job, {"error": f"{type(e).__name__}: {str(e)[-800:]}"}
-    res = sass.kernel_resources(cubin).get(KERNELS[lv], {})
+    res = sass.kernel_resources(cubin).get(mod.KERNEL_NAMES["f16"], {})
     spills = [tuple(map(int, s)) for s in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)]
     return job, {"registers": res.get("registers"), "smem": cfg.smem(tma),
                  "spill_bytes": [sum(s[0] for s in spills), sum(s[1] for s in spills)],
@@ -123,12 +156,6 @@ def precompile(todo, workers):
 
 
 # ---------------------------------------------------------------------------- GPU part
-
-def level_module(lv):
-    from numba_gemm.hgemm import v8_mma, v9_supertile, v10_tma
-
-    return {"v8": v8_mma, "v9": v9_supertile, "v10": v10_tma}[lv]
-
 
 def timed(fn, reps):
     from numba import cuda
@@ -151,8 +178,9 @@ def driver_info(lv, cfg):
 
     from numba_gemm import nvrtc
 
-    fn = nvrtc.function(SOURCES[lv], KERNELS[lv], defines=defines(lv, cfg))
-    smem = cfg.smem(tma=lv == "v10")
+    mod = level_module(lv)
+    fn = nvrtc.function(mod.SOURCE, mod.KERNEL_NAMES["f16"], defines=defines(lv, cfg))
+    smem = cfg.smem(tma=uses_tma(lv))
     nvrtc._allow_dynamic_smem(fn, smem)
     regs = nvrtc.check(drv.cuFuncGetAttribute(drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "attr")
     blocks = nvrtc.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, cfg.threads, smem), "occupancy")
@@ -205,7 +233,7 @@ def make_operands(sizes, rng):
 def sweep(a):
     from numba import cuda
 
-    levels = a.levels.split(",")
+    levels = a.levels.split(",") if a.levels else list(sweepable())
     names = a.configs.split(",") if a.configs else list(CANDIDATES)
     sizes = [int(s) for s in a.sizes.split(",")]
     todo = jobs(levels, names)
@@ -213,7 +241,8 @@ def sweep(a):
     compiled = precompile(todo, a.jobs)
     print(f"compiled {len(todo)} variants in {time.time() - t0:.0f} s", flush=True)
     if a.compile_only:
-        rows = [{"config": n, "level": lv, "label": CANDIDATES[n].label(), "compile": compiled[(n, lv)]} for n, lv in todo]
+        rows = [{"config": n, "level": lv, "label": CANDIDATES[n].label(), "shipped": shipped(lv, CANDIDATES[n]),
+                 "compile": compiled[(n, lv)]} for n, lv in todo]
         print_compile(rows)
         write(a.out, {"results": rows})
         return 0
@@ -228,7 +257,8 @@ def sweep(a):
           ", ".join(f"{n}: {ops[n]['cublas_tflops']:.1f} TF" for n in sizes), flush=True)
     for cname, lv in todo:
         cfg = CANDIDATES[cname]
-        row = {"config": cname, "level": lv, "label": cfg.label(), "defines": list(defines(lv, cfg)),
+        row = {"config": cname, "level": lv, "label": cfg.label(), "shipped": shipped(lv, cfg),
+               "defines": list(defines(lv, cfg)),
                "compile": compiled[(cname, lv)], "tflops": {}}
         doc["results"].append(row)
         if "error" in row["compile"]:
@@ -265,7 +295,7 @@ def fmt_row(r, sizes):
     c, d = r.get("compile", {}), r.get("driver", {})
     tf = " ".join(f"{r['tflops'].get(str(n), float('nan')):7.1f}" for n in sizes)
     sp = c.get("spill_bytes", [0, 0])
-    return (f"{r['level']:4} {r['config']:9} {r['label']:38} {tf}  "
+    return (f"{r['level']:4} {r['config'] + ('*' if r.get('shipped') else ''):9} {r['label']:38} {tf}  "
             f"{'ok' if r.get('check_ok') else 'FAIL':4} regs {d.get('registers', c.get('registers'))!s:>3} "
             f"smem {c.get('smem', 0) // 1024:3d}K blk/SM {d.get('blocks_per_sm', '?')} "
             f"warps/SM {d.get('warps_per_sm', '?')}" + (f" spill {sp[0]}/{sp[1]}" if any(sp) else ""))
@@ -274,7 +304,7 @@ def fmt_row(r, sizes):
 def print_table(doc, sizes):
     rows = [r for r in doc["results"] if r.get("tflops")]
     rows.sort(key=lambda r: -r["tflops"].get(str(sizes[0]), 0))
-    print(f"\nsorted by TFLOPS at {sizes[0]} (cuBLAS {doc['cublas_tflops'][str(sizes[0])]:.1f}):")
+    print(f"\nsorted by TFLOPS at {sizes[0]} (cuBLAS {doc['cublas_tflops'][str(sizes[0])]:.1f}; * = the level's shipped tile):")
     print(f"{'lvl':4} {'config':9} {'tile':38} " + " ".join(f"{n:>7}" for n in sizes) + "  check / resources")
     for r in rows:
         print(fmt_row(r, sizes))
@@ -291,7 +321,8 @@ def print_compile(rows):
             print(f"{r['level']:4} {r['config']:9} {r['label']:38} ERROR {c['error'][:160]}")
             continue
         sp = c["spill_bytes"]
-        print(f"{r['level']:4} {r['config']:9} {r['label']:38} {c['registers']:>4} {c['smem']:>7} {sp[0]:>5}/{sp[1]:<5}")
+        name = r["config"] + ("*" if r.get("shipped") else "")
+        print(f"{r['level']:4} {name:9} {r['label']:38} {c['registers']:>4} {c['smem']:>7} {sp[0]:>5}/{sp[1]:<5}")
 
 
 def write(path, doc):
@@ -315,7 +346,7 @@ def profile(a):
         A = cuda.to_device(rng.uniform(-1, 1, (n, n)).astype(np.float16))
         B = cuda.to_device(rng.uniform(-1, 1, (n, n)).astype(np.float16))
         C = cuda.device_array((n, n), np.float32)
-        for lv in a.levels.split(","):
+        for lv in (a.levels or "v8,v9").split(","):
             level_module(lv).run(A, B, C, 1.0, 0.0, config=cfg, defines=EXTRA)
             cuda.synchronize()
             print(f"profiled {lv} {cfg.label()} at {n}", flush=True)
@@ -324,9 +355,9 @@ def profile(a):
 
 def ncu(a):
     conf = (a.configs or "base").split(",")[0]
-    levels = a.levels if a.levels != "v8,v9,v10" else "v8,v9"
+    levels = a.levels or "v8,v9"
     size = a.sizes.split(",")[-1] if a.sizes != "8192,4096" else "8192"
-    regex = "|".join(KERNELS[lv] for lv in levels.split(","))
+    regex = "|".join(level_module(lv).KERNEL_NAMES["f16"] for lv in levels.split(","))
     cmd = ["ncu", "--clock-control", "none", "--metrics",
            "lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum",
            "-k", f"regex:{regex}", sys.executable, os.path.abspath(__file__), "--profile",
@@ -342,7 +373,7 @@ def ncu(a):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--levels", default="v8,v9,v10")
+    p.add_argument("--levels", default="", help="comma list of levels (default: every sweepable level)")
     p.add_argument("--configs", default="", help=f"comma list of {', '.join(CANDIDATES)} (default: all)")
     p.add_argument("--sizes", default="8192,4096", help="square sizes; the table sorts by the first")
     p.add_argument("--reps", type=int, default=10)
@@ -355,6 +386,9 @@ def main(argv=None):
     for n in (a.configs.split(",") if a.configs else []):
         if n not in CANDIDATES:
             p.error(f"unknown config {n!r}; known: {', '.join(CANDIDATES)}")
+    for lv in (a.levels.split(",") if a.levels else []):
+        if lv not in sweepable():
+            p.error(f"level {lv!r} takes no tile configuration; sweepable: {', '.join(sweepable())}")
     if a.ncu:
         return ncu(a)
     if a.profile:

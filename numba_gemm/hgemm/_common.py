@@ -1,5 +1,6 @@
-"""Host-side logic shared by the native HGEMM levels: argument packing, launch, and the pure
-functions the kernels mirror (the 128-byte swizzle, the super-tile decode, the super-tile choice).
+"""Host-side logic shared by the native HGEMM levels: the tile configuration (TileConfig), the
+1-D grid, argument packing and launch, and the pure functions the kernels mirror (the 128-byte
+swizzle, the super-tile decode, the super-tile choice).
 
 The pure functions are the specification of what the device code does; tests check their
 properties with hypothesis, without a GPU.
@@ -99,18 +100,23 @@ def choose_supertile(M: int, N: int, K: int, bm: int, bn: int, l2_bytes: int,
 # ---------------------------------------------------------------------------- tile configuration
 
 SMEM_LIMIT = 227 * 1024      # dynamic shared memory one block may use on sm_90
-SMEM_PER_SM = 228 * 1024     # shared memory of one SM (each resident block also reserves 1 KB)
+
+_MACROS = (("bm", "HG_BM"), ("bn", "HG_BN"), ("bk", "HG_BK"), ("stages", "HG_STAGES"),
+           ("warps_m", "HG_WARPS_M"), ("warps_n", "HG_WARPS_N"), ("min_blocks", "HG_MIN_BLOCKS"),
+           ("frag_pipe", "HG_FRAG_PIPE"))
 
 
 @dataclass(frozen=True)
 class TileConfig:
-    """The compile-time tile of v8/v9/v10 (native/v8_mma.cu, -DHG_* options).
+    """The compile-time tile of a native level (for v8/v9/v10: native/tile_config.cuh, -DHG_*).
 
     bm × bn × bk block tile, `stages` pipeline depth, warps_m × warps_n warps each owning
     (bm/warps_m) × (bn/warps_n) of C, `min_blocks` for __launch_bounds__ (2 caps registers at
     65536 / (2 · threads)), `frag_pipe` double-buffers the ldmatrix fragments across k16 steps,
     `tma_lag` (v10 only) is how many iterations ago the stage the producer refills was read.
-    `problems()` mirrors the kernel's static_asserts, so a bad config is refused before NVRTC.
+    Each level module names its own tile (CONFIG); the field defaults are only a starting
+    point for tools/hgemm_sweep.py. `problems()` mirrors the static_asserts of the swizzled
+    levels' headers, so a bad config is refused before NVRTC.
     """
     bm: int = 128
     bn: int = 256
@@ -137,9 +143,6 @@ class TileConfig:
     def smem(self, tma: bool = False) -> int:
         """Dynamic shared memory: the stages, 1 KB of slack to align them, v10's mbarriers."""
         return self.stages * self.stage_bytes + 1024 + (2 * self.stages * 8 if tma else 0)
-
-    def blocks_per_sm_by_smem(self, tma: bool = False) -> int:
-        return SMEM_PER_SM // (self.smem(tma) + 1024)
 
     def problems(self, tma: bool = False) -> list[str]:
         out = []
@@ -172,16 +175,10 @@ class TileConfig:
         return out
 
     def defines(self, tma: bool = False) -> tuple[str, ...]:
-        """-D options for NVRTC; the default config gives none (the shipped cubin is unchanged)."""
-        base = TileConfig()
-        out = []
-        for name, macro in (("bm", "HG_BM"), ("bn", "HG_BN"), ("bk", "HG_BK"), ("stages", "HG_STAGES"),
-                            ("warps_m", "HG_WARPS_M"), ("warps_n", "HG_WARPS_N"),
-                            ("min_blocks", "HG_MIN_BLOCKS"), ("frag_pipe", "HG_FRAG_PIPE")):
-            v = getattr(self, name)
-            if v != getattr(base, name):
-                out.append(f"-D{macro}={int(v)}")
-        if tma and self.tma_lag != base.tma_lag:
+        """Every -DHG_* option of this tile for NVRTC (tile_config.cuh requires them all, so no
+        source default can stand in for a level's tile); tma adds v10's HG_TMA_LAG."""
+        out = [f"-D{macro}={int(getattr(self, name))}" for name, macro in _MACROS]
+        if tma:
             out.append(f"-DHG_TMA_LAG={self.tma_lag}")
         return tuple(out)
 
@@ -196,7 +193,33 @@ class TileConfig:
         return s
 
 
-DEFAULT_TILE = TileConfig()
+# The cp.async levels' tile (v8 and v9 ship it; v9 changes only the tile order): the best of the
+# H200 sweep for both (tools/hgemm_sweep.py "c128", docs/RESULTS.md).
+CP_ASYNC_TILE = TileConfig(bm=128, bn=128, bk=64, stages=3, warps_m=2, warps_n=2, min_blocks=2)
+
+
+def checked_tile(config: TileConfig, tma: bool = False) -> TileConfig:
+    """`config` if the kernels can be compiled for it, else ValueError (before any NVRTC call)."""
+    bad = config.problems(tma)
+    if bad:
+        raise ValueError(f"tile configuration {config.label()} is not supported: {'; '.join(bad)}")
+    return config
+
+
+def grid_1d(M: int, N: int, config: TileConfig, tma: bool = False):
+    """(grid, block, dynamic smem) of the 1-D grid of v8/v9/v10: one block per output tile."""
+    grid = cdiv(M, config.bm) * cdiv(N, config.bn)
+    return (grid, 1, 1), (config.threads, 1, 1), config.smem(tma)
+
+
+def unsupported_1d(M: int, N: int, K: int, config: TileConfig) -> str | None:
+    """Shapes a 1-D-grid level cannot index: int32 dimensions, at most 2^31 - 1 tiles."""
+    reason = check_dims(M, N, K)
+    if reason:
+        return reason
+    if cdiv(M, config.bm) * cdiv(N, config.bn) > INT32_MAX:
+        return "more than 2^31 - 1 output tiles"
+    return None
 
 
 # ---------------------------------------------------------------------------- launch helpers
@@ -218,6 +241,25 @@ def device_ptr(a) -> int:
 def rows_16b_aligned(ptr: int, row_elems: int, elem_bytes: int = 2) -> bool:
     """True when every row of a row-major matrix starts on a 16-byte boundary (cp.async/TMA)."""
     return ptr % 16 == 0 and (row_elems * elem_bytes) % 16 == 0
+
+
+def vec_c(pc: int, N: int) -> bool:
+    """True when the epilogue may store C as float2 (8-byte aligned base, N even)."""
+    return pc % 8 == 0 and N % 2 == 0
+
+
+def cp_async_args(A, B, C, alpha, beta, *extra: int):
+    """Kernel arguments of the cp.async levels (v7's prefix; v8 and v9 add vec_c, v9 its
+    super-tile): A, B, C, M, N, K, alpha, beta, vec_a, vec_b, then `extra` int32 values."""
+    M, K = A.shape
+    N = B.shape[1]
+    pa, pb, pc = device_ptr(A), device_ptr(B), device_ptr(C)
+    return pack_args(
+        ("p", pa), ("p", pb), ("p", pc), ("i", M), ("i", N), ("i", K),
+        ("f", alpha), ("f", beta),
+        ("i", int(rows_16b_aligned(pa, K))), ("i", int(rows_16b_aligned(pb, N))),
+        *(("i", int(v)) for v in extra),
+    )
 
 
 def pack_args(*values):
