@@ -157,12 +157,10 @@ def wave_panels(order: list[list[int]], wave: int = WAVE) -> tuple[int, int]:
 
 
 def hgemm_stages(level: str) -> int:
-    """Pipeline depth of an HGEMM level from its module (v7's double buffer is 2)."""
+    """Pipeline depth of an HGEMM level: its CONFIG's stages (v7's double buffer is 2)."""
     from .registry import get
 
-    mod = get(level).module
-    config = getattr(mod, "CONFIG", None)
-    return getattr(config, "stages", None) or getattr(mod, "STAGES", None) or 2
+    return get(level).module.CONFIG.stages
 
 
 def pipeline_schedule(stages: int, tiles: int = 10, load: float = 2.5) -> list[dict]:
