@@ -27,7 +27,6 @@ from .hgemm import _common as cm
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES_DIR = ROOT / "docs" / "figures"
 RESULTS_JSON = FIGURES_DIR / "h200_ladder.json"
-WAVE = 132          # CTAs in the first wave of a 1-block-per-SM launch on the H200 (132 SMs)
 
 BLUE, RED, GREEN, GREY, ORANGE = "#4c72b0", "#c44e52", "#55a868", "#8c8c8c", "#dd8452"
 
@@ -149,7 +148,14 @@ def launch_order(grid_m: int, grid_n: int, super_mn: tuple[int, int] | None) -> 
     return order
 
 
-def wave_panels(order: list[list[int]], wave: int = WAVE) -> tuple[int, int]:
+def first_wave(level: str) -> int:
+    """CTAs resident at once: the H200's SMs × the blocks per SM the level is built for."""
+    from .registry import get
+
+    return ledgers.h200().sms * get(level).module.CONFIG.min_blocks
+
+
+def wave_panels(order: list[list[int]], wave: int) -> tuple[int, int]:
     """(A row panels, B column panels) the first `wave` blocks read: what L2 must hold for them."""
     rows = {r for r, line in enumerate(order) for b in line if b < wave}
     cols = {c for line in order for c, b in enumerate(line) if b < wave}
@@ -431,17 +437,18 @@ def draw_launch_order(path, n: int = 8192):
     gm, gn = cm.cdiv(n, bm), cm.cdiv(n, bn)
     l2 = ledgers.h200().l2_bytes
     sup = v9.tile_order(n, n, n, l2)
+    wave = first_wave("v9")
     fig, axes = plt.subplots(1, 2, figsize=(12, 6.6), layout="constrained")
     for ax, (name, smn) in zip(axes, (("v8: row-major, n fastest", None),
                                       (f"v9: super-tiles {sup[0]}×{sup[1]} (tile_order)", sup))):
         order = launch_order(gm, gn, smn)
         m = np.array(order, dtype=float)
         ax.imshow(m, cmap="viridis", interpolation="nearest")
-        wave = np.ma.masked_where(m >= WAVE, np.ones_like(m))
-        ax.imshow(wave, cmap="autumn", alpha=0.55, interpolation="nearest")
-        ra, rb = wave_panels(order)
+        ax.imshow(np.ma.masked_where(m >= wave, np.ones_like(m)), cmap="autumn", alpha=0.55,
+                  interpolation="nearest")
+        ra, rb = wave_panels(order, wave)
         mb = (ra * bm + rb * bn) * n * 2 / 2**20
-        ax.set_title(f"{name}\nfirst wave ({WAVE} CTAs, red): {ra} A + {rb} B panels = {mb:.0f} MiB",
+        ax.set_title(f"{name}\nfirst wave ({wave} CTAs, red): {ra} A + {rb} B panels = {mb:.0f} MiB",
                      fontsize=10)
         ax.set_xlabel(f"tile column (BN = {bn})")
         ax.set_ylabel(f"tile row (BM = {bm})")
