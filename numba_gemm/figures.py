@@ -61,7 +61,7 @@ def tile_reads(level: str, n: int = 128, block_xy=(1, 1)) -> dict:
             for a in st.accesses:
                 if a.space == "global":
                     for x in a.addrs:
-                        for e in range(x // 4, (x + a.width) // 4):
+                        for e in range(x // ledgers.F32, (x + a.width) // ledgers.F32):
                             out[a.array].setdefault(e, ph)
     return out
 
@@ -71,22 +71,23 @@ def thread_operands(level: str, lane: int = 0, warp: int = 0, k: int = 0) -> dic
     those reads feed: {"a_rows", "b_cols", "fmas", "loads"} (the outer product of k3..k6).
 
     The tile layouts are decoded from the shared addresses of the level's warp_step: As is
-    [tile_m][tile_k] (k6: transposed, [tile_k][tile_m]), Bs is [tile_k][tile_n] after As."""
+    [tile_m][tile_k] (k6 stores it transposed, [tile_k][tile_m]: its module docstring says why),
+    Bs is [tile_k][tile_n] after As."""
     g = ledgers.geometry(level)
-    a_size = g.tile_m * g.tile_k * 4
+    a_size = g.tile_m * g.tile_k * ledgers.F32
     rows, cols, loads = set(), set(), 0
     for a in warp_accesses(level, 4096, warp):
         if not (a.space == "shared" and a.op == "load" and a.inner):
             continue
         x = a.addrs[lane]
-        words = range(x // 4, (x + a.width) // 4)
+        words = range(x // ledgers.F32, (x + a.width) // ledgers.F32)
         if a.array == "As":
             kk_m = [(w // g.tile_m, w % g.tile_m) if level == "k6" else (w % g.tile_k, w // g.tile_k)
                     for w in words]
             hit = [m for kk, m in kk_m if kk == k]
             rows.update(hit)
         else:
-            kk_n = [divmod(w - a_size // 4, g.tile_n) for w in words]
+            kk_n = [divmod(w - a_size // ledgers.F32, g.tile_n) for w in words]
             hit = [c for kk, c in kk_n if kk == k]
             cols.update(hit)
         loads += bool(hit)
@@ -112,8 +113,8 @@ def bank_grid(addrs, width: int = 4) -> dict:
 
 
 def bank_examples() -> list[tuple[str, tuple[int, ...], int]]:
-    """(title, addresses, width) of four shared accesses taken from the levels' warp_steps, plus
-    the column read of a 32×32 float tile with and without one float of padding per row."""
+    """(title, addresses, width) of three shared accesses taken from the levels' warp_steps, and
+    the column read of a 32×32 float tile without and with one float of padding per row."""
     k3 = warp_accesses("k3")
     as_k0 = next(a for a in k3 if a.array == "As" and a.inner)
     bs_k0 = next(a for a in k3 if a.array == "Bs" and a.inner)
