@@ -1,0 +1,63 @@
+"""v12: v11 + warp specialisation — a producer warpgroup, two consumer warpgroups, setmaxnreg.
+
+v12 = v11 with the roles split. In v11 thread 0 both issued the TMA loads and computed, so the
+refill had to trail the reads by two stages (only two tiles ahead in flight) and warp 0 paid for
+the producer's waits. v12 adds a third warpgroup (384 threads) that only loads: one thread
+walks the K tiles, waits on empty[s] until both consumers released a stage, re-arms full[s]
+with the stage's byte count and issues the boxes, so all 4 stages are in flight. The two
+consumer warpgroups run v11's loop unchanged (fence, 4 × wgmma m64n256k16, commit,
+wait_group 1, release) on rows 0-63 and 64-127 of the 128×256 tile.
+
+Registers: __launch_bounds__(384, 1) caps every thread at 168 at entry; the producer gives
+registers back with setmaxnreg.dec (40) and the consumers take them with setmaxnreg.inc (232):
+128·40 + 256·232 = 64,512 of the 65,536. Each role is one branch of one if/else, as setmaxnreg
+needs (ptxas would warn C7508 and ignore it otherwise; the CI test reads the log).
+
+Which ledger moved: load latency hidden (up to 4 stages in flight instead of 2, no computing
+warp ever waits for the producer) and issue slots (the consumers' warps issue only waits, wgmma
+and their arrivals). Bytes are v11's. Measured (H200): no step — v12/v11 = 0.95–1.07 at 8192³
+over three runs, inside the run-to-run spread; v11's loads were evidently already hidden. Census (CI-asserted): HGMMA.64x256x16.F32, UTMALDG.2D,
+USETMAXREG.DEALLOC / .TRY_ALLOC, SYNCS; no HMMA, LDSM or local memory.
+
+Limits as v10/v11 (TMA): K % 8 == 0, N % 8 == 0, 16-byte aligned base; otherwise refused
+before launch, naming v9.
+"""
+from __future__ import annotations
+
+from . import _common as cm
+from . import v11_wgmma as v11
+
+LEVEL = "v12"
+PARENT = "v11"
+TITLE = "warp-specialised producer/consumers + setmaxnreg"
+DELTA = ("v12 = v11 + a producer warpgroup (TMA only, waits on empty barriers) and two consumer "
+         "warpgroups (wgmma only), registers moved to the consumers with setmaxnreg 40/232")
+DTYPES = cm.DTYPES
+SOURCE = "v12_warpspec.cu"
+KERNEL_NAME = "v12_warpspec_f16"
+KERNEL_NAMES = {"f16": "v12_warpspec_f16", "bf16": "v12_warpspec_bf16"}
+SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC")
+SASS_MUST_NOT_HAVE = v11.SASS_MUST_NOT_HAVE
+RASTER = "super"
+
+CONFIG = v11.WgmmaTile(producer=True)
+DEFINES: tuple[str, ...] = ()
+
+
+def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG):
+    return v11.tile_order(M, N, K, l2_bytes, config)
+
+
+def launch_config(M: int, N: int, K: int, config=CONFIG):
+    return v11.launch_config(M, N, K, config)
+
+
+unsupported = v11.unsupported
+
+
+def run(A, B, C, alpha, beta, stream=None):
+    M, K = A.shape
+    N = B.shape[1]
+    args = v11.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
+    grid, block, smem = launch_config(M, N, K)
+    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args, DEFINES)

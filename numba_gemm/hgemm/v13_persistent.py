@@ -1,0 +1,159 @@
+"""v13: v12 + a persistent grid of 2-CTA clusters with the B tile multicast by TMA.
+
+v13 = v12 with the grid and the loads changed; the warpgroup roles, the 128×256×64 tile, the
+4-stage ring and the wgmma loop are v12's.
+  - Persistent grid: as many clusters as can be resident at once (cuOccupancyMaxActiveClusters,
+    one CTA per SM); cluster c computes pair-tiles c, c + G, c + 2G, ... in v9's super-tile
+    order over the grid of pairs, so the G clusters working at any moment share A and B rows
+    in L2 as v9-v12's waves did. The stage ring runs on across tiles: while the consumers store
+    a tile's C, the producer already fills the next tile's stages — the epilogue overlaps the
+    loads, and there is no block launch, barrier set-up or pipeline fill between tiles.
+  - Cluster (2, 1, 1) along M, launched with cuLaunchKernelEx and the cluster-dimension
+    attribute: the two CTAs compute tiles (2·pm, bn) and (2·pm + 1, bn), which need the same B
+    tile. Each CTA loads half of B's four 64-column panels with cp.async.bulk.tensor
+    .multicast::cluster into both CTAs' shared memory, and its own A; each CTA's full[s]
+    expects the whole 48 KB stage, and empty[s] counts the consumer warps of both CTAs (a
+    producer's multicast overwrites the stage in both).
+
+Which ledger moved: L2 → SM bytes per stage and CTA from 48 KB to 32 KB (B read once per
+pair), and the fixed costs per tile (launch, prologue, pipeline fill, epilogue not hidden).
+DRAM bytes: the super-tile rule, now in pair units. Census (CI-asserted): HGMMA, UTMALDG.2D
+.MULTICAST, USETMAXREG, SYNCS.ARRIVE.TRANS64.RED (the remote arrivals); no HMMA, LDSM or
+local memory.
+
+Measured (H200, docs/LADDER.md): 8192³ fp16 638–698 TFLOPS = 1.01–1.07× cuBLAS (whose fp16
+GemmEx runs at 633–650 here), bf16 713–738 = 0.95–0.985× cuBLAS; 4096³ fp16 564 = 0.87×; v13/v12 =
+0.95–1.01, inside the run-to-run spread. run(..., cluster=1) (-DHG_CLUSTER=1) is the same
+persistent kernel without the cluster, for comparison: the multicast is worth 2–8 %.
+
+Limits as v10-v12 (TMA: K % 8 == 0, N % 8 == 0, 16-byte aligned base; refused before launch,
+naming v9). A pair whose second tile lies below M (odd number of tile rows) still runs that
+CTA for its half of B; it stores nothing.
+"""
+from __future__ import annotations
+
+import ctypes
+
+from . import _common as cm
+from . import v11_wgmma as v11
+
+LEVEL = "v13"
+PARENT = "v12"
+TITLE = "persistent 2-CTA clusters, TMA multicast"
+DELTA = ("v13 = v12 + a persistent grid of 2-CTA clusters walking pair-tiles in super-tile "
+         "order, B multicast to both CTAs by TMA, the epilogue overlapping the next tile's loads")
+DTYPES = cm.DTYPES
+SOURCE = "v13_persistent.cu"
+KERNEL_NAME = "v13_persistent_f16"
+KERNEL_NAMES = {"f16": "v13_persistent_f16", "bf16": "v13_persistent_bf16"}
+SASS_MUST_HAVE = ("HGMMA", "UTMALDG.2D.MULTICAST", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC")
+SASS_MUST_NOT_HAVE = v11.SASS_MUST_NOT_HAVE
+RASTER = "super"
+
+CONFIG = v11.WgmmaTile(producer=True)
+DEFINES: tuple[str, ...] = ()
+CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
+
+
+def defines(cluster: int = CLUSTER) -> tuple[str, ...]:
+    if cluster not in (1, 2):
+        raise ValueError(f"cluster must be 1 or 2 CTAs (B's 4 panels are split between them), got {cluster}")
+    return DEFINES if cluster == CLUSTER else (f"-DHG_CLUSTER={cluster}",)
+
+
+def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
+               cluster: int = CLUSTER):
+    """(super_m, super_n) in tiles; super_m is a multiple of `cluster`: the kernel walks
+    cluster-tiles (pairs of tile rows)."""
+    if l2_bytes is None:
+        l2_bytes = cm.l2_cache_bytes()
+    sp, sn = cm.choose_supertile(M, N, K, cluster * config.bm, config.bn, l2_bytes)
+    return cluster * sp, sn
+
+
+def pair_tiles(M: int, N: int, config=CONFIG, cluster: int = CLUSTER) -> int:
+    return cm.cdiv(cm.cdiv(M, config.bm), cluster) * cm.cdiv(N, config.bn)
+
+
+def launch_config(M: int, N: int, K: int, config=CONFIG, max_clusters: int = 66,
+                  cluster: int = CLUSTER):
+    """(grid, block, smem): min(resident clusters, cluster-tiles) clusters of `cluster` CTAs."""
+    clusters = max(1, min(max_clusters, pair_tiles(M, N, config, cluster)))
+    return (cluster * clusters, 1, 1), (config.threads, 1, 1), config.smem()
+
+
+unsupported = v11.unsupported
+
+
+_configs: dict = {}
+
+
+def _cluster_config(grid, block, smem, stream, cluster):
+    """The CUlaunchConfig with the cluster-dimension attribute, built once per launch shape:
+    building it costs tens of microseconds of Python, which the timed region would include."""
+    from cuda.bindings import driver as drv
+
+    from .. import nvrtc
+
+    key = (tuple(grid), tuple(block), smem, nvrtc.stream_handle(stream), cluster)
+    cfg = _configs.get(key)
+    if cfg is not None:
+        return cfg
+    cfg = drv.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+    cfg.sharedMemBytes = smem
+    cfg.hStream = drv.CUstream(nvrtc.stream_handle(stream))
+    attr = drv.CUlaunchAttribute()
+    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
+    cfg.attrs = [attr]
+    cfg.numAttrs = 1
+    if len(_configs) > 64:
+        _configs.clear()
+    _configs[key] = cfg
+    return cfg
+
+
+_resident: dict = {}
+
+
+def resident_clusters(fn, block, smem, cluster: int = CLUSTER) -> int:
+    """How many clusters of this kernel fit on the device at once (cuOccupancyMaxActiveClusters)."""
+    from cuda.bindings import driver as drv
+
+    from .. import nvrtc
+
+    key = int(fn)
+    if key not in _resident:
+        nvrtc.check(drv.cuFuncSetAttribute(
+            fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        cfg = _cluster_config((cluster, 1, 1), block, smem, 0, cluster)
+        n = nvrtc.check(drv.cuOccupancyMaxActiveClusters(fn, cfg), "cuOccupancyMaxActiveClusters")
+        if n < 1:
+            raise RuntimeError(f"no cluster of {cluster} CTAs with {smem} bytes of shared memory fits")
+        _resident[key] = int(n)
+    return _resident[key]
+
+
+def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER):
+    from cuda.bindings import driver as drv
+
+    from .. import nvrtc
+
+    M, K = A.shape
+    N = B.shape[1]
+    d = defines(cluster)
+    args = v11.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
+    super_m, super_n = tile_order(M, N, K, cluster=cluster)
+    args[-2] = ctypes.c_int32(super_m // cluster)      # the kernel counts super-rows in clusters
+    args[-1] = ctypes.c_int32(super_n)
+    fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=d)
+    block, smem = (CONFIG.threads, 1, 1), CONFIG.smem()
+    resident = resident_clusters(fn, block, smem, cluster)
+    grid, _, _ = launch_config(M, N, K, max_clusters=resident, cluster=cluster)
+    ptrs = (ctypes.c_void_p * len(args))(
+        *[a.getPtr() if hasattr(a, "getPtr") else ctypes.addressof(a) for a in args])
+    nvrtc.check(drv.cuLaunchKernelEx(_cluster_config(grid, block, smem, stream, cluster), fn,
+                                     ctypes.addressof(ptrs), 0), "cuLaunchKernelEx")

@@ -1,0 +1,224 @@
+"""Hopper HGEMM levels (v11+: wgmma, warp specialisation, clusters).
+
+CI (no GPU): the contract, NVRTC compiles for sm_90a with the census each level exists for
+(HGMMA + UTMALDG; USETMAXREG from v12; multicast TMA from v13), no local memory, no ignored
+setmaxnreg (C7508) or serialised wgmma; the host mirror of the wgmma matrix descriptor against
+the PTX ISA bit layout; refusals (1×1×8, 127×4099×72, 4097³: TMA needs N, K % 8 == 0). GPU:
+exact on ragged shapes (1×8×8 up to 4097×4104×4096, K or N smaller than a tile) against
+float64, both dtypes, alpha/beta, beta == 0 with C poisoned by NaN, offsets past 2^31 elements.
+"""
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numba_gemm import check
+from numba_gemm.hgemm import _common as cm
+from numba_gemm.hgemm import v11_wgmma, v12_warpspec, v13_persistent
+
+LEVELS = [v11_wgmma, v12_warpspec, v13_persistent]
+ids = [lv.LEVEL for lv in LEVELS]
+DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_level_contract(lv):
+    for attr in ("LEVEL", "PARENT", "TITLE", "DELTA", "DTYPES", "SOURCE", "KERNEL_NAMES",
+                 "SASS_MUST_HAVE", "RASTER"):
+        assert getattr(lv, attr)
+    assert lv.DELTA.startswith(f"{lv.LEVEL} = {lv.PARENT} ")
+    assert lv.RASTER == "super" and callable(lv.tile_order)
+    assert (lv.CONFIG.bm, lv.CONFIG.bn, lv.CONFIG.bk) == (128, 256, 64)
+    assert lv.CONFIG.smem() <= cm.SMEM_LIMIT
+    assert set(lv.KERNEL_NAMES) == {"f16", "bf16"}
+    assert lv.__doc__ and "ledger" in lv.__doc__ and "Census" in lv.__doc__
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_refusals_name_the_fallback(lv):
+    # the issue's shapes that TMA cannot describe (N or K % 8 != 0) are refused, naming v9
+    for shape in [(64, 64, 100), (64, 100, 64), (5, 13, 7), (1, 1, 1), (1, 1, 8), (127, 4099, 72),
+                  (4097, 4097, 4097)]:
+        reason = lv.unsupported(*shape)
+        assert reason and "v9" in reason and "16 bytes" in reason
+    assert "2^31" in lv.unsupported(2**31, 8, 8)
+    for ok in [(1, 8, 8), (127, 4104, 72), (4097, 4104, 4096), (2**31 - 1, 8, 8)]:
+        assert lv.unsupported(*ok) is None
+    with pytest.raises(ValueError, match="v9"):
+        v11_wgmma.check_operands(lv.LEVEL, 8, 0, 64, 64, 64)      # unaligned base pointer
+
+
+def test_gemm_refuses_before_any_launch():
+    import numba_gemm
+
+    for lv in LEVELS:
+        with pytest.raises(ValueError, match="v9"):
+            numba_gemm.gemm(np.ones((16, 12), np.float16), np.ones((12, 16), np.float16), level=lv.LEVEL)
+
+
+@pytest.mark.parametrize("lv", LEVELS[:2], ids=ids[:2])
+def test_launch_config(lv):
+    grid, block, smem = lv.launch_config(8192, 8192, 8192)
+    assert grid == (64 * 32, 1, 1) and block == (lv.CONFIG.threads, 1, 1) and smem <= cm.SMEM_LIMIT
+    assert lv.launch_config(1, 1, 8)[0] == (1, 1, 1)
+    assert lv.tile_order(8192, 8192, 8192, 60 << 20) == cm.choose_supertile(8192, 8192, 8192, 128, 256, 60 << 20)
+
+
+def test_v13_persistent_grid_of_pairs():
+    v13 = v13_persistent
+    assert v13.pair_tiles(8192, 8192) == 32 * 32 and v13.pair_tiles(129, 257) == 2
+    assert v13.launch_config(8192, 8192, 8192, max_clusters=66)[0] == (132, 1, 1)
+    assert v13.launch_config(1, 8, 8, max_clusters=66)[0] == (2, 1, 1)       # one pair, one idle CTA
+    assert v13.launch_config(300, 520, 64, max_clusters=66)[0] == (2 * 2 * 3, 1, 1)
+    assert v13.defines() == () and v13.defines(1) == ("-DHG_CLUSTER=1",)
+    with pytest.raises(ValueError, match="1 or 2"):
+        v13.defines(4)
+    assert v13.launch_config(8192, 8192, 8192, max_clusters=132, cluster=1)[0] == (132, 1, 1)
+    sm, sn = v13.tile_order(8192, 8192, 8192, 60 << 20)
+    assert sm % 2 == 0 and (sm // 2, sn) == cm.choose_supertile(8192, 8192, 8192, 256, 256, 60 << 20)
+    # the kernel's decode over pairs covers every tile exactly once, odd tile-row counts included
+    for M, N in [(8192, 8192), (129 * 3, 520), (128 * 7, 256 * 5)]:
+        grid_m, grid_n = cm.cdiv(M, 128), cm.cdiv(N, 256)
+        sm, sn = v13.tile_order(M, N, 4096, 8 << 20)
+        seen = set()
+        for t in range(v13.pair_tiles(M, N)):
+            pm, bn = cm.supertile_decode(t, cm.cdiv(grid_m, 2), grid_n, sm // 2, sn)
+            seen |= {(2 * pm + r, bn) for r in range(2) if 2 * pm + r < grid_m}
+        assert seen == {(m, n) for m in range(grid_m) for n in range(grid_n)}
+
+
+# ---------------------------------------------------------------------------- descriptors
+
+def _fields(d):
+    return {"addr": d & 0x3FFF, "lbo": (d >> 16) & 0x3FFF, "sbo": (d >> 32) & 0x3FFF,
+            "base": (d >> 49) & 7, "swizzle": d >> 62,
+            "reserved": d & ~(0x3FFF | 0x3FFF << 16 | 0x3FFF << 32 | 7 << 49 | 3 << 62)}
+
+
+@settings(max_examples=300)
+@given(addr=st.integers(0, (1 << 14) - 1), lbo=st.integers(0, (1 << 14) - 1),
+       sbo=st.integers(0, (1 << 14) - 1), sw=st.sampled_from(["none", "128B", "64B", "32B"]))
+def test_descriptor_bit_layout(addr, lbo, sbo, sw):
+    """PTX ISA: start address bits 0-13, LBO 16-29, SBO 32-45 (all >> 4), base offset 49-51,
+    swizzle 62-63 (0 none, 1 128B, 2 64B, 3 32B); nothing else set."""
+    d = v11_wgmma.smem_desc(addr * 16, lbo * 16, sbo * 16, sw)
+    f = _fields(d)
+    assert (f["addr"], f["lbo"], f["sbo"]) == (addr, lbo, sbo)
+    assert f["base"] == 0 and f["reserved"] == 0 and d < 1 << 64
+    assert f["swizzle"] == {"none": 0, "128B": 1, "64B": 2, "32B": 3}[sw]
+
+
+def test_descriptor_steps_never_carry():
+    """The kernel adds stage and k-step offsets to a built descriptor: they must stay in bits 0-13."""
+    c = v11_wgmma.CONFIG
+    top = 1024 + c.stages * c.stage_bytes            # highest operand byte + 1 (aligned base < 1 KB)
+    assert top < 1 << 18
+    d0 = v11_wgmma.smem_desc(1024, 16, 1024)
+    d = v11_wgmma.smem_desc(1024 + (c.stages - 1) * c.stage_bytes + 3 * 2048 + 16384, 16, 1024)
+    assert _fields(d)["lbo"] == _fields(d0)["lbo"] and _fields(d)["sbo"] == _fields(d0)["sbo"]
+    for bad in [(8, 16, 1024), (1 << 18, 16, 1024), (0, 16, 1 << 18)]:
+        with pytest.raises(ValueError):
+            v11_wgmma.smem_desc(*bad)
+
+
+# ---------------------------------------------------------------------------- NVRTC + census
+
+def _opcodes(sass_text):
+    return re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]+)", sass_text, re.M)
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_compiles_with_its_census(lv):
+    from numba_gemm import nvrtc, sass
+
+    cubin = nvrtc.compile_variant(lv.SOURCE, lv.DEFINES)
+    log = nvrtc.compile_log(lv.SOURCE, defines=lv.DEFINES)
+    assert set(sass.kernel_resources(cubin)) == set(lv.KERNEL_NAMES.values())
+    spills = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert spills and all(s == ("0", "0", "0") for s in spills), log
+    assert "C7508" not in log and "C7510" not in log and "serializ" not in log.lower(), log
+    ops = _opcodes(nvrtc.disassemble(cubin))
+    for want in lv.SASS_MUST_HAVE:
+        assert any(o.startswith(want) for o in ops), f"{lv.LEVEL}: no {want} in SASS"
+    for banned in lv.SASS_MUST_NOT_HAVE + ("LDL", "STL"):
+        assert not any(o.startswith(banned) for o in ops), f"{lv.LEVEL}: {banned} in SASS"
+    assert any(o.startswith("HGMMA.64x256x16.F32") for o in ops)
+    if lv.PARENT != "v10":                    # v12+: the producer gives registers back, consumers take them
+        assert any(o.startswith("USETMAXREG.DEALLOC") for o in ops)
+
+
+# ---------------------------------------------------------------------------- on the GPU
+
+def _run(lv, A, B, C):
+    from numba import cuda
+
+    def dev(x):
+        return cuda.to_device(x.view(np.uint16) if x.dtype == cm.BF16 else x)
+
+    dA, dB, dC = dev(A), dev(B), cuda.to_device(C)
+    return dA, dB, dC
+
+
+def _case(lv, M, N, K, dtype, alpha, beta, rng):
+    from numba import cuda
+
+    A, B, C = check.random_inputs(M, N, K, dtype, rng)
+    C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
+    dA, dB, dC = _run(lv, A, B, C_in)
+    lv.run(dA, dB, dC, alpha, beta)
+    cuda.synchronize()
+    v = check.verify(dC.copy_to_host(), A, B, C, alpha, beta, family="hgemm")
+    assert v.ok, f"{lv.LEVEL} {np.dtype(dtype).name} M={M} N={N} K={K} a={alpha} b={beta}: {v}"
+
+
+# M is free (rows of A and C); N and K are the nearest multiples of 8 to the issue's shapes
+SHAPES = [(1, 8, 8), (127, 4104, 72), (128, 256, 64), (129, 264, 72),
+          (300, 8, 16), (64, 264, 8), (1000, 40, 136), (37, 1032, 200), (513, 384, 1024),
+          (200, 512, 4096), (4097, 4104, 4096)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_exact_on_ragged_shapes(lv, dtype):
+    rng = np.random.default_rng()
+    for M, N, K in SHAPES:
+        assert lv.unsupported(M, N, K) is None
+        _case(lv, M, N, K, dtype, 0.5, 3.0, rng)
+        _case(lv, M, N, K, dtype, 1.0, 0.0, rng)     # beta == 0: NaN in C must not leak
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_refuses_an_unaligned_base_before_launch(lv):
+    from numba import cuda
+
+    flat = cuda.device_array(130 * 72 + 1, np.float16)
+    A = flat[1:].reshape(130, 72)
+    with pytest.raises(ValueError, match="v9"):
+        lv.run(A, cuda.device_array((72, 264), np.float16), cuda.device_array((130, 264), np.float32), 1.0, 0.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(65600, 16, 32776), (16, 65600, 32776), (65600, 32776, 8)],
+                         ids=["A>2^31", "B>2^31", "C>2^31"])
+def test_offsets_past_2_31_elements(shape):
+    """Each operand in turn holds more than 2^31 elements; check rows/columns at both ends."""
+    from numba import cuda
+
+    M, N, K = shape
+    rng = np.random.default_rng()
+    A = rng.integers(-2, 3, (M, K), dtype=np.int8).astype(np.float16)
+    B = rng.integers(-2, 3, (K, N), dtype=np.int8).astype(np.float16)
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    rows, cols = np.r_[0:3, M - 3:M], np.r_[0:3, N - 3:N]
+    ref = A[rows].astype(np.float64) @ B[:, cols].astype(np.float64)
+    for lv in LEVELS:                  # one set of operands for every level: they are large
+        dC = cuda.device_array((M, N), np.float32)
+        lv.run(dA, dB, dC, 1.0, 0.0)
+        cuda.synchronize()
+        got = np.concatenate([dC[0:3].copy_to_host(), dC[M - 3:M].copy_to_host()])[:, cols]
+        np.testing.assert_array_equal(got.astype(np.float64), ref, err_msg=lv.LEVEL)  # exact
+        del dC
