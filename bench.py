@@ -53,7 +53,8 @@ def parse_args(argv=None):
     p.add_argument("--csv", metavar="FILE", help="write the results as CSV")
     p.add_argument("--explain", action="store_true",
                    help="print each level's three ledgers (bytes, requests, cycles) and what moved "
-                        "from its PARENT")
+                        "from its PARENT; without a GPU, at the size asked for (default 4096³), "
+                        "nothing run")
     p.add_argument("--sass", action="store_true",
                    help="print the static SASS census of the levels (no GPU needed), then exit")
     p.add_argument("--plot", metavar="FILE.png",
@@ -90,6 +91,20 @@ def main(argv=None):
     if args.sass:
         from numba_gemm import sass
         print(sass.format_table([c for lv in levels for c in sass.census_level(lv)]))
+        return 0
+
+    if args.explain and simulator:
+        # No GPU: explain the size asked for (default 4096³) from the ledgers alone. Running the
+        # levels there would take the simulator hours, and its times mean nothing.
+        from numba_gemm import ledgers
+        shapes = shapes_from(args, simulator=False)
+        print("No CUDA GPU found: the ledgers of each level at "
+              f"{' '.join('×'.join(map(str, s)) for s in shapes)}, computed from the level's code, "
+              "nothing run (without --explain the levels are checked in the simulator).\n")
+        for shape in shapes:
+            for lv in levels:
+                print(ledgers.explain(lv.name, "h200", n=shape))
+                print()
         return 0
 
     shapes = shapes_from(args, simulator)

@@ -149,3 +149,14 @@ def test_plot_draws_bars_cublas_and_rooflines(tmp_path):
     assert out.stat().st_size > 1000
     # k3's 32x32 tiles raise the bytes-ledger roofline 32-fold over k2's (7.969 vs 0.250 FLOP/B)
     assert roofline_tflops("k3", (4096,) * 3) / roofline_tflops("k2", (4096,) * 3) == pytest.approx(7.969 / 0.25, rel=1e-3)
+
+
+@pytest.mark.skipif(GPU, reason="without a GPU --explain runs nothing")
+def test_explain_without_a_gpu_explains_the_size_asked_for(capsys):
+    assert bench.main(["--level", "k1,v9", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "k1 on H200, M=N=K=4096" in out and "v9 on H200, M=N=K=4096" in out
+    assert "roofline 163.872 ms" in out and "0.000 ms" not in out and "missing" not in out
+    assert "check" not in out                  # no simulator run, no results table
+    assert bench.main(["--level", "k2", "--explain", "--size", "8192"]) == 0
+    assert "M=N=K=8192" in capsys.readouterr().out
