@@ -8,13 +8,15 @@
     python bench.py --level k6 --sass              # static SASS census (no GPU needed)
 
 Each level is first checked against a float64 reference twice (alpha=0.5, beta=-1.5 on a
-random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events (warm-up, median of repeats), and cuBLAS runs on the same buffers
-in the same process. With no GPU, the Numba levels run in the Numba CUDA simulator at a small
-ragged shape and are checked only: timings need a GPU. The exit status is 1 if any checked
-level gives a wrong result.
+random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events
+(warm-up, median of repeats), and cuBLAS runs on the same buffers in the same process. With no
+GPU, the Numba levels run in the Numba CUDA simulator at a small ragged shape and are checked
+only: timings need a GPU. The exit status is 1 if any checked level gives a wrong result.
 """
 import argparse
+import importlib.util
 import json
+import os
 import sys
 
 from numba_gemm.gpu import use_simulator_if_no_gpu
@@ -28,27 +30,81 @@ def epilog():
     return level_listing() + "\nFigures and how they were measured: docs/RESULTS.md."
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} must be >= 1")
+    return n
+
+
+def _non_negative(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} must be >= 0")
+    return n
+
+
+def _sizes(text: str) -> list[int]:
+    parts = [p.strip() for p in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes are comma-separated positive integers")
+    return [_positive(p) for p in parts]
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"{text!r}: a shape is three positive integers M,N,K")
+    return tuple(_positive(p) for p in parts)
+
+
+def _level_spec(text: str) -> str:
+    if not any(p.strip() for p in text.split(",")):
+        raise argparse.ArgumentTypeError("no level named: give a level (k4), a list (k1,k2) or all/sgemm/hgemm")
+    return text
+
+
+def _writable(path: str) -> str | None:
+    """Why `path` cannot be written, or None."""
+    d = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return "is a directory"
+    if not os.path.isdir(d):
+        return f"directory {d} does not exist"
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return "is not writable"
+    if not os.path.exists(path) and not os.access(d, os.W_OK):
+        return f"directory {d} is not writable"
+    return None
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         description="Check and time GEMM levels against cuBLAS (and explain them).",
         epilog=epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--level", default="k4",
+    p.add_argument("--level", default=None, type=_level_spec,
                    help="level(s): a name (k4), a comma list (k1,k2), or all / sgemm / hgemm "
-                        "(default: %(default)s)")
-    p.add_argument("--size", default=None,
+                        "(default: k4; all with --overhead)")
+    p.add_argument("--size", default=None, type=_sizes,
                    help="square sizes n (M=N=K=n), comma separated (default: 4096 on a GPU, "
                         "a small ragged shape in the simulator)")
-    p.add_argument("--shape", action="append", default=[], metavar="M,N,K",
+    p.add_argument("--shape", action="append", default=[], metavar="M,N,K", type=_shape,
                    help="a rectangular shape; repeat for several")
     p.add_argument("--dtype", default="fp16", choices=["fp16", "bf16"],
                    help="input type of the HGEMM levels (SGEMM levels are float32; default: fp16)")
-    p.add_argument("--reps", type=int, default=None,
+    p.add_argument("--reps", type=_positive, default=None,
                    help="timed repeats per level (default: as many as fit ~0.4 s, 3..50)")
     p.add_argument("--flush-l2", action="store_true",
                    help="clear the L2 cache before every timed call (default: warm L2, as cuBLAS "
                         "sees it in a loop)")
     p.add_argument("--no-check", action="store_true", help="skip the float64 correctness check")
-    p.add_argument("--seed", type=int, default=None, help="random seed for the inputs")
+    p.add_argument("--seed", type=_non_negative, default=None, help="random seed for the inputs")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--csv", metavar="FILE", help="write the results as CSV")
     p.add_argument("--explain", action="store_true",
@@ -59,15 +115,23 @@ def parse_args(argv=None):
                    help="print the static SASS census of the levels (no GPU needed), then exit")
     p.add_argument("--plot", metavar="FILE.png",
                    help="draw the ladder: TFLOPS per level with the cuBLAS line (needs matplotlib)")
-    return p.parse_args(argv)
+    p.add_argument("--overhead", action="store_true",
+                   help="host cost per call at 64³ by stage (operand read, validate, launch) for "
+                        "gemm() and plan() next to torch.mm (needs a GPU), then exit")
+    args = p.parse_args(argv)
+    for flag in ("json", "csv", "plot"):
+        path = getattr(args, flag)
+        if path and _writable(path):
+            p.error(f"--{flag} {path}: {_writable(path)}")
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        p.error("--plot needs matplotlib: pip install matplotlib (or the plot extra: pip install 'numba_gemm[plot]')")
+    return args
 
 
 def shapes_from(args, simulator):
-    shapes = [tuple(int(x) for x in s.split(",")) for s in args.shape]
-    if any(len(s) != 3 or min(s) < 1 for s in shapes):
-        sys.exit("--shape takes three positive integers M,N,K")
+    shapes = list(args.shape)
     if args.size:
-        shapes += [(n, n, n) for n in (int(x) for x in args.size.split(","))]
+        shapes += [(n, n, n) for n in args.size]
     if not shapes:
         from numba_gemm.bench import SIM_SHAPE
         shapes = [SIM_SHAPE] if simulator else [(4096, 4096, 4096)]
@@ -84,13 +148,31 @@ def main(argv=None):
     from numba_gemm import bench
 
     try:
-        levels = bench.parse_levels(args.level)
+        levels = bench.parse_levels(args.level or ("all" if args.overhead else "k4"))
     except ValueError as e:
         sys.exit(f"bench.py: {e}")
 
     if args.sass:
         from numba_gemm import sass
-        print(sass.format_table([c for lv in levels for c in sass.census_level(lv)]))
+        try:
+            sass.find_nvdisasm()
+        except sass.CensusUnavailable as e:
+            sys.exit(f"bench.py --sass: {e} (or: pip install 'numba_gemm[test]')")
+        results = sass.census_levels(levels)
+        rows = []
+        for name, r in results.items():
+            if isinstance(r, Exception):
+                print(f"{name}: skipped: {r}", file=sys.stderr)
+            else:
+                rows.extend(r)
+        print(sass.format_table(rows))
+        return 0
+
+    if args.overhead:
+        if simulator:
+            sys.exit("bench.py --overhead measures host time per launch: it needs a GPU")
+        from numba_gemm import overhead
+        print(overhead.report(levels))
         return 0
 
     if args.explain and simulator:
@@ -152,6 +234,9 @@ def main(argv=None):
         from numba_gemm import ledgers
         print()
         print(ledgers.stride_experiment(*pair, "this GPU"))
+    if all(r.ok is None and r.ms is None for r in results):
+        print("\nNOTHING RAN: every level was skipped (see the notes)", file=sys.stderr)
+        return 1
     wrong = [r for r in results if r.ok is False]
     if wrong:
         print(f"\nWRONG RESULTS: {', '.join(r.level for r in wrong)}", file=sys.stderr)

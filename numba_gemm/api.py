@@ -1,123 +1,507 @@
-"""gemm(): validate, move data if needed, and run one level. Everything is checked before launch."""
+"""gemm() and plan(): C = alpha·A@B + beta·C with one level of the ladder, from any framework.
+
+The call path (bench.py --overhead measures the host cost of each stage):
+  1. check level, alpha, beta (TypeError/ValueError naming the argument);
+  2. read each operand once into a record (numba_gemm.operands: pointer, shape, strides,
+     dtype incl. bfloat16, device, owning library) and validate the records;
+  3. pick the stream: `stream=` if given, else the one the inputs' library considers current
+     (torch's current stream for torch tensors, CuPy's for CuPy arrays, Numba's default
+     stream otherwise); inputs produced on another stream are waited for with an event;
+  4. launch. The launches a level's run() makes are recorded once (numba_gemm.launch) and
+     cached by everything run() reads — level, shapes, dtypes, pointers, alpha, beta,
+     device — so a repeated call is a dictionary lookup and one cuLaunchKernel.
+
+CUDA graph capture: the kernel goes to the stream in use; when that stream is capturing, the
+launch is captured (replaying the graph recomputes C from A and B as they are then). A call
+that would run eagerly while the inputs' library is capturing on another stream is refused.
+Warm a level up (one call outside the capture) before capturing: its first call compiles
+and loads the kernel, which a capture does not allow.
+
+level="auto" (the default): the levels that take the dtype, in ladder order from the top (the
+registry's order; on the H200 each rung measured at least as fast as the one before it, within
+run-to-run spread, at 4096-8192: docs/RESULTS.md, docs/LADDER.md), and the first that serves
+this shape and these operands on this device: float32 -> the highest SGEMM level whose
+unsupported() is None (k6 today); float16/bfloat16 -> the highest native level that serves the
+shape and accepts the pointers (v13 today; the TMA levels v10+ need 16-byte rows, i.e. K and N
+multiples of 8 and an aligned base: else v9, which serves any shape). The native levels need a
+GPU of the architecture they are compiled for (sm_90a). A level module can opt out with
+`AUTO = False`. A new level needs no edit here: it is ranked by its place in the registry.
+"""
 from __future__ import annotations
+
+import numbers
+import sys
+import warnings
 
 import numpy as np
 
+from . import gpu, launch, operands
 from . import registry as _levels
-from .hgemm._common import BF16
+from .operands import BFLOAT16, HOST
+
+AUTO = "auto"
+SIM_WARN_FLOPS = 2 * 64**3 * 8   # above this the simulator takes minutes
 
 
-def _is_device(x) -> bool:
-    # the simulator's device arrays (FakeCUDAArray) have no __cuda_array_interface__
-    return hasattr(x, "__cuda_array_interface__") or type(x).__name__ == "FakeCUDAArray"
-
-
-def _describe(x) -> tuple[tuple, np.dtype, bool]:
-    """(shape, dtype, row-major contiguous) for a NumPy or __cuda_array_interface__ array."""
-    if type(x).__name__ == "FakeCUDAArray":
-        return tuple(x.shape), np.dtype(x.dtype), x.is_c_contiguous()
-    if _is_device(x):
-        cai = x.__cuda_array_interface__
-        shape = tuple(cai["shape"])
-        dtype = np.dtype(cai["typestr"])
-        strides = cai.get("strides")
-        contiguous = strides is None or tuple(strides) == _c_strides(shape, dtype.itemsize)
-        return shape, dtype, contiguous
-    if isinstance(x, np.ndarray):
-        return x.shape, x.dtype, x.flags.c_contiguous
-    raise TypeError(
-        f"expected a NumPy array or a device array with __cuda_array_interface__, got {type(x).__name__}"
-    )
-
-
-def _as_device(x):
-    """A Numba device array viewing x's memory (no copy)."""
-    if type(x).__name__ == "FakeCUDAArray":
-        return x
-    from numba import cuda
-
-    return cuda.as_cuda_array(x)
-
-
-def _c_strides(shape, itemsize):
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
+class NoGPUError(RuntimeError):
+    """No CUDA GPU, and Numba is not in simulator mode."""
 
 
 def transfer_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype an array travels to the device as: Numba has no bfloat16, so bf16 goes as its
     uint16 bit pattern (the native levels read the bits)."""
-    return np.dtype(np.uint16) if dtype == BF16 else np.dtype(dtype)
+    return np.dtype(np.uint16) if BFLOAT16 is not None and dtype == BFLOAT16 else np.dtype(dtype)
 
 
-def _validate(level, A, B, C, beta):
-    on_device = [_is_device(x) for x in (A, B, C) if x is not None]
-    if any(on_device) and not all(on_device):
-        raise TypeError("A, B and C must all be host (NumPy) arrays or all be device arrays, not a mix")
-    (sa, da, ca), (sb, db, cb) = _describe(A), _describe(B)
-    if len(sa) != 2 or len(sb) != 2:
-        raise ValueError(f"A and B must be 2-D matrices, got shapes {sa} and {sb}")
-    (M, K), (K2, N) = sa, sb
+# ---------------------------------------------------------------------------- arguments
+
+def resolve_level(level):
+    """A Level, or None for "auto". TypeError/ValueError name the argument."""
+    if not isinstance(level, str):
+        raise TypeError(f"level must be a level name such as 'k6' or 'v10', or 'auto'; got {level!r}")
+    if level.lower() == AUTO:
+        return None
+    return _levels.get(level)
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def real_scalar(x, name: str) -> float:
+    """x as a float: a finite real number that fits float32 (the kernels' alpha and beta)."""
+    if type(x) is not float:
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {x!r} of type {type(x).__name__}")
+        x = float(x)
+    if not -_F32_MAX <= x <= _F32_MAX:          # NaN fails too
+        raise ValueError(f"{name} must be finite and fit in float32, got {x}")
+    return x
+
+
+_mode = None
+
+
+def mode() -> str:
+    """'gpu' or 'simulator'; NoGPUError when neither is possible."""
+    global _mode
+    if _mode is not None:
+        return _mode
+    if gpu.simulating():
+        m = "simulator"
+    elif gpu.has_gpu():
+        m = "gpu"
+    else:
+        raise NoGPUError(
+            "numba_gemm: no CUDA GPU found. The Numba levels (k*) can run in Numba's CUDA "
+            "simulator: set NUMBA_ENABLE_CUDASIM=1 before numba is first imported (e.g. "
+            "NUMBA_ENABLE_CUDASIM=1 python script.py, or call numba_gemm.use_simulator_if_no_gpu() "
+            "first; bench.py does it by itself). The native levels (v*) need a GPU."
+        )
+    if "numba" in sys.modules:    # the choice is final once numba is imported
+        _mode = m
+    return m
+
+
+# ---------------------------------------------------------------------------- validation
+
+def _overlap(x, y) -> bool:
+    """Whether two 2-D C-contiguous device records share bytes."""
+    if x.device == HOST:
+        return False
+    x_end = x.ptr + x.shape[0] * x.shape[1] * x.dtype.itemsize
+    y_end = y.ptr + y.shape[0] * y.shape[1] * y.dtype.itemsize
+    return x.ptr < y_end and y.ptr < x_end
+
+
+def validate(a, b, c, beta, level=None):
+    """(M, N, K) of records a, b, c (c may be None); raises TypeError/ValueError on any problem,
+    including a shape `level` cannot serve (level None, "auto": any float16/bfloat16/float32)."""
+    for r in (b, c):
+        if r is None:
+            continue
+        if r.on_device != a.on_device:
+            raise TypeError("A, B and C must all be host (NumPy) arrays or all be device arrays, not a mix")
+        if r.device != a.device:
+            where = ", ".join(f"{n} on GPU {r.device}" for n, r in zip("ABC", (a, b, c)) if r is not None)
+            raise ValueError(f"A, B and C must be on one GPU; got {where}")
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise ValueError(f"A and B must be 2-D matrices, got shapes {a.shape} and {b.shape}")
+    (M, K), (K2, N) = a.shape, b.shape
     if K != K2:
         raise ValueError(f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
-    if min(M, N, K) < 1:
+    if M < 1 or N < 1 or K < 1:
         raise ValueError(f"M, N and K must be >= 1, got M={M}, N={N}, K={K}")
-    names = ", ".join(d.name for d in level.dtypes)
-    if da != db or da not in level.dtypes:
-        raise TypeError(f"level {level.name} takes A and B of dtype {names}; got {da.name} and {db.name}")
-    if not (ca and cb):
-        raise ValueError("A and B must be C-contiguous (row-major); use np.ascontiguousarray or .copy()")
-    if C is not None:
-        sc, dc, cc = _describe(C)
-        if sc != (M, N):
-            raise ValueError(f"C must have shape {(M, N)} for A {sa} @ B {sb}, got {sc}")
-        if dc != np.float32:
-            raise TypeError(f"C must be float32, got {dc.name}")
-        if not cc:
+    ok = level.dtypes if level is not None else _INPUT_DTYPES
+    if a.dtype != b.dtype or a.dtype not in ok:
+        who = f"level {level.name} takes" if level is not None else "gemm() takes"
+        raise TypeError(f"{who} A and B of dtype {', '.join(d.name for d in ok)} (both the same); "
+                        f"got {a.dtype.name} and {b.dtype.name}")
+    if not (a.contiguous and b.contiguous):
+        raise ValueError("A and B must be C-contiguous (row-major); use np.ascontiguousarray or .contiguous()")
+    if c is not None:
+        if c.shape != (M, N):
+            raise ValueError(f"C must have shape {(M, N)} for A {a.shape} @ B {b.shape}, got {c.shape}")
+        if c.dtype != _F32:
+            raise TypeError(f"C must be float32, got {c.dtype.name}")
+        if not c.contiguous:
             raise ValueError("C must be C-contiguous (row-major)")
+        if c.readonly:
+            raise ValueError("C is read-only")
+        if _overlap(c, a) or _overlap(c, b):
+            raise ValueError("C overlaps A or B in memory: the result would overwrite its own inputs")
     elif beta != 0:
-        raise ValueError("beta != 0 needs an input C")
-    reason = level.unsupported(M, N, K)
-    if reason:
-        raise ValueError(f"level {level.name} cannot run M={M}, N={N}, K={K}: {reason}")
-    return M, N, K, bool(on_device and on_device[0])
+        raise ValueError(f"beta = {beta} needs an input C (beta != 0 adds beta·C); pass C, or beta=0")
+    if level is not None:
+        reason = level.unsupported(M, N, K)
+        if reason:
+            raise ValueError(f"level {level.name} cannot run M={M}, N={N}, K={K}: {reason}")
+    return M, N, K
 
 
-def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="k6", stream=None):
-    """C = alpha * A @ B + beta * C, row-major, on the GPU, with one level of the ladder.
+_F32 = np.dtype(np.float32)
+_INPUT_DTYPES = tuple(np.dtype(d) for d in (np.float32, np.float16, BFLOAT16) if d is not None)
 
-    A (M×K) and B (K×N) are float32 for the SGEMM levels (k1..k6) and float16 or bfloat16 for
-    the HGEMM levels (v7..v10; bfloat16 as NumPy arrays of ml_dtypes.bfloat16, since
-    __cuda_array_interface__ has no bfloat16 type); C (M×N) is float32. NumPy inputs are copied to the device and
-    the result comes back as NumPy (written into C when C is given). Device arrays (Numba,
-    CuPy, PyTorch: anything with __cuda_array_interface__) are used in place and C is returned.
-    When beta == 0, C is only written, never read.
-    """
-    lv = _levels.get(level)
-    M, N, K, on_device = _validate(lv, A, B, C, beta)
+
+# ---------------------------------------------------------------------------- auto level
+
+_native_ok: dict = {}
+
+
+def native_usable(device: int) -> bool:
+    """Whether the native levels can run on `device`: a real GPU of the architecture NVRTC
+    compiles them for."""
+    ok = _native_ok.get(device)
+    if ok is None:
+        from . import nvrtc
+
+        with launch.on_device(device):
+            from numba import cuda
+
+            with cuda.gpus[device]:
+                ok = nvrtc.device_arch() == nvrtc.DEFAULT_ARCH
+        _native_ok[device] = ok
+    return ok
+
+
+def auto_candidates(dtype, M: int, N: int, K: int, native: bool) -> list:
+    """The levels auto may pick for this dtype and shape, best first (the module docstring's
+    rule). native: whether native levels can run here."""
+    dtype = np.dtype(dtype)
+    out = []
+    for lv in reversed(list(_levels.registry().values())):
+        if dtype not in lv.dtypes or not getattr(lv.module, "AUTO", True):
+            continue
+        if lv.native and not native:
+            continue
+        if lv.unsupported(M, N, K) is None:
+            out.append(lv)
+    return out
+
+
+def _no_level(dtype, M, N, K, native):
+    takers = [lv.name for lv in _levels.registry().values() if np.dtype(dtype) in lv.dtypes]
+    why = "" if native else " (the native levels need a GPU of arch sm_90a)"
+    return ValueError(f"no level serves {np.dtype(dtype).name} M={M}, N={N}, K={K} here{why}; "
+                      f"levels taking {np.dtype(dtype).name}: {', '.join(takers) or 'none'}")
+
+
+# ---------------------------------------------------------------------------- device path
+
+_launch_cache: dict = {}
+_CACHE_SIZE = 512
+
+
+def _library_output(a, M, N):
+    """An uninitialised float32 M×N array made by A's library on A's device; MemoryError when
+    the device has no room (the library's own error is chained)."""
+    try:
+        return _allocate(a, M, N)
+    except Exception as e:  # noqa: BLE001 - torch, CuPy and Numba each have their own OOM type
+        text = str(e).lower()
+        if "out of memory" in text or "out_of_memory" in text:
+            raise MemoryError(f"cannot allocate C ({M}x{N} float32, {4 * M * N / 2**30:.1f} GiB) "
+                              f"on GPU {a.device}: out of device memory") from e
+        raise
+
+
+def _allocate(a, M, N):
+    lib, dev = a.library, a.device
+    if lib == "torch":
+        import torch
+
+        return torch.empty((M, N), dtype=torch.float32, device=a.obj.device)
+    if lib == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(dev):
+            return cupy.empty((M, N), dtype=np.float32)
     from numba import cuda
 
-    if on_device:
-        dA, dB = _as_device(A), _as_device(B)
-        dC = _as_device(C) if C is not None else cuda.device_array((M, N), np.float32)
-        lv.run(dA, dB, dC, float(alpha), float(beta), stream=stream)
-        return C if C is not None else dC
+    with cuda.gpus[dev]:        # Numba's, or a library without a known allocator
+        return cuda.device_array((M, N), np.float32)
 
-    dA = cuda.to_device(A.view(transfer_dtype(A.dtype)), stream=stream or 0)
-    dB = cuda.to_device(B.view(transfer_dtype(B.dtype)), stream=stream or 0)
-    if C is not None and beta != 0:
-        dC = cuda.to_device(C, stream=stream or 0)
+
+def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
+    """(level, [Launch]) for these records: the explicit level, or auto's first that accepts them."""
+    from numba import cuda
+
+    if lv is not None:
+        cands = [lv]
     else:
-        dC = cuda.device_array((M, N), np.float32, stream=stream or 0)
-    lv.run(dA, dB, dC, float(alpha), float(beta), stream=stream)
-    out = dC.copy_to_host(stream=stream or 0)
-    if stream is not None:
-        stream.synchronize()
-    if C is None:
-        return out
-    C[...] = out
+        native = native_usable(a.device)
+        cands = auto_candidates(a.dtype, M, N, K, native)
+        if not cands:
+            raise _no_level(a.dtype, M, N, K, native)
+    err = None
+    for cand in cands:
+        try:
+            with cuda.gpus[a.device], launch.recording() as rec:
+                cand.run(a, b, c, alpha, beta)
+        except ValueError as e:       # refused before any launch (e.g. v10: unaligned base)
+            if lv is not None:
+                raise
+            err = e
+            continue
+        if not rec.launches:    # it launched some other way (and so, eagerly): never cache that
+            raise launch.LaunchError(f"level {cand.name} launched its kernel outside "
+                                     "numba_gemm.nvrtc.launch / sgemm._common.launch: gemm() cannot "
+                                     "record it")
+        return cand, rec.launches
+    raise err
+
+
+def _order_inputs(stream, recs, memo):
+    """Make `stream` wait for inputs whose producer ordered its work on another stream."""
+    for r in recs:
+        p = r.stream
+        if p is None:
+            key = (r.library, r.device)
+            p = memo.get(key)
+            if p is None:
+                p = memo[key] = launch.current_stream(r.library, r.device)
+        if p != stream:
+            launch.wait(stream, p, r.device)
+
+
+def _device_stream(a, user_stream, memo):
+    if user_stream is not None:
+        return user_stream
+    if a.stream is not None:
+        return a.stream
+    s = memo[(a.library, a.device)] = launch.current_stream(a.library, a.device)
+    return s
+
+
+def _check_capture(a, stream, user_given):
+    if not launch.is_capturing(stream) and user_given:
+        launch.refuse_if_library_capturing(a.library, a.device, stream)
+
+
+def _gemm_device(lv, a, B, C, alpha, beta, user_stream):
+    memo = {}
+    S = _device_stream(a, user_stream, memo)
+    b = operands.read(B, "B", S)
+    c = operands.read(C, "C", S) if C is not None else None
+    M, N, K = validate(a, b, c, beta, lv)
+    with launch.on_device(a.device):
+        _check_capture(a, S, user_stream is not None)
+        if c is None:
+            C = _library_output(a, M, N)
+            c = operands.read(C, "C", S)
+        key = (lv.name if lv else AUTO, a.dtype, M, N, K, a.ptr, b.ptr, c.ptr, alpha, beta, a.device)
+        hit = _launch_cache.get(key)
+        if hit is None:
+            hit = _record_launches(lv, a, b, c, alpha, beta, M, N, K)
+            if len(_launch_cache) >= _CACHE_SIZE:
+                _launch_cache.pop(next(iter(_launch_cache)))
+            _launch_cache[key] = hit
+        _order_inputs(S, (a, b, c), memo)
+        for L in hit[1]:
+            L(S)
     return C
 
+
+# ---------------------------------------------------------------------------- host / simulator path
+
+def _gemm_host(lv, a, b, c, C, alpha, beta, M, N, K, stream, simulated):
+    """NumPy inputs (GPU: copied over and back), or simulator arrays."""
+    from numba import cuda
+
+    if lv.native and simulated:
+        raise NoGPUError(f"level {lv.name} is a native CUDA level and needs a GPU")
+    if simulated and 2 * M * N * K > SIM_WARN_FLOPS:
+        warnings.warn(f"the CUDA simulator runs one Python thread per GPU thread: "
+                      f"{M}x{N}x{K} will take a long time", stacklevel=3)
+    if a.on_device:                                   # simulator device arrays
+        dC = c.obj if c is not None else cuda.device_array((M, N), np.float32)
+        lv.run(a.obj, b.obj, dC, alpha, beta)
+        return C if C is not None else dC
+    s = 0
+    if not simulated:
+        h = launch.stream_handle(stream) if stream is not None else 0
+        try:
+            capturing = launch.is_capturing(h)
+        except launch.LaunchError:
+            capturing = True
+        if capturing:
+            raise launch.LaunchError("host (NumPy) operands need synchronous copies, which a CUDA "
+                                     "graph capture forbids: pass device arrays")
+        s = cuda.external_stream(h) if h else 0
+    dA = cuda.to_device(a.host.view(transfer_dtype(a.dtype)), stream=s)
+    dB = cuda.to_device(b.host.view(transfer_dtype(b.dtype)), stream=s)
+    if c is not None and beta != 0:
+        dC = cuda.to_device(c.host, stream=s)
+    else:
+        dC = cuda.device_array((M, N), np.float32, stream=s)
+    lv.run(dA, dB, dC, alpha, beta, stream=s or None)
+    out = dC.copy_to_host(stream=s)
+    if s:
+        s.synchronize()
+    if C is None:
+        if a.library == "torch":
+            import torch
+
+            return torch.from_numpy(out)
+        return out
+    c.host[...] = out
+    return C
+
+
+def _host_level(lv, a, M, N, K, simulated):
+    if lv is not None:
+        if lv.native and simulated:
+            raise NoGPUError(f"level {lv.name} is a native CUDA level and needs a GPU; without one "
+                             "only the Numba levels run (in the CUDA simulator)")
+        return lv
+    native = False
+    if not simulated:
+        from numba import cuda
+
+        native = native_usable(cuda.get_current_device().id)
+    cands = auto_candidates(a.dtype, M, N, K, native)
+    if not cands:
+        raise _no_level(a.dtype, M, N, K, native)
+    return cands[0]
+
+
+# ---------------------------------------------------------------------------- public
+
+def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
+    """C = alpha * A @ B + beta * C, row-major, with one level of the ladder (or "auto").
+
+    A (M×K) and B (K×N): float32 for the SGEMM levels (k*), float16 or bfloat16 for the HGEMM
+    levels (v*); C (M×N) is float32. Any framework: torch tensors, CuPy, JAX, Numba device
+    arrays (DLPack or __cuda_array_interface__, used in place, bfloat16 included through
+    DLPack), or NumPy arrays (bfloat16 as ml_dtypes.bfloat16; copied to the GPU and back).
+    Without C, the result is a new array of A's library (torch in -> torch out, CuPy -> CuPy,
+    NumPy -> NumPy, others -> a Numba device array); with C, it is written into C and C is
+    returned. When beta == 0, C is only written, never read.
+
+    level: "auto" (the fastest level that serves the dtype and shape here; numba_gemm.api
+    says how it ranks) or a level name (numba_gemm.levels()). stream: any object with
+    __cuda_stream__, a torch/CuPy/Numba stream or a raw handle; default: the stream A's
+    library considers current. Device operands run on their own GPU.
+    Without a GPU, the Numba levels run in the CUDA simulator if Numba is in simulator mode
+    (NUMBA_ENABLE_CUDASIM=1 before numba is imported); otherwise NoGPUError says how.
+    """
+    lv = resolve_level(level)
+    alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
+    m = mode()
+    if m == "gpu":
+        user = None if stream is None else launch.stream_handle(stream)
+        a = operands.read(A, "A", user)
+        if a.on_device:
+            return _gemm_device(lv, a, B, C, alpha, beta, user)
+    else:
+        a = operands.read(A, "A")
+    b = operands.read(B, "B")
+    c = operands.read(C, "C") if C is not None else None
+    M, N, K = validate(a, b, c, beta, lv)
+    simulated = m == "simulator"
+    lv = _host_level(lv, a, M, N, K, simulated)
+    return _gemm_host(lv, a, b, c, C, alpha, beta, M, N, K, stream, simulated)
+
+
+class Plan:
+    """A prepared gemm: operands read and validated, level chosen and its launches recorded,
+    once; execute() launches them (one cuLaunchKernel per launch on a GPU).
+
+    Between executes, the CONTENTS of A, B and C may change (each execute reads them as they
+    are then, which is also what a CUDA graph replays), and the stream may (execute(stream=)).
+    The operands themselves — their memory, shapes, dtypes, device — and alpha, beta and the
+    level are fixed: make a new plan for other arrays. The plan keeps its operands alive.
+    Without C the plan makes one output array, written by every execute and returned by it.
+    Host (NumPy) operands are copied in and out on every execute.
+    """
+
+    def __init__(self, A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
+        lv = resolve_level(level)
+        self.alpha, self.beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
+        m = mode()
+        self._stream = stream
+        self._user = None
+        if m == "gpu":
+            self._user = None if stream is None else launch.stream_handle(stream)
+        memo = {}
+        a = operands.read(A, "A", self._user)
+        self.device = a.device
+        if a.on_device and m == "gpu":
+            S = _device_stream(a, self._user, memo)
+            b = operands.read(B, "B", S)
+            c = operands.read(C, "C", S) if C is not None else None
+            self.M, self.N, self.K = validate(a, b, c, self.beta, lv)
+            with launch.on_device(a.device):
+                if c is None:
+                    C = _library_output(a, self.M, self.N)
+                    c = operands.read(C, "C", S)
+                self.level, self._launches = _record_launches(lv, a, b, c, self.alpha, self.beta,
+                                                              self.M, self.N, self.K)
+            self._records = (a, b, c)
+            self.C = C
+            self._host = None
+        else:
+            b = operands.read(B, "B")
+            c = operands.read(C, "C") if C is not None else None
+            self.M, self.N, self.K = validate(a, b, c, self.beta, lv)
+            simulated = m == "simulator"
+            self.level = _host_level(lv, a, self.M, self.N, self.K, simulated)
+            if C is None and not a.on_device:        # the plan's own output, in A's library
+                C = np.empty((self.M, self.N), np.float32)
+                if a.library == "torch":
+                    import torch
+
+                    C = torch.from_numpy(C)
+                c = operands.read(C, "C")
+            self.C = C
+            self._host = (a, b, c, simulated)
+
+    def execute(self, stream=None):
+        """Run the plan; returns C (the given one, or the plan's own output array)."""
+        if self._host is not None:
+            a, b, c, simulated = self._host
+            out = _gemm_host(self.level, a, b, c, self.C, self.alpha, self.beta, self.M, self.N,
+                             self.K, stream if stream is not None else self._stream, simulated)
+            if self.C is None:           # the first execute made the output: keep writing it
+                self.C = out
+                self._host = (a, b, operands.read(out, "C"), simulated)
+            return out
+        a = self._records[0]
+        user = self._user if stream is None else launch.stream_handle(stream)
+        memo = {}
+        S = user if user is not None else _device_stream(a, None, memo)
+        with launch.on_device(a.device):
+            _check_capture(a, S, user is not None)
+            _order_inputs(S, self._records, memo)
+            for L in self._launches:
+                L(S)
+        return self.C
+
+    __call__ = execute
+
+    def __repr__(self):
+        return f"Plan({self.level.name}, M={self.M}, N={self.N}, K={self.K}, alpha={self.alpha}, beta={self.beta})"
+
+
+def plan(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None) -> Plan:
+    """Prepare C = alpha·A@B + beta·C once; .execute() (or call it) runs it. See Plan."""
+    return Plan(A, B, C, alpha=alpha, beta=beta, level=level, stream=stream)

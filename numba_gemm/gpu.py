@@ -8,6 +8,7 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import sys
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,4 +42,12 @@ def use_simulator_if_no_gpu() -> bool:
     """
     if not simulator_requested() and not has_gpu():
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    return simulator_requested()
+
+
+def simulating() -> bool:
+    """Whether Numba's CUDA targets are (or, once numba is imported, will be) the simulator."""
+    config = sys.modules.get("numba.core.config")
+    if config is not None:
+        return bool(config.ENABLE_CUDASIM)
     return simulator_requested()

@@ -9,7 +9,7 @@ launching do.
 - function(name, kernel, arch, defines) -> CUfunction loaded into Numba's current context
 - defines: extra "-DNAME=VALUE" options (e.g. a level's tile configuration); they are compile
   options, so they are part of the cache key.
-- launch(fn, grid, block, smem, stream, args)   cuLaunchKernel with checked results
+- launch(fn, grid, block, smem, stream, args)   cuLaunchKernel (numba_gemm.launch), or recorded
 
 We compile straight to CUBIN for a real architecture (sm_90a), never to PTX: the GPU's driver
 may be older than this NVRTC, and a driver refuses PTX from a newer ISA, while SASS for a
@@ -17,7 +17,10 @@ supported architecture loads fine.
 
 Cache key: sha256 of the source, every header it includes (ours and the toolkit's), the
 options, the NVRTC version and the arch. Files are written to a temp name and renamed, so a
-concurrent reader never sees half a cubin.
+concurrent reader never sees half a cubin; a lock file lets one process compile while others
+wait for its result. A cached cubin that is not a whole ELF file (truncated, overwritten), or
+that the driver refuses to load, is compiled again. When the cache directory cannot be
+created or written, kernels are compiled in memory (one warning per process).
 
 Environment:
   NUMBA_GEMM_CACHE_DIR=path    cache location (default ~/.cache/numba_gemm)
@@ -26,17 +29,18 @@ Environment:
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import hashlib
 import importlib.resources
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 DEFAULT_ARCH = "sm_90a"
@@ -197,7 +201,8 @@ def _nvrtc_compile(source_name: str, arch: str, extra: tuple[str, ...]) -> tuple
         nvrtc.nvrtcDestroyProgram(prog)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write to a temp file in the same directory, then rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
@@ -210,6 +215,34 @@ def _atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def valid_elf(data: bytes) -> bool:
+    """A whole ELF64 file: magic, and the section table and every section inside the bytes
+    (a truncated or overwritten cache entry fails this)."""
+    if len(data) < 64 or data[:5] != b"\x7fELF\x02":
+        return False
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    if shentsize < 64 or shoff + shnum * shentsize > len(data):
+        return False
+    for i in range(shnum):
+        sh_type, = struct.unpack_from("<I", data, shoff + i * shentsize + 4)
+        off, size = struct.unpack_from("<QQ", data, shoff + i * shentsize + 24)
+        if sh_type != 8 and off + size > len(data):      # 8: SHT_NOBITS occupies no file bytes
+            return False
+    return True
+
+
+_warned = set()
+
+
+def _warn_once(what: str, err: Exception) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        warnings.warn(f"numba_gemm: {what} ({err}); compiling in memory for this process. "
+                      "Set NUMBA_GEMM_CACHE_DIR to a writable directory to keep compiled kernels.",
+                      RuntimeWarning, stacklevel=4)
 
 
 def cubin_path(source_name: str, arch: str = DEFAULT_ARCH, extra: tuple[str, ...] = ()) -> Path:
@@ -243,11 +276,49 @@ def compile_log(source_name: str, arch: str = DEFAULT_ARCH, defines=()) -> str:
     defines = _defines(defines)
     path = cubin_path(source_name, arch, defines)
     _compile(source_name, arch, defines)
-    log = path.with_suffix(".log")
-    return log.read_text() if log.exists() else ""
+    if path in _logs:
+        return _logs[path]
+    try:
+        return path.with_suffix(".log").read_text()
+    except OSError:
+        return ""
 
 
 _cubins: dict = {}
+_logs: dict = {}
+
+
+def _read_cached(path: Path) -> bytes | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data if valid_elf(data) else None     # a torn or corrupt entry: compile again
+
+
+class _file_lock:
+    """An exclusive lock on `path` across processes (so one compiles while the others wait);
+    a no-op where the directory cannot hold a lock file."""
+
+    def __init__(self, path: Path):
+        self.path, self.fd = path, None
+
+    def __enter__(self):
+        try:
+            import fcntl
+
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except (OSError, ImportError):
+            if self.fd is not None:
+                os.close(self.fd)
+            self.fd = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)      # closing releases the lock
 
 
 def _compile(source_name: str, arch: str, extra: tuple[str, ...]) -> bytes:
@@ -255,19 +326,35 @@ def _compile(source_name: str, arch: str, extra: tuple[str, ...]) -> bytes:
     hit = _cubins.get(path)
     if hit is not None:
         return hit
-    with _compile_lock:
-        if path.exists():
-            _cubins[path] = path.read_bytes()
-            return _cubins[path]
-        cubin, log = _nvrtc_compile(source_name, arch, extra)
-        _atomic_write(path.with_suffix(".log"), log.encode())
-        _atomic_write(path, cubin)
+    with _compile_lock, _file_lock(path.with_suffix(".lock")):
+        cubin = _read_cached(path)
+        if cubin is None:
+            cubin, log = _nvrtc_compile(source_name, arch, extra)
+            _logs[path] = log
+            try:
+                atomic_write(path.with_suffix(".log"), log.encode())
+                atomic_write(path, cubin)
+            except OSError as e:
+                _warn_once(f"cannot write the kernel cache in {path.parent}", e)
         _cubins[path] = cubin
     if os.environ.get("NUMBA_GEMM_DUMP_SASS", "0") not in ("", "0"):
         sass = disassemble(cubin)
-        _atomic_write(path.with_suffix(".sass"), sass.encode())
-        print(f"[numba_gemm] SASS written to {path.with_suffix('.sass')}", file=sys.stderr)
+        try:
+            atomic_write(path.with_suffix(".sass"), sass.encode())
+            print(f"[numba_gemm] SASS written to {path.with_suffix('.sass')}", file=sys.stderr)
+        except OSError as e:
+            _warn_once(f"cannot write the kernel cache in {path.parent}", e)
     return cubin
+
+
+def forget(source_name: str, arch: str = DEFAULT_ARCH, extra: tuple[str, ...] = ()) -> None:
+    """Drop a cached cubin (memory and disk), e.g. one the driver refused to load."""
+    path = cubin_path(source_name, arch, extra)
+    _cubins.pop(path, None)
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def disassemble(cubin: bytes) -> str:
@@ -333,7 +420,11 @@ def function(source_name: str, kernel_name: str, arch: str = DEFAULT_ARCH, defin
         mod = _modules.get(mkey)
         if mod is None:
             cubin = compile_variant(source_name, defines, arch)
-            mod = check(drv.cuModuleLoadData(cubin), f"cuModuleLoadData({source_name})")
+            err, mod = drv.cuModuleLoadData(cubin)
+            if err == drv.CUresult.CUDA_ERROR_INVALID_IMAGE:   # a corrupt cache entry: once more
+                forget(source_name, arch, defines)
+                err, mod = drv.cuModuleLoadData(compile_variant(source_name, defines, arch))
+            mod = check((err, mod), f"cuModuleLoadData({source_name})")
             _modules[mkey] = mod
         fn = check(drv.cuModuleGetFunction(mod, kernel_name.encode()),
                    f"cuModuleGetFunction({kernel_name})")
@@ -382,29 +473,18 @@ def _allow_dynamic_smem(fn, smem: int) -> None:
 
 
 def stream_handle(stream) -> int:
-    """A raw CUstream value from a Numba stream, a cuda.core/driver stream, an int, or None (0)."""
-    if stream is None or stream == 0:
-        return 0
-    h = getattr(stream, "handle", stream)
-    if isinstance(h, ctypes.c_void_p):
-        return h.value or 0
-    if hasattr(h, "value") and isinstance(getattr(h, "value"), int):
-        return h.value
-    return int(h)
+    """The raw CUstream of `stream` (numba_gemm.launch.stream_handle), 0 for None."""
+    from .launch import stream_handle as handle
+
+    return 0 if stream is None else handle(stream)
 
 
-def launch(fn, grid, block, smem: int, stream, args) -> None:
-    """cuLaunchKernel(fn) with `args` (ctypes objects, or objects with getPtr(), in order)."""
-    from cuda.bindings import driver as drv
+def launch(fn, grid, block, smem: int, stream, args, cluster: int | None = None) -> None:
+    """cuLaunchKernel(fn) with `args` (ctypes objects, or objects with getPtr(), in order), or
+    cuLaunchKernelEx with `cluster` CTAs per cluster along x; inside
+    numba_gemm.launch.recording() the launch is collected instead. Every native level launches
+    through here, so that gemm() and plan() can record its launches."""
+    from .launch import launch_native
 
     _allow_dynamic_smem(fn, smem)
-    ptrs = (ctypes.c_void_p * len(args))(
-        *[a.getPtr() if hasattr(a, "getPtr") else ctypes.addressof(a) for a in args]
-    )
-    g = tuple(grid) + (1,) * (3 - len(grid))
-    b = tuple(block) + (1,) * (3 - len(block))
-    check(
-        drv.cuLaunchKernel(fn, *g, *b, smem, drv.CUstream(stream_handle(stream)),
-                           ctypes.addressof(ptrs), 0),
-        "cuLaunchKernel",
-    )
+    launch_native(fn, grid, block, smem, stream, args, cluster)

@@ -2,7 +2,7 @@
 numba_gemm.hgemm whose name does not start with "_" is a level; its family is its package.
 
 A level module carries everything the rest of the package needs about it (the level
-contract, docs in the package README and docs/LADDER.md):
+contract):
 
     LEVEL = "k4"                      # name for gemm(level=...) and bench.py --level
     PARENT = "k3"                     # the level it is derived from (None for a first rung)

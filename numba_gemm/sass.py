@@ -23,10 +23,10 @@ simulator off; compilation needs no GPU, only the NVVM and nvJitLink libraries.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -315,7 +315,7 @@ def _census_native(level) -> list[Census]:
         ) from None
     # the shipped tile: a level whose tile is not its source's default names the -D options;
     # the fp16 kernel is the level's row of the table, the others keep their symbol names
-    cubin = nvrtc.compile_variant(level.module.SOURCE, getattr(level.module, "DEFINES", ()))  # v7: none
+    cubin = nvrtc.compile_variant(level.module.SOURCE, level.module.DEFINES)
     return census_cubin(cubin, level.name, names={level.module.KERNEL_NAMES["f16"]: level.name})
 
 
@@ -340,10 +340,8 @@ def _census_in_child(names: list[str]) -> dict[str, list[Census]]:
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    out = subprocess.run(
-        [sys.executable, "-m", "numba_gemm.sass", "--json", *names],
-        capture_output=True, text=True, env=env,
-    )
+    env["NUMBA_GEMM_CENSUS_PROGRESS"] = "1" if _progress_on() else "0"
+    out = _run_streaming_progress([sys.executable, "-m", "numba_gemm.sass", "--json", *names], env)
     if out.returncode != 0:
         raise RuntimeError(f"SASS census of {names} failed in a child process:\n{out.stderr[-4000:]}")
     data = json.loads(out.stdout)
@@ -354,6 +352,25 @@ _CHILD_CACHE: dict[str, list[Census]] = {}
 
 
 def census_levels(levels) -> dict[str, list[Census]]:
+    """census_levels_uncached through the per-level disk cache (census_cache_path)."""
+    out, todo = {}, []
+    for lv in levels:
+        hit = _load_census(lv)
+        if hit is not None:
+            _progress(f"{lv.name}: from the cache")
+            out[lv.name] = hit
+        else:
+            todo.append(lv)
+    if todo:
+        fresh = census_levels_uncached(todo)
+        for lv in todo:
+            if not isinstance(fresh[lv.name], Exception):
+                _store_census(lv, fresh[lv.name])
+        out.update(fresh)
+    return {lv.name: out[lv.name] for lv in levels}
+
+
+def census_levels_uncached(levels) -> dict[str, list[Census]]:
     """Census of several levels ({name: [Census per kernel]}); one child process at most.
 
     Native levels raise CensusUnavailable only when asked for alone (census_level); here a
@@ -367,11 +384,11 @@ def census_levels(levels) -> dict[str, list[Census]]:
             _CHILD_CACHE.update(_census_in_child(missing))
         numba_results = {n: _CHILD_CACHE[n] for n in numba_names}
     else:
-        numba_results = {n: list(_census_numba_level(n)) for n in numba_names}
+        numba_results = {n: _timed(n, lambda: list(_census_numba_level(n))) for n in numba_names}
     for lv in levels:
         if lv.native:
             try:
-                out[lv.name] = _census_native(lv)
+                out[lv.name] = _timed(lv.name, lambda: _census_native(lv))
             except CensusUnavailable as e:
                 out[lv.name] = e
         else:
@@ -397,10 +414,109 @@ def census_level(level) -> list[Census]:
 
 
 # ---------------------------------------------------------------------------------------
+# Per-level census cache and progress (a census compiles every kernel: ~40 s for k6)
+
+def _progress_on() -> bool:
+    return os.environ.get("NUMBA_GEMM_CENSUS_PROGRESS", "1") not in ("", "0")
+
+
+def _progress(msg: str) -> None:
+    if _progress_on():
+        print(f"[census] {msg}", file=sys.stderr, flush=True)
+
+
+def _timed(name, fn):
+    import time
+
+    _progress(f"{name}: compiling ...")
+    t = time.perf_counter()
+    r = fn()
+    _progress(f"{name}: done in {time.perf_counter() - t:.1f} s")
+    return r
+
+
+def _run_streaming_progress(cmd, env):
+    """subprocess.run(cmd) with the child's [census] lines passed to our stderr as they come."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    err = []
+    for line in p.stderr:
+        if line.startswith("[census]"):
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        else:
+            err.append(line)
+    stdout = p.stdout.read()
+    p.wait()
+    return subprocess.CompletedProcess(cmd, p.returncode, stdout, "".join(err))
+
+
+@functools.lru_cache(maxsize=None)
+def _tool_versions() -> str:
+    from importlib import metadata
+
+    parts = []
+    for dist in ("numba", "numba-cuda", "cuda-core", "cuda-bindings", "nvidia-nvjitlink", "nvidia-cuda-nvdisasm"):
+        try:
+            parts.append(f"{dist}={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            pass
+    try:
+        parts.append(subprocess.run([find_nvdisasm(), "--version"], capture_output=True, text=True).stdout)
+    except CensusUnavailable:
+        pass
+    return "\n".join(parts)
+
+
+def census_key(level) -> str:
+    """sha256 of what a level's census depends on: its sources (a native level: the NVRTC cache
+    key of its shipped tile; a Numba level: every module of its package and the intrinsics),
+    this module, and the compiler and disassembler versions."""
+    from pathlib import Path
+
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    if level.native:
+        from . import nvrtc
+
+        h.update(nvrtc.cache_key(level.module.SOURCE, nvrtc.DEFAULT_ARCH,
+                                 tuple(getattr(level.module, "DEFINES", ()))).encode())
+    else:
+        files = sorted(Path(level.module.__file__).parent.glob("*.py"))
+        files.append(Path(__file__).with_name("intrinsics.py"))
+        for f in files:
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+    h.update(_tool_versions().encode())
+    return h.hexdigest()[:32]
+
+
+def census_cache_path(level):
+    from . import nvrtc
+
+    return nvrtc.cache_dir() / "census" / f"{level.name}.{census_key(level)}.json"
+
+
+def _load_census(level) -> list[Census] | None:
+    try:
+        data = json.loads(census_cache_path(level).read_text())
+        return [Census(**c) for c in data]
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _store_census(level, censuses) -> None:
+    from . import nvrtc
+
+    try:
+        nvrtc.atomic_write(census_cache_path(level), json.dumps([asdict(c) for c in censuses]).encode())
+    except OSError:
+        pass             # a read-only cache: the census is simply taken again next time
+
+
+# ---------------------------------------------------------------------------------------
 # Table
 
 def format_table(censuses) -> str:
-    """One row per kernel, one column per opcode class present, plus registers/shared/spills/total."""
+    """One row per kernel, one column per opcode class present, plus registers/shared/spills/total.
+    A kernel whose name does not start with its level's is shown as level:kernel."""
     censuses = list(censuses)
     classes = [c.classes for c in censuses]
     present = {k for cl in classes for k, v in cl.items() if v}
@@ -410,7 +526,8 @@ def format_table(censuses) -> str:
     for c, cl in zip(censuses, classes):
         other = c.total - sum(cl[k] for k in cols)
         spill = "?" if c.spill_stores is None else str(c.spill_stores + c.spill_loads)
-        rows.append([c.kernel, *(str(cl[k]) if cl[k] else "-" for k in cols), str(other),
+        label = c.kernel if c.kernel.startswith(c.level) else f"{c.level}:{c.kernel}"   # whose kernel
+        rows.append([label, *(str(cl[k]) if cl[k] else "-" for k in cols), str(other),
                      str(c.total), str(c.registers), str(c.shared_bytes), spill])
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(r, widths)))

@@ -192,6 +192,8 @@ def test_h200_not_measured_until_the_costs_are(tmp_path):
     assert "not measured on this card" in L.explain("k3", bare)
     c = L.h200(_costs_file(tmp_path, costs={"lds_free": 1.0, "lds_bcast": 0.5, "ldg": 2.0}))
     assert c.clock_ghz == 1.755 and c.bandwidth == 4.2e12 and c.sms == 132
+    assert bare.tensor_flops == json.loads(L.CARDS_JSON.read_text())["cards"]["h200"]["tensor_flops"]
+    assert L.h200(_costs_file(tmp_path, tensor_flops=6.5e14)).tensor_flops == 6.5e14   # measured wins
     k3 = L.cycle_ledger("k3", c, N, SEED["k3"])
     assert k3.cycles_per_fma == pytest.approx(1.0 + 0.5 + 0.0625 * 2.0)
     assert "not measured" not in L.explain("k3", c).split("cycles ledger")[1].split("moved")[0]

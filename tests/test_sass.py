@@ -161,3 +161,6 @@ def test_format_table_has_a_row_per_kernel():
     rows = [sass.Census(level="k", kernel=n, opcodes={"FFMA": 4, "LDS.128": 1}, registers=32) for n in ("a", "b")]
     table = sass.format_table(rows).splitlines()
     assert len(table) == 3 and "FFMA" in table[0] and "LDS.128" in table[0]
+    assert table[1].startswith("k:a ") and table[2].startswith("k:b ")   # not named after level k
+    own = sass.Census(level="k2", kernel="k2_tuned", opcodes={"FFMA": 1})
+    assert sass.format_table([own]).splitlines()[1].startswith("k2_tuned ")

@@ -122,24 +122,6 @@ def test_smallest_and_one_past_each_tile(lv):
             _assert_ok(out, A, B, C_in, alpha, beta, lv, (M, N, K))
 
 
-@pytest.mark.parametrize("lv", SGEMM, ids=IDS)
-def test_geometry_is_the_launch(lv, monkeypatch):
-    """The GEOMETRY the ledgers price is the block and tiling the level launches."""
-    from numba import cuda
-
-    g = lv.module.GEOMETRY
-    assert g.threads * g.thread_m * g.thread_n == g.tile_m * g.tile_n
-    launched = []
-    monkeypatch.setattr(lv.module, "launch", lambda kernel, grid, block, *args: launched.append((grid, block)))
-    M, N, K = 3 * g.tile_m + 1, 2 * g.tile_n + 1, 5
-    A, B, C = check.random_inputs(M, N, K)
-    lv.run(cuda.to_device(A), cuda.to_device(B), cuda.to_device(C), 1.0, 0.0)
-    assert launched, f"{lv.name}.run did not launch through its module's launch()"
-    for grid, block in launched:
-        assert tuple(block) == g.block
-        assert sorted(grid) == [3, 4]     # ceil(M / tile_m) = 4 and ceil(N / tile_n) = 3, either way round
-
-
 @gpu_only
 @pytest.mark.parametrize("lv", SGEMM, ids=IDS)
 def test_thousand_cube(lv):

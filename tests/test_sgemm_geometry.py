@@ -81,7 +81,7 @@ def test_warp_step_touches_exactly_the_block_tiles(level, data):
     M = gm * g.tile_m + data.draw(st.integers(0, g.tile_m - 1))
     N = gn * g.tile_n + data.draw(st.integers(0, g.tile_n - 1))
     K = gk * g.tile_k + data.draw(st.integers(0, g.tile_k - 1))
-    bm, bn, ph = data.draw(st.integers(0, gm - 1)), data.draw(st.integers(0, gn - 1)), data.draw(st.integers(0, gk - 1))
+    bm, bn, ph = (data.draw(st.integers(0, top - 1)) for top in (gm, gn, gk))   # an interior block
     bx, by = (bm, bn) if axis == 0 else (bn, bm)
 
     rows = set(range(bm * g.tile_m, (bm + 1) * g.tile_m))

@@ -138,8 +138,6 @@ def resident_clusters(fn, block, smem, cluster: int = CLUSTER) -> int:
 
 
 def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER):
-    from cuda.bindings import driver as drv
-
     from .. import nvrtc
 
     M, K = A.shape
@@ -153,7 +151,4 @@ def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER):
     block, smem = (CONFIG.threads, 1, 1), CONFIG.smem()
     resident = resident_clusters(fn, block, smem, cluster)
     grid, _, _ = launch_config(M, N, K, max_clusters=resident, cluster=cluster)
-    ptrs = (ctypes.c_void_p * len(args))(
-        *[a.getPtr() if hasattr(a, "getPtr") else ctypes.addressof(a) for a in args])
-    nvrtc.check(drv.cuLaunchKernelEx(_cluster_config(grid, block, smem, stream, cluster), fn,
-                                     ctypes.addressof(ptrs), 0), "cuLaunchKernelEx")
+    nvrtc.launch(fn, grid, block, smem, stream, args, cluster=cluster)

@@ -81,8 +81,12 @@ def load(key: str, measured: str | os.PathLike | None = None) -> Card:
         kw.update(sms=int(data["sms"]), clock_ghz=float(data["clock_ghz"]),
                   bandwidth=float(data["copy_bandwidth_Bps"]),
                   costs={k: float(v) for k, v in data.get("costs", {}).items() if v is not None})
-        if data.get("tensor_flops"):
+        if data.get("tensor_flops"):   # written by a full microbench run (its mma.sync loop)
             kw["tensor_flops"] = float(data["tensor_flops"])
+        if kw["tensor_flops"]:
+            notes.append(f"tensor ceiling {kw['tensor_flops'] / 1e12:.0f} TFLOPS: "
+                         + (f"measured, {path.name}" if data.get("tensor_flops") else
+                            "cards.json (not in the measured file yet)"))
         if kw["costs"]:
             kw["costs_source"] = (f"measured by numba_gemm.microbench on {data.get('device', '?')}"
                                   + (f", {data['measured_utc']}" if data.get("measured_utc") else ""))

@@ -132,7 +132,7 @@ def explain(level, card_: Card | str | None = None, measured_ms=None, n=4096) ->
                        f"vs L2 {c.l2_bytes / 1e6:.1f} MB")
         out.append("requests ledger: n/a: tensor-core level (tiles move as 16-byte cp.async / TMA "
                    "boxes, every warp load is fully coalesced by construction)")
-        out.append("cycles ledger: n/a: tensor-core level (the limit is the mma.sync pipe and "
+        out.append("cycles ledger: n/a: tensor-core level (the limit is the tensor-core pipe, mma.sync or wgmma, and "
                    "the pipeline depth, not LDS prices; see the SASS census)")
         if prev:
             pb = bytes_ledger(prev, c, (M, N, K))

@@ -60,14 +60,16 @@ def store_c(C, c, value, alpha, beta):
 
 
 def launch(kernel, grid, block, A, B, C, alpha, beta, stream=None):
-    """Run `kernel` on device arrays A (M×K), B (K×N), C (M×N) through flat views."""
+    """Run `kernel` on device arrays A (M×K), B (K×N), C (M×N) through flat views.
+
+    numba_gemm.launch issues it from the compiled kernel's cached handle (Numba's per-call
+    dispatch costs ~50 µs of host time), or through Numba in the simulator."""
+    from ..launch import launch_numba
+
     M, K = A.shape
     N = B.shape[1]
     args = (
         np.int32(M), np.int32(N), np.int32(K), np.float32(alpha),
         A.reshape(M * K), B.reshape(K * N), np.float32(beta), C.reshape(M * N),
     )
-    if stream is None:
-        kernel[grid, block](*args)
-    else:
-        kernel[grid, block, stream](*args)
+    launch_numba(kernel, grid, block, args, stream)

@@ -48,7 +48,7 @@ def kernel(M, N, K, alpha, A, B, beta, C):
         while k < u64(K):     # unsigned 64-bit offsets: see _common for why not range(K)
             acc += A[u64(row) * u64(K) + k] * B[k * u64(N) + u64(col)]
             k += u64(1)
-        store_c(C, u64(row) * u64(N) + u64(col), acc, alpha, beta)   # BLAS: beta == 0 never reads C
+        store_c(C, u64(row) * u64(N) + u64(col), acc, alpha, beta)   # beta == 0: C not read
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:

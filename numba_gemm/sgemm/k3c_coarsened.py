@@ -3,8 +3,8 @@
 Same 32×32 threads and the same inner loop as k3, but a block now walks COARSE = 4 tiles of
 B to the right for every tile of A it stages. Per phase a thread loads 1 element of A and 4 of
 B (instead of 2 per tile in k3) for 4 outputs: 1.25 loaded floats per output instead of 2, so
-the bytes ledger moves again (arithmetic intensity 7.97 -> 12.72 FLOP/byte). Each tile's 32-step dot
-product is added to the oldest of 4 accumulators, which are then rotated in registers
+the bytes ledger moves again (arithmetic intensity 7.97 -> 12.72 FLOP/byte). Each tile's
+32-step dot product is added to the oldest of 4 accumulators, which are then rotated in registers
 (p0 <- p1 <- p2 <- p3 <- p0 + acc), so no dynamically indexed array is needed. The cycles
 ledger does not move (the inner loop is k3's), and the extra barriers cost a little: the seed
 measured k3c slightly slower than k3.
@@ -39,7 +39,7 @@ def grid(M: int, N: int) -> tuple[int, int]:
 @cuda.jit
 def kernel(M, N, K, alpha, A, B, beta, C):
     As = cuda.shared.array((TILE_M, TILE_K), float32, alignment=SMEM_ALIGN)   # As[m, k]
-    Bs = cuda.shared.array((TILE_K, COL_STEP), float32, alignment=SMEM_ALIGN)   # Bs[k, n]
+    Bs = cuda.shared.array((TILE_K, COL_STEP), float32, alignment=SMEM_ALIGN)  # Bs[k, n]
 
     tx = u32(cuda.threadIdx.x)
     ty = u32(cuda.threadIdx.y)

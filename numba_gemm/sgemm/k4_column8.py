@@ -19,7 +19,7 @@ from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launc
 LEVEL = "k4"
 PARENT = "k3"
 TITLE = "8 rows per thread (one B value reused 8×)"
-DELTA = "k4 = k3 + each thread computes 8 rows of one column: one 32-way shared load of B per 8 FMAs"
+DELTA = "k4 = k3 + each thread computes 8 rows of one column: one conflict-free shared load of B per 8 FMAs"
 DTYPES = (np.float32,)
 SASS_MUST_HAVE = ("LDS", "STS", "BAR.SYNC", "FFMA")
 

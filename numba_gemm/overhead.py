@@ -1,0 +1,120 @@
+"""Host cost per call of gemm() and plan(), by stage, next to torch.mm (bench.py --overhead).
+
+At 64³ a kernel takes a few microseconds of GPU time, so a call's wall time in a loop is its
+host cost: what it takes to turn Python objects into one kernel launch. Stages:
+
+  read      operands.read() of A, B and C (the records)
+  validate  api.validate() on the records
+  launch    the recorded cuLaunchKernel(s) alone
+  gemm()    the whole call, C given (read, validate, stream, capture check, cache, launch)
+  plan()    Plan.execute(): stream, capture check, launch
+
+Each figure is the median over 5 rounds of the wall time of `calls` back-to-back calls,
+divided by `calls`, with the device synchronised before and after each round.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+N = 64
+
+
+def _per_call(fn, sync, calls: int) -> float:
+    fn()
+    sync()
+    rounds = []
+    for _ in range(5):
+        sync()
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        rounds.append((time.perf_counter() - t) / calls)
+    return statistics.median(rounds) * 1e6
+
+
+def _operands(dtype, torch):
+    rng = np.random.default_rng(0)
+    A = rng.uniform(-1, 1, (N, N)).astype(np.float32)
+    B = rng.uniform(-1, 1, (N, N)).astype(np.float32)
+    if torch is not None:
+        tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype.name]
+        return (torch.from_numpy(A).to("cuda", tdt), torch.from_numpy(B).to("cuda", tdt),
+                torch.empty((N, N), dtype=torch.float32, device="cuda"))
+    from numba import cuda
+
+    from .api import transfer_dtype
+
+    return (cuda.to_device(A.astype(dtype).view(transfer_dtype(dtype))),
+            cuda.to_device(B.astype(dtype).view(transfer_dtype(dtype))),
+            cuda.device_array((N, N), np.float32))
+
+
+def measure(levels, calls: int = 2000) -> list[dict]:
+    from . import api, launch, operands
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        sync = torch.cuda.synchronize
+    else:
+        from numba import cuda
+
+        sync = cuda.synchronize
+    rows = []
+    ref = {}
+    if torch is not None:
+        for name, tdt in (("float32", torch.float32), ("float16", torch.float16)):
+            a = torch.rand((N, N), device="cuda", dtype=tdt)
+            b = torch.rand((N, N), device="cuda", dtype=tdt)
+            ref[name] = _per_call(lambda: torch.mm(a, b), sync, calls)
+    for lv in levels:
+        dtype = np.dtype(np.float32) if not lv.native else np.dtype(np.float16)
+        A, B, C = _operands(dtype, torch)
+        recs = [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))]
+        p = api.plan(A, B, C, level=lv.name)
+        S = api._device_stream(recs[0], None, {})
+        row = {"level": lv.name, "dtype": dtype.name, "library": "torch" if torch else "numba"}
+        row["read"] = _per_call(lambda: [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))],
+                                lambda: None, calls)
+        row["validate"] = _per_call(lambda: api.validate(*recs, 0.0, lv), lambda: None, calls)
+        row["launch"] = _per_call(lambda: [L(S) for L in p._launches], sync, calls)
+        row["gemm"] = _per_call(lambda: api.gemm(A, B, C, level=lv.name), sync, calls)
+        row["plan"] = _per_call(p.execute, sync, calls)
+        row["torch.mm"] = ref.get("float16" if lv.native else "float32")
+        rows.append(row)
+    if torch is not None:
+        x = torch.empty((N, N), device="cuda")
+        rows.append({"level": "(read one torch tensor)", "dtype": "float32", "library": "torch",
+                     "accessors": _per_call(lambda: operands.read(x, "A"), lambda: None, calls),
+                     "dlpack": _per_call(lambda: operands._read_dlpack_or_cai(x, "A", launch.current_stream("torch", 0)),
+                                         lambda: None, calls),
+                     "cai": _per_call(lambda: operands._read_cai(x, "A", None), lambda: None, calls)})
+    return rows
+
+
+def report(levels, calls: int = 2000) -> str:
+    rows = measure(levels, calls)
+    head = ["level", "dtype", "read", "validate", "launch", "gemm()", "plan()", "torch.mm",
+            "gemm/mm", "plan/mm"]
+    out = [head]
+    extra = []
+    for r in rows:
+        if "accessors" in r:
+            extra.append(f"reading one torch tensor: accessors {r['accessors']:.1f} µs, DLPack "
+                         f"{r['dlpack']:.1f} µs, __cuda_array_interface__ {r['cai']:.1f} µs")
+            continue
+        mm = r["torch.mm"]
+        out.append([r["level"], r["dtype"]] + [f"{r[k]:.1f}" for k in ("read", "validate", "launch", "gemm", "plan")]
+                   + ([f"{mm:.1f}", f"{r['gemm'] / mm:.2f}", f"{r['plan'] / mm:.2f}"] if mm else ["-", "-", "-"]))
+    widths = [max(len(row[i]) for row in out) for i in range(len(head))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in out]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lib = rows[0]["library"] if rows else "-"
+    return "\n".join([f"host µs per call at {N}³, {lib} operands, C given (median of 5 × {calls} calls)"]
+                     + lines + extra)
