@@ -495,7 +495,8 @@ def _prov_line(prov: dict) -> str:
     return ", ".join(str(k) for k in keys if k)
 
 
-LABEL_OFFSETS = {"k3c": (6, -12), "k5": (6, -12), "v8": (6, 2), "v9": (-22, -10), "v10": (-26, 2)}
+LABEL_OFFSETS = {"k3c": (6, -12), "k5": (6, -12), "v8": (6, 2), "v9": (-22, -10), "v10": (-26, 2),
+                 "v11": (8, 2), "v12": (-28, 4), "v13": (8, -10)}
 
 
 def draw_roofline(path, results_path=RESULTS_JSON, n: int = 4096):
@@ -512,7 +513,8 @@ def draw_roofline(path, results_path=RESULTS_JSON, n: int = 4096):
     ax.plot(x, np.minimum(x * bw, c.fp32_flops / 1e12), color=BLUE, lw=2,
             label=f"FP32 roof: {c.fp32_flops / 1e12:.1f} TFLOPS, {bw:.2f} TB/s")
     ax.plot(x, np.minimum(x * bw, c.tensor_flops / 1e12), color=GREEN, lw=2, ls="--",
-            label=f"fp16 mma.sync roof: {c.tensor_flops / 1e12:.0f} TFLOPS")
+            label=f"fp16 tensor roof: {c.tensor_flops / 1e12:.0f} TFLOPS (mma.sync, v7–v10; "
+                  "v11+ use wgmma, whose ceiling is higher)")
     for p in pts:
         color = BLUE if p["dtype"] == "float32" else GREEN
         ax.scatter(p["intensity"], p["tflops"], s=45, color=color, zorder=3)
