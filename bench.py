@@ -172,7 +172,8 @@ def main(argv=None):
         if simulator:
             sys.exit("bench.py --overhead measures host time per launch: it needs a GPU")
         from numba_gemm import overhead
-        print(overhead.report(levels))
+        command = " ".join(["python", os.path.basename(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])])
+        print(overhead.report(levels, command=command))
         return 0
 
     if args.explain and simulator:

@@ -8,8 +8,12 @@ The call path (bench.py --overhead measures the host cost of each stage):
      (torch's current stream for torch tensors, CuPy's for CuPy arrays, Numba's default
      stream otherwise); inputs produced on another stream are waited for with an event;
   4. launch. The launches a level's run() makes are recorded once (numba_gemm.launch) and
-     cached by everything run() reads — level, shapes, dtypes, pointers, alpha, beta,
-     device — so a repeated call is a dictionary lookup and one cuLaunchKernel.
+     cached by everything validation and run() read — level, alpha, beta and each record's
+     pointer, shape, strides, dtype, device — so a repeated call is a dictionary lookup and
+     one cuLaunchKernel. For torch CUDA tensors with C given, a repeated call skips step 2:
+     its key is made of the tensors' own fields (those the records would hold), so a hit
+     stands for a call that passed every check with these values. Step 3 and the capture
+     check run on every call.
 
 CUDA graph capture: the kernel goes to the stream in use; when that stream is capturing, the
 launch is captured (replaying the graph recomputes C from A and B as they are then). A call
@@ -29,8 +33,10 @@ GPU of the architecture they are compiled for (sm_90a). A level module can opt o
 """
 from __future__ import annotations
 
+import math
 import numbers
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -207,8 +213,58 @@ def _no_level(dtype, M, N, K, native):
 
 # ---------------------------------------------------------------------------- device path
 
-_launch_cache: dict = {}
-_CACHE_SIZE = 512
+_launch_cache: dict = {}    # (level, alpha, beta, the records' fields) -> (Level, [Launch])
+_torch_cache: dict = {}     # the fast path: (level, alpha, beta, torch tensors' fields) -> (device, [Launch])
+_CACHE_SIZE = 512           # entries per cache; the oldest goes first
+_cache_lock = threading.Lock()
+
+
+def _remember(cache: dict, key, value) -> None:
+    with _cache_lock:                     # evicting while another thread evicts
+        if len(cache) >= _CACHE_SIZE:
+            del cache[next(iter(cache))]
+        cache[key] = value
+
+
+def _scalar_key(x: float):
+    # 0.0 and -0.0 are equal and hash alike, but alpha = -0.0 writes -0.0 where 0.0 writes +0.0
+    return x if x else (x, math.copysign(1.0, x))
+
+
+def _record_key(r):
+    """A record's fields that validate() and a level's run() read."""
+    return (r.ptr, r.shape, r.strides, r.dtype, r.device, r.readonly)
+
+
+_Tensor = None      # torch.Tensor, once torch is imported
+
+
+def _torch_fields(x):
+    """What operands.read() takes from a CUDA torch tensor (pointer, shape, strides, dtype,
+    device), straight from its accessors; None for anything else (a tensor that needs grad
+    or is a negative-bit view included: the full path refuses those)."""
+    if type(x) is not _Tensor or x.requires_grad or x.is_neg():
+        return None
+    dev = x.get_device()
+    return (x.data_ptr(), x.shape, x.stride(), x.dtype, dev) if dev >= 0 else None
+
+
+def _torch_key(lv, A, B, C, alpha, beta):
+    """The fast path's cache key for torch tensors A, B, C: everything the full path's reading,
+    validation and recording look at, so that a hit stands for a call that passed them all
+    with the same values. None when an operand is not a CUDA torch tensor."""
+    global _Tensor
+    if _Tensor is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        _Tensor = torch.Tensor
+    fa = _torch_fields(A)
+    fb = fa and _torch_fields(B)
+    fc = fb and _torch_fields(C)
+    if fc is None:
+        return None
+    return (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta), fa, fb, fc)
 
 
 def _library_output(a, M, N):
@@ -270,52 +326,82 @@ def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
     raise err
 
 
-def _order_inputs(stream, recs, memo):
-    """Make `stream` wait for inputs whose producer ordered its work on another stream."""
-    for r in recs:
-        p = r.stream
-        if p is None:
-            key = (r.library, r.device)
-            p = memo.get(key)
-            if p is None:
-                p = memo[key] = launch.current_stream(r.library, r.device)
-        if p != stream:
-            launch.wait(stream, p, r.device)
+def _producers(records) -> tuple:
+    """(libraries, streams) that order the records' pending work, each once: the libraries
+    whose current stream it is on (records that name no stream), and the streams records
+    name (DLPack, __cuda_array_interface__ v3)."""
+    libraries, streams = [], []
+    for r in records:
+        if r.stream is None:
+            if r.library not in libraries:
+                libraries.append(r.library)
+        elif r.stream not in streams:
+            streams.append(r.stream)
+    return tuple(libraries), tuple(streams)
 
 
-def _device_stream(a, user_stream, memo):
-    if user_stream is not None:
-        return user_stream
-    if a.stream is not None:
-        return a.stream
-    s = memo[(a.library, a.device)] = launch.current_stream(a.library, a.device)
-    return s
+_TORCH = (("torch",), ())       # _producers of torch tensors
 
 
-def _check_capture(a, stream, user_given):
+def _call_stream(library, producer, device, user):
+    """(the stream a call runs on, the library whose current stream it is or None): `user` if
+    given, else A's producer stream, else A's library's current stream."""
+    if user is not None:
+        return user, None
+    if producer is not None:
+        return producer, None
+    return launch.current_stream(library, device), library
+
+
+def _check_capture(library, device, stream, user_given):
     if not launch.is_capturing(stream) and user_given:
-        launch.refuse_if_library_capturing(a.library, a.device, stream)
+        launch.refuse_if_library_capturing(library, device, stream)
 
 
-def _gemm_device(lv, a, B, C, alpha, beta, user_stream):
-    memo = {}
-    S = _device_stream(a, user_stream, memo)
+def _order_inputs(stream, device, producers, current=None):
+    """Make `stream` wait for inputs ordered on other streams (producers: _producers()'s pair;
+    current: a library whose current stream is `stream`, so that it need not be asked)."""
+    libraries, streams = producers
+    for lib in libraries:
+        if lib != current:
+            p = launch.current_stream(lib, device)
+            if p != stream:
+                launch.wait(stream, p, device)
+    for p in streams:
+        if p != stream:
+            launch.wait(stream, p, device)
+
+
+def _submit(device, launches, user, library, producer, producers):
+    """A recorded call: its stream (_call_stream, for A's library and producer stream), the
+    capture check, the waits for other inputs' producers, the launches."""
+    S, current = _call_stream(library, producer, device, user)
+    with launch.on_device(device):
+        _check_capture(library, device, S, user is not None)
+        _order_inputs(S, device, producers, current)
+        for L in launches:
+            L(S)
+
+
+def _gemm_device(lv, a, B, C, alpha, beta, user, torch_key=None):
+    S, current = _call_stream(a.library, a.stream, a.device, user)
     b = operands.read(B, "B", S)
     c = operands.read(C, "C", S) if C is not None else None
     M, N, K = validate(a, b, c, beta, lv)
     with launch.on_device(a.device):
-        _check_capture(a, S, user_stream is not None)
+        _check_capture(a.library, a.device, S, user is not None)
         if c is None:
             C = _library_output(a, M, N)
             c = operands.read(C, "C", S)
-        key = (lv.name if lv else AUTO, a.dtype, M, N, K, a.ptr, b.ptr, c.ptr, alpha, beta, a.device)
+        key = (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta),
+               _record_key(a), _record_key(b), _record_key(c))
         hit = _launch_cache.get(key)
         if hit is None:
             hit = _record_launches(lv, a, b, c, alpha, beta, M, N, K)
-            if len(_launch_cache) >= _CACHE_SIZE:
-                _launch_cache.pop(next(iter(_launch_cache)))
-            _launch_cache[key] = hit
-        _order_inputs(S, (a, b, c), memo)
+            _remember(_launch_cache, key, hit)
+        if torch_key is not None:      # read, validated and recorded: the fast path may skip all three
+            _remember(_torch_cache, torch_key, (a.device, hit[1]))
+        _order_inputs(S, a.device, _producers((a, b, c)), current)
         for L in hit[1]:
             L(S)
     return C
@@ -338,6 +424,7 @@ def _gemm_host(lv, a, b, c, C, alpha, beta, M, N, K, stream, simulated):
         return C if C is not None else dC
     s = 0
     if not simulated:
+        cuda.current_context()   # the capture query below needs a current context (a first call)
         h = launch.stream_handle(stream) if stream is not None else 0
         try:
             capturing = launch.is_capturing(h)
@@ -409,9 +496,15 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
     m = mode()
     if m == "gpu":
         user = None if stream is None else launch.stream_handle(stream)
+        key = _torch_key(lv, A, B, C, alpha, beta) if C is not None else None
+        if key is not None:
+            hit = _torch_cache.get(key)
+            if hit is not None:     # the same fields as a call that passed every check
+                _submit(hit[0], hit[1], user, "torch", None, _TORCH)
+                return C
         a = operands.read(A, "A", user)
         if a.on_device:
-            return _gemm_device(lv, a, B, C, alpha, beta, user)
+            return _gemm_device(lv, a, B, C, alpha, beta, user, key)
     else:
         a = operands.read(A, "A")
     b = operands.read(B, "B")
@@ -442,11 +535,10 @@ class Plan:
         self._user = None
         if m == "gpu":
             self._user = None if stream is None else launch.stream_handle(stream)
-        memo = {}
         a = operands.read(A, "A", self._user)
         self.device = a.device
         if a.on_device and m == "gpu":
-            S = _device_stream(a, self._user, memo)
+            S, _ = _call_stream(a.library, a.stream, a.device, self._user)
             b = operands.read(B, "B", S)
             c = operands.read(C, "C", S) if C is not None else None
             self.M, self.N, self.K = validate(a, b, c, self.beta, lv)
@@ -457,6 +549,7 @@ class Plan:
                 self.level, self._launches = _record_launches(lv, a, b, c, self.alpha, self.beta,
                                                               self.M, self.N, self.K)
             self._records = (a, b, c)
+            self._producers = _producers(self._records)
             self.C = C
             self._host = None
         else:
@@ -487,13 +580,7 @@ class Plan:
             return out
         a = self._records[0]
         user = self._user if stream is None else launch.stream_handle(stream)
-        memo = {}
-        S = user if user is not None else _device_stream(a, None, memo)
-        with launch.on_device(a.device):
-            _check_capture(a, S, user is not None)
-            _order_inputs(S, self._records, memo)
-            for L in self._launches:
-                L(S)
+        _submit(a.device, self._launches, user, a.library, a.stream, self._producers)
         return self.C
 
     __call__ = execute

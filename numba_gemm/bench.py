@@ -31,6 +31,7 @@ class Result:
     pct_cublas: float | None = None
     speedup_prev: float | None = None
     prev_level: str | None = None
+    twin_ms: float | None = None     # the level's CUDA C twin on the same buffers (SGEMM)
     reps: int | None = None
     l2_flushed: bool = False
     note: str = ""
@@ -82,8 +83,9 @@ class Runner:
     """Holds device buffers and the cuBLAS handle so levels of one shape share the same inputs."""
 
     def __init__(self, simulator: bool, flush_l2: bool = False, reps: int | None = None,
-                 verify: bool = True, seed: int | None = None):
+                 verify: bool = True, seed: int | None = None, twins: bool = True):
         self.simulator = simulator
+        self.twins = twins
         self.flush_l2 = flush_l2
         self.reps = reps
         self.verify = verify
@@ -164,6 +166,15 @@ class Runner:
             res.pct_cublas = 100.0 * res.cublas_ms / res.ms
         except Exception as exc:  # the level's figures still stand without the baseline
             res.note = (res.note + f" cuBLAS baseline unavailable: {exc}").strip()
+        if self.twins and level.family == "sgemm":
+            from . import twins
+
+            try:
+                if twins.has_twin(level.name):
+                    res.twin_ms = twins.time_twin(level.name, M, N, K, buffers=(dA, dB, dC),
+                                                  reps=self.reps, flush_l2=self.flush_l2)
+            except Exception as exc:
+                res.note = (res.note + f" CUDA C twin unavailable: {exc}").strip()
         return res
 
 
@@ -185,6 +196,9 @@ def format_table(results: list[Result]) -> str:
     head = ["level", "M×N×K", "dtype", "check", "max rel err"]
     if gpu:
         head += ["ms", "TFLOPS", "cuBLAS ms", "cuBLAS TFLOPS", "% cuBLAS", "× prev"]
+    twin = any(r.twin_ms for r in results)
+    if twin:
+        head += ["CUDA C twin ms", "Numba/C"]
     rows = [head]
     for r in results:
         row = [r.level, f"{r.M}×{r.N}×{r.K}", r.dtype,
@@ -194,6 +208,8 @@ def format_table(results: list[Result]) -> str:
             row += [_f(r.ms, 3), _f(r.tflops, 2), _f(r.cublas_ms, 3), _f(r.cublas_tflops, 2),
                     _f(r.pct_cublas, 1),
                     f"{r.speedup_prev:.2f} ({r.prev_level})" if r.speedup_prev else "-"]
+        if twin:
+            row += [_f(r.twin_ms, 3), _f(r.ms / r.twin_ms if r.ms and r.twin_ms else None, 3)]
         rows.append(row)
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
     lines = ["  ".join(str(c).rjust(w) for c, w in zip(row, widths)) for row in rows]

@@ -496,7 +496,7 @@ def _prov_line(prov: dict) -> str:
 
 
 LABEL_OFFSETS = {"k3c": (6, -12), "k5": (6, -12), "v8": (6, 2), "v9": (-22, -10), "v10": (-26, 2),
-                 "v11": (8, 2), "v12": (-28, 4), "v13": (8, -10)}
+                 "v11": (8, 2), "v12": (-28, 4), "v13": (8, -10), "v8py": (6, -12), "k7": (6, -8)}
 
 
 def draw_roofline(path, results_path=RESULTS_JSON, n: int = 4096):

@@ -45,7 +45,8 @@ def _cuda():
         v, i, u, p = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.POINTER
         sig = {
             "cuInit": [u],
-            "cuLaunchKernel": [v, u, u, u, u, u, u, u, v, v, v],
+            # cuLaunchKernel has no argtypes: Launch passes ctypes values it built once
+            # (converting 11 Python ints through argtypes costs ~0.5 µs per launch)
             "cuStreamIsCapturing": [v, p(i)],
             "cuPointerGetAttribute": [v, i, ctypes.c_uint64],
             "cuCtxGetCurrent": [p(v)],
@@ -139,7 +140,7 @@ def is_capturing(stream: int) -> bool:
     """True while `stream` is being captured into a CUDA graph. Raises LaunchError when a launch
     there would break another stream's capture (the legacy stream during a global capture)."""
     status = ctypes.c_int()
-    code = _cuda().cuStreamIsCapturing(stream or None, ctypes.byref(status))
+    code = _cuda().cuStreamIsCapturing(stream or None, status)     # ctypes passes it by reference
     if code == CAPTURE_IMPLICIT:
         raise LaunchError(
             "a CUDA graph is being captured on another stream and this call would run on the "
@@ -216,12 +217,12 @@ class on_device:
     __slots__ = ("ctx", "pushed")
 
     def __init__(self, device: int):
-        self.ctx = primary_context(device)
+        self.ctx = _primary.get(device) or primary_context(device)
         self.pushed = False
 
     def __enter__(self):
         cur = ctypes.c_void_p()
-        _cuda().cuCtxGetCurrent(ctypes.byref(cur))
+        _cuda().cuCtxGetCurrent(cur)        # ctypes passes it by reference
         if cur.value != self.ctx:
             _ok(_cuda().cuCtxPushCurrent_v2(self.ctx), "cuCtxPushCurrent")
             self.pushed = True
@@ -239,30 +240,31 @@ class Launch:
     parameter pointer array (with the objects it points into kept alive) and, for a cluster
     launch, the cluster size along x."""
 
-    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "_config")
+    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "_config", "_head")
 
     def __init__(self, fn: int, grid, block, smem: int, params, keep, cluster: int | None = None):
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
         self.fn, self.grid, self.block, self.smem = fn, g, b, int(smem)
         self.params, self.keep, self.cluster, self._config = params, keep, cluster, None
+        # cuLaunchKernel's arguments before the stream, as the C types it takes (see _cuda)
+        self._head = (ctypes.c_void_p(fn), *map(ctypes.c_uint, g + b), ctypes.c_uint(self.smem))
 
     def __call__(self, stream: int) -> None:
         if self.cluster:
             return self._launch_cluster(stream)
-        g, b = self.grid, self.block
-        code = _cuda().cuLaunchKernel(self.fn, g[0], g[1], g[2], b[0], b[1], b[2], self.smem,
-                                      stream or None, self.params, None)
+        code = _cuda().cuLaunchKernel(*self._head, ctypes.c_void_p(stream) if stream else None,
+                                      self.params, None)
         if code:
             raise LaunchError(f"cuLaunchKernel failed: {error_text(code)}")
 
     def _launch_cluster(self, stream: int) -> None:
         # cuLaunchKernelEx with the cluster-dimension attribute (the generated bindings build
-        # the CUlaunchConfig; only its stream changes between calls)
+        # the CUlaunchConfig once; only its stream changes between calls, under a lock so that
+        # two threads launching this Launch cannot swap streams)
         from cuda.bindings import driver as drv
 
-        cfg = self._config
-        if cfg is None:
+        if self._config is None:
             cfg = drv.CUlaunchConfig()
             cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = self.grid
             cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.block
@@ -272,13 +274,16 @@ class Launch:
             attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = self.cluster, 1, 1
             cfg.attrs = [attr]
             cfg.numAttrs = 1
-            self._config = cfg
-        cfg.hStream = drv.CUstream(stream)
-        (err,) = drv.cuLaunchKernelEx(cfg, drv.CUfunction(self.fn), ctypes.addressof(self.params), 0)
+            self._config = (cfg, drv.CUfunction(self.fn), ctypes.addressof(self.params))
+        cfg, fn, params = self._config
+        with _cluster_lock:
+            cfg.hStream = drv.CUstream(stream)
+            (err,) = drv.cuLaunchKernelEx(cfg, fn, params, 0)
         if err != drv.CUresult.CUDA_SUCCESS:
             raise LaunchError(f"cuLaunchKernelEx failed: {error_text(int(err))}")
 
 
+_cluster_lock = threading.Lock()
 _tls = threading.local()
 
 

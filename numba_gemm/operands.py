@@ -218,6 +218,8 @@ def _torch_dtype(x, name):
 def _read_torch(x, name, stream):
     if x.requires_grad:
         raise TypeError(f"{name} requires grad and gemm() is not differentiable: pass {name}.detach()")
+    if x.is_neg():      # e.g. z.conj().imag: its memory holds -x (torch negates lazily)
+        raise TypeError(f"{name} is a torch view with the negative bit set: pass {name}.resolve_neg()")
     dt = _torch_dtype(x, name)
     dev = x.get_device()            # -1 on the CPU
     if dev < 0:

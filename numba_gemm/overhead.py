@@ -6,20 +6,53 @@ host cost: what it takes to turn Python objects into one kernel launch. Stages:
   read      operands.read() of A, B and C (the records)
   validate  api.validate() on the records
   launch    the recorded cuLaunchKernel(s) alone
-  gemm()    the whole call, C given (read, validate, stream, capture check, cache, launch)
+  gemm()    the whole call, C given. Repeated with the same torch tensors it is a cache hit
+            keyed by the tensors' own fields, which skips read and validate (a first call,
+            other libraries' operands and plan() creation pay them); then stream, capture
+            check, launch
   plan()    Plan.execute(): stream, capture check, launch
+  kernel    GPU time per launch alone (torch only): the launches queued behind a sleep kernel
+            run back to back, so this is the floor of a call; a level whose launch stage is
+            near it is GPU-bound at this size, not host-bound
 
-Each figure is the median over 5 rounds of the wall time of `calls` back-to-back calls,
-divided by `calls`, with the device synchronised before and after each round.
+Each host figure is the median over 5 rounds of the wall time of `calls` back-to-back calls,
+divided by `calls`, with the device synchronised before and after each round. The header
+line names the card, the date (UTC), the commit and the command.
 """
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
 import time
+from datetime import datetime, timezone
 
 import numpy as np
 
 N = 64
+SLEEP_CYCLES = 20_000_000      # ~10 ms at 2 GHz: longer than queuing the timed launches
+KERNEL_CALLS = 100
+
+
+def commit() -> str:
+    """The checkout's commit, '+changes' when tracked files differ from it; 'unknown' outside git."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=here, timeout=10).returncode
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+changes" if dirty else "")
+
+
+def card(torch) -> str:
+    if torch is not None:
+        return torch.cuda.get_device_name()
+    from numba import cuda
+
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def _per_call(fn, sync, calls: int) -> float:
@@ -34,6 +67,23 @@ def _per_call(fn, sync, calls: int) -> float:
         sync()
         rounds.append((time.perf_counter() - t) / calls)
     return statistics.median(rounds) * 1e6
+
+
+def _kernel_time(launches, stream, torch):
+    """GPU µs per call of `launches` on `stream` (torch's current one), queued behind a sleep."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        return None
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    sleep(SLEEP_CYCLES)
+    start.record()
+    for _ in range(KERNEL_CALLS):
+        for L in launches:
+            L(stream)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3 / KERNEL_CALLS
 
 
 def _operands(dtype, torch):
@@ -78,7 +128,7 @@ def measure(levels, calls: int = 2000) -> list[dict]:
         A, B, C = _operands(dtype, torch)
         recs = [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))]
         p = api.plan(A, B, C, level=lv.name)
-        S = api._device_stream(recs[0], None, {})
+        S, _ = api._call_stream(recs[0].library, recs[0].stream, recs[0].device, None)
         row = {"level": lv.name, "dtype": dtype.name, "library": "torch" if torch else "numba"}
         row["read"] = _per_call(lambda: [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))],
                                 lambda: None, calls)
@@ -86,6 +136,7 @@ def measure(levels, calls: int = 2000) -> list[dict]:
         row["launch"] = _per_call(lambda: [L(S) for L in p._launches], sync, calls)
         row["gemm"] = _per_call(lambda: api.gemm(A, B, C, level=lv.name), sync, calls)
         row["plan"] = _per_call(p.execute, sync, calls)
+        row["kernel"] = _kernel_time(p._launches, S, torch) if torch is not None else None
         row["torch.mm"] = ref.get("float16" if lv.native else "float32")
         rows.append(row)
     if torch is not None:
@@ -98,9 +149,13 @@ def measure(levels, calls: int = 2000) -> list[dict]:
     return rows
 
 
-def report(levels, calls: int = 2000) -> str:
+def report(levels, calls: int = 2000, command: str = "python bench.py --overhead") -> str:
+    try:
+        import torch
+    except ImportError:
+        torch = None
     rows = measure(levels, calls)
-    head = ["level", "dtype", "read", "validate", "launch", "gemm()", "plan()", "torch.mm",
+    head = ["level", "dtype", "read", "validate", "launch", "kernel", "gemm()", "plan()", "torch.mm",
             "gemm/mm", "plan/mm"]
     out = [head]
     extra = []
@@ -110,11 +165,15 @@ def report(levels, calls: int = 2000) -> str:
                          f"{r['dlpack']:.1f} µs, __cuda_array_interface__ {r['cai']:.1f} µs")
             continue
         mm = r["torch.mm"]
-        out.append([r["level"], r["dtype"]] + [f"{r[k]:.1f}" for k in ("read", "validate", "launch", "gemm", "plan")]
+        kernel = f"{r['kernel']:.1f}" if r["kernel"] is not None else "-"
+        out.append([r["level"], r["dtype"]] + [f"{r[k]:.1f}" for k in ("read", "validate", "launch")]
+                   + [kernel] + [f"{r[k]:.1f}" for k in ("gemm", "plan")]
                    + ([f"{mm:.1f}", f"{r['gemm'] / mm:.2f}", f"{r['plan'] / mm:.2f}"] if mm else ["-", "-", "-"]))
     widths = [max(len(row[i]) for row in out) for i in range(len(head))]
     lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in out]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lib = rows[0]["library"] if rows else "-"
-    return "\n".join([f"host µs per call at {N}³, {lib} operands, C given (median of 5 × {calls} calls)"]
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n".join([f"host µs per call at {N}³, {lib} operands, C given (median of 5 × {calls} calls); "
+                      f"{card(torch)}, {when}, commit {commit()}, `{command}`"]
                      + lines + extra)

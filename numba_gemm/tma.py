@@ -22,6 +22,8 @@ illegal address" crash. `kernel_inner_bytes=128` turns that into this error.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 SWIZZLE_SPAN = {"none": None, "32B": 32, "64B": 64, "128B": 128}
@@ -168,3 +170,20 @@ def matrix_map(dtype, address: int, rows: int, cols: int, box_rows: int, box_col
     dims, strides, box = matrix_args(address, rows, cols, box_rows, box_cols, elem)
     return encode_tiled(dtype, address, dims, strides, box, None, swizzle, l2_promotion,
                         kernel_inner_bytes)
+
+
+_MAPS: OrderedDict = OrderedDict()
+
+
+def cached_matrix_map(dtype, address: int, rows: int, cols: int, box: tuple[int, int],
+                      kernel_inner_bytes: int = 128):
+    """matrix_map with SWIZZLE_128B and 256-byte L2 promotion (what the TMA levels load with),
+    cached by its arguments: encoding costs host microseconds and a GEMM in a loop reuses them."""
+    key = (np.dtype(dtype).str, address, rows, cols, box, kernel_inner_bytes)
+    m = _MAPS.get(key)
+    if m is None:
+        m = _MAPS[key] = matrix_map(dtype, address, rows, cols, box[0], box[1], swizzle="128B",
+                                    l2_promotion=256, kernel_inner_bytes=kernel_inner_bytes)
+        if len(_MAPS) > 32:
+            _MAPS.popitem(last=False)
+    return m

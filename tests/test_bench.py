@@ -151,12 +151,33 @@ def test_plot_draws_bars_cublas_and_rooflines(tmp_path):
     assert roofline_tflops("k3", (4096,) * 3) / roofline_tflops("k2", (4096,) * 3) == pytest.approx(7.969 / 0.25, rel=1e-3)
 
 
+def test_overhead_header_names_card_date_commit_and_command(monkeypatch):
+    """bench.py --overhead's table can be reproduced from its header line alone."""
+    import re
+
+    from numba_gemm import overhead
+
+    row = {"level": "k2", "dtype": "float32", "library": "torch", "read": 3.0, "validate": 1.0,
+           "launch": 5.0, "kernel": 2.5, "gemm": 12.0, "plan": 8.0, "torch.mm": 11.0}
+    monkeypatch.setattr(overhead, "measure", lambda levels, calls: [row])
+    monkeypatch.setattr(overhead, "card", lambda torch: "NVIDIA H200")
+    text = overhead.report([], command="python bench.py --overhead --level k2")
+    head = text.splitlines()[0]
+    assert "NVIDIA H200" in head and "`python bench.py --overhead --level k2`" in head
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", head)
+    assert re.search(r"commit ([0-9a-f]{7,}(\+changes)?|unknown)", head)
+    assert re.search(r"k2\s+float32\s+3\.0\s+1\.0\s+5\.0\s+2\.5\s+12\.0\s+8\.0\s+11\.0\s+1\.09\s+0\.73", text)
+
+
 @pytest.mark.skipif(GPU, reason="without a GPU --explain runs nothing")
 def test_explain_without_a_gpu_explains_the_size_asked_for(capsys):
     assert bench.main(["--level", "k1,v9", "--explain"]) == 0
     out = capsys.readouterr().out
     assert "k1 on H200, M=N=K=4096" in out and "v9 on H200, M=N=K=4096" in out
-    assert "roofline 163.872 ms" in out and "0.000 ms" not in out and "missing" not in out
+    from numba_gemm import ledgers
+
+    roof = 1e3 * ledgers.bytes_ledger("k1", "h200", 4096).roofline_s
+    assert f"roofline {roof:.3f} ms" in out and "0.000 ms" not in out and "missing" not in out
     assert "max rel err" not in out            # no simulator run, no results table
     assert bench.main(["--level", "k2", "--explain", "--size", "8192"]) == 0
     assert "M=N=K=8192" in capsys.readouterr().out

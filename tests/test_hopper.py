@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from numba_gemm import check
 from numba_gemm.hgemm import _common as cm
-from numba_gemm.hgemm import v11_wgmma, v12_warpspec, v13_persistent
+from numba_gemm.hgemm import _wgmma, v11_wgmma, v12_warpspec, v13_persistent
 
 LEVELS = [v11_wgmma, v12_warpspec, v13_persistent]
 ids = [lv.LEVEL for lv in LEVELS]
@@ -47,7 +47,7 @@ def test_refusals_name_the_fallback(lv):
     for ok in [(1, 8, 8), (127, 4104, 72), (4097, 4104, 4096), (2**31 - 1, 8, 8)]:
         assert lv.unsupported(*ok) is None
     with pytest.raises(ValueError, match="v9"):
-        v11_wgmma.check_operands(lv.LEVEL, 8, 0, 64, 64, 64)      # unaligned base pointer
+        _wgmma.check_operands(lv.LEVEL, 8, 0, 64, 64, 64, lv.CONFIG)      # unaligned base pointer
 
 
 def test_gemm_refuses_before_any_launch():
@@ -103,7 +103,7 @@ def _fields(d):
 def test_descriptor_bit_layout(addr, lbo, sbo, sw):
     """PTX ISA: start address bits 0-13, LBO 16-29, SBO 32-45 (all >> 4), base offset 49-51,
     swizzle 62-63 (0 none, 1 128B, 2 64B, 3 32B); nothing else set."""
-    d = v11_wgmma.smem_desc(addr * 16, lbo * 16, sbo * 16, sw)
+    d = _wgmma.smem_desc(addr * 16, lbo * 16, sbo * 16, sw)
     f = _fields(d)
     assert (f["addr"], f["lbo"], f["sbo"]) == (addr, lbo, sbo)
     assert f["base"] == 0 and f["reserved"] == 0 and d < 1 << 64
@@ -115,12 +115,12 @@ def test_descriptor_steps_never_carry():
     c = v11_wgmma.CONFIG
     top = 1024 + c.stages * c.stage_bytes            # highest operand byte + 1 (aligned base < 1 KB)
     assert top < 1 << 18
-    d0 = v11_wgmma.smem_desc(1024, 16, 1024)
-    d = v11_wgmma.smem_desc(1024 + (c.stages - 1) * c.stage_bytes + 3 * 2048 + 16384, 16, 1024)
+    d0 = _wgmma.smem_desc(1024, 16, 1024)
+    d = _wgmma.smem_desc(1024 + (c.stages - 1) * c.stage_bytes + 3 * 2048 + 16384, 16, 1024)
     assert _fields(d)["lbo"] == _fields(d0)["lbo"] and _fields(d)["sbo"] == _fields(d0)["sbo"]
     for bad in [(8, 16, 1024), (1 << 18, 16, 1024), (0, 16, 1 << 18)]:
         with pytest.raises(ValueError):
-            v11_wgmma.smem_desc(*bad)
+            _wgmma.smem_desc(*bad)
 
 
 # ---------------------------------------------------------------------------- NVRTC + census

@@ -165,8 +165,8 @@ def test_cai_strides_not_whole_elements(device_of_pointer):
 class FakeTorchTensor:
     __module__ = "torch"
 
-    def __init__(self, dtype="torch.bfloat16", device=0, requires_grad=False):
-        self.dtype, self.device_index, self.requires_grad = dtype, device, requires_grad
+    def __init__(self, dtype="torch.bfloat16", device=0, requires_grad=False, neg=False):
+        self.dtype, self.device_index, self.requires_grad, self.neg = dtype, device, requires_grad, neg
         self.shape = (6, 7)
 
     def data_ptr(self):
@@ -177,6 +177,9 @@ class FakeTorchTensor:
 
     def get_device(self):
         return self.device_index
+
+    def is_neg(self):
+        return self.neg
 
 
 def test_torch_accessors():
@@ -189,6 +192,12 @@ def test_torch_accessors():
 def test_torch_requires_grad_refused():
     with pytest.raises(TypeError, match="detach"):
         operands.read(FakeTorchTensor(requires_grad=True), "B")
+
+
+def test_torch_negative_bit_view_refused():
+    # its memory holds the negation of its values: reading the memory would flip every sign
+    with pytest.raises(TypeError, match="resolve_neg"):
+        operands.read(FakeTorchTensor(neg=True), "A")
 
 
 def test_not_an_array_names_the_argument():
@@ -312,13 +321,13 @@ def test_recorded_native_launch_carries_its_arguments(monkeypatch):
 def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
     """v13 launches clusters (cuLaunchKernelEx): through nvrtc.launch, so it is recorded too."""
     from numba_gemm import nvrtc
-    from numba_gemm.hgemm import v11_wgmma as v11, v13_persistent as v13
+    from numba_gemm.hgemm import _wgmma, v13_persistent as v13
 
     monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x77)
     monkeypatch.setattr(nvrtc, "_allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(v13, "resident_clusters", lambda *a, **k: 66)
     monkeypatch.setattr(v13.cm, "l2_cache_bytes", lambda: 60 * 2**20)
-    monkeypatch.setattr(v11, "maps_and_args", lambda *a, **k: [ctypes.c_int32(i) for i in range(6)])
+    monkeypatch.setattr(_wgmma, "maps_and_args", lambda *a, **k: [ctypes.c_int32(i) for i in range(6)])
     h = lambda ptr, shape: Operand(ptr, shape, None, np.dtype(np.float16), 0, "test", None)
     M, N, K = 512, 512, 256
     with launch.recording() as rec:

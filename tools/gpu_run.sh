@@ -40,7 +40,7 @@ if has sanitize; then  # every native level on a small ragged shape, each checke
   for tool in memcheck racecheck synccheck; do
     timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
       python3 tools/run_once.py --level "$native" --shape 127,200,72 >"$OUT/sanitize_$tool.txt" 2>&1
-    echo "compute-sanitizer $tool ($native): exit $? — $(grep -c WRONG "$OUT/sanitize_$tool.txt") wrong, $(grep -E 'ERROR SUMMARY' "$OUT/sanitize_$tool.txt" | tail -n 1)"
+    echo "compute-sanitizer $tool ($native): exit $? — $(grep -c WRONG "$OUT/sanitize_$tool.txt") wrong, $(grep -E "(ERROR|RACECHECK|SYNCCHECK) SUMMARY" "$OUT/sanitize_$tool.txt" | tail -n 1)"
   done
 fi
 if has sgemm; then

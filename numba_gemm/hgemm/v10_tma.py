@@ -25,8 +25,6 @@ before launch with a pointer to v9, which serves any shape.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
 from .. import tma
@@ -85,21 +83,6 @@ def unsupported(M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> str |
     return None
 
 
-_maps: OrderedDict = OrderedDict()
-
-
-def _map(dtype, ptr: int, rows: int, cols: int, box):
-    key = (np.dtype(dtype).str, ptr, rows, cols, box)
-    m = _maps.get(key)
-    if m is None:
-        m = tma.matrix_map(dtype, ptr, rows, cols, box[0], box[1], swizzle="128B",
-                           l2_promotion=256, kernel_inner_bytes=INNER_BYTES)
-        _maps[key] = m
-        if len(_maps) > 32:
-            _maps.popitem(last=False)
-    return m
-
-
 def check_operands(pa: int, pb: int, M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> None:
     """Every tensor-map rule for both operands, without a driver: raises ValueError."""
     reason = unsupported(M, N, K, config)
@@ -121,8 +104,8 @@ def run(A, B, C, alpha, beta, stream=None, config: cm.TileConfig | None = None, 
     pa, pb, pc = cm.device_ptr(A), cm.device_ptr(B), cm.device_ptr(C)
     check_operands(pa, pb, M, N, K, config)
     dtype = np.float16 if kind == "f16" else np.uint16  # uint16 -> the BFLOAT16 map type
-    tm_a = _map(dtype, pa, M, K, (config.bm, config.bk))
-    tm_b = _map(dtype, pb, K, N, (config.bk, 64))
+    tm_a = tma.cached_matrix_map(dtype, pa, M, K, (config.bm, config.bk), INNER_BYTES)
+    tm_b = tma.cached_matrix_map(dtype, pb, K, N, (config.bk, 64), INNER_BYTES)
     super_m, super_n = tile_order(M, N, K, config=config)
     args = [tm_a, tm_b] + cm.pack_args(
         ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),

@@ -25,7 +25,7 @@ before launch, naming v9.
 from __future__ import annotations
 
 from . import _common as cm
-from . import v11_wgmma as v11
+from . import _wgmma as wg
 
 LEVEL = "v12"
 PARENT = "v11"
@@ -37,27 +37,28 @@ SOURCE = "v12_warpspec.cu"
 KERNEL_NAME = "v12_warpspec_f16"
 KERNEL_NAMES = {"f16": "v12_warpspec_f16", "bf16": "v12_warpspec_bf16"}
 SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC")
-SASS_MUST_NOT_HAVE = v11.SASS_MUST_NOT_HAVE
+SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 
-CONFIG = v11.WgmmaTile(producer=True)
+CONFIG = wg.WgmmaTile(producer=True)
 DEFINES: tuple[str, ...] = ()
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG):
-    return v11.tile_order(M, N, K, l2_bytes, config)
+    return wg.tile_order(M, N, K, l2_bytes, config)
 
 
 def launch_config(M: int, N: int, K: int, config=CONFIG):
-    return v11.launch_config(M, N, K, config)
+    return wg.launch_config(M, N, K, config)
 
 
-unsupported = v11.unsupported
+def unsupported(M: int, N: int, K: int) -> str | None:
+    return wg.tma_rule(M, N, K)
 
 
 def run(A, B, C, alpha, beta, stream=None):
     M, K = A.shape
     N = B.shape[1]
-    args = v11.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
     grid, block, smem = launch_config(M, N, K)
     cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args, DEFINES)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import ctypes
 
 from . import _common as cm
-from . import v11_wgmma as v11
+from . import _wgmma as wg
 
 LEVEL = "v13"
 PARENT = "v12"
@@ -47,10 +47,10 @@ SOURCE = "v13_persistent.cu"
 KERNEL_NAME = "v13_persistent_f16"
 KERNEL_NAMES = {"f16": "v13_persistent_f16", "bf16": "v13_persistent_bf16"}
 SASS_MUST_HAVE = ("HGMMA", "UTMALDG.2D.MULTICAST", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC")
-SASS_MUST_NOT_HAVE = v11.SASS_MUST_NOT_HAVE
+SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 
-CONFIG = v11.WgmmaTile(producer=True)
+CONFIG = wg.WgmmaTile(producer=True)
 DEFINES: tuple[str, ...] = ()
 CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
 
@@ -82,7 +82,8 @@ def launch_config(M: int, N: int, K: int, config=CONFIG, max_clusters: int = 66,
     return (cluster * clusters, 1, 1), (config.threads, 1, 1), config.smem()
 
 
-unsupported = v11.unsupported
+def unsupported(M: int, N: int, K: int) -> str | None:
+    return wg.tma_rule(M, N, K)
 
 
 _configs: dict = {}
@@ -143,7 +144,7 @@ def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER):
     M, K = A.shape
     N = B.shape[1]
     d = defines(cluster)
-    args = v11.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
     super_m, super_n = tile_order(M, N, K, cluster=cluster)
     args[-2] = ctypes.c_int32(super_m // cluster)      # the kernel counts super-rows in clusters
     args[-1] = ctypes.c_int32(super_n)

@@ -20,8 +20,11 @@ CARDS_JSON = DATA_DIR / "cards.json"
 H200_COSTS = DATA_DIR / "h200_costs.json"
 
 # A kind the card has no price for may be priced as another, as the seed did (it priced
-# k2's broadcast A load and coalesced B load alike at 1.94 cycles).
-PRICE_FALLBACK = {"ldg_bcast": "ldg"}
+# k2's broadcast A load and coalesced B load alike at 1.94 cycles). The ledger says so
+# ("priced as ..."). ldg128_x8 (k7/k8: a warp's float4 loads of A span 8 rows of 64 bytes) moves
+# the same 16 sectors as a coalesced ldg128 but touches 8 lines instead of 4; no microbenchmark
+# measures it yet, so it is priced as ldg128.
+PRICE_FALLBACK = {"ldg_bcast": "ldg", "ldg128_x8": "ldg128"}
 
 
 @dataclass(frozen=True)

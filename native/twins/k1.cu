@@ -1,0 +1,13 @@
+// k1 twin: one thread per element of C, threadIdx.x walking ROWS (the seed's bug: a warp's
+// loads of A are K floats apart). Grid x over rows; the textbook K loop, 64-bit offsets.
+#include "sgemm.cuh"
+
+extern "C" __global__ void k1(SGEMM_ARGS) {
+    const u32 row = blockIdx.x * 32 + threadIdx.x;
+    const u32 col = blockIdx.y * 32 + threadIdx.y;
+    if (row < u32(M) && col < u32(N)) {
+        float acc = 0.0f;
+        for (u64 k = 0; k < u64(K); ++k) acc += A[u64(row) * u64(K) + k] * B[k * u64(N) + col];
+        twin::store_c(C, u64(row) * u64(N) + col, acc, alpha, beta);
+    }
+}

@@ -1,0 +1,60 @@
+// k5 twin: k4 + an 8 x 4 register outer product per thread: 8 A values and 4 B values
+// (columns tx + 32j) per k, 32 FMAs. Block 32 x 4, tile 32 x 128 x 32.
+#include "sgemm.cuh"
+
+#define TILE 32
+#define CF 8
+#define TN 4
+
+extern "C" __global__ void k5(SGEMM_ARGS) {
+    __shared__ __align__(16) float As[TILE][TILE];
+    __shared__ __align__(16) float Bs[TILE][TILE * TN];
+    const u32 tx = threadIdx.x, ty = threadIdx.y;
+    const u32 i0 = ty * CF;
+    const u32 row0 = blockIdx.y * TILE + i0;
+    const u32 b_col = blockIdx.x * (TILE * TN) + tx;
+    const u32 m = M, n = N, k = K;
+    float acc[CF][TN], a_reg[CF], b_reg[TN];
+#pragma unroll
+    for (int r = 0; r < CF; ++r)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[r][j] = 0.0f;
+    u64 a_off = u64(row0) * k + tx;
+    u64 b_off = u64(i0) * n + b_col;
+    for (u32 ph = 0; ph < k; ph += TILE, a_off += TILE, b_off += u64(TILE) * n) {
+        const u32 a_col = ph + tx, b_row = ph + i0;
+#pragma unroll
+        for (int r = 0; r < CF; ++r) {
+            const u32 ir = i0 + r;
+            As[ir][tx] = (row0 + r < m && a_col < k) ? A[a_off + u64(r) * k] : 0.0f;
+            const bool b_ok = b_row + r < k;
+            const u64 b = b_off + u64(r) * n;
+#pragma unroll
+            for (int j = 0; j < TN; ++j)
+                Bs[ir][j * TILE + tx] = (b_ok && b_col + j * TILE < n) ? B[b + j * TILE] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < TILE; ++kk) {
+#pragma unroll
+            for (int r = 0; r < CF; ++r) a_reg[r] = As[i0 + r][kk];
+#pragma unroll
+            for (int j = 0; j < TN; ++j) b_reg[j] = Bs[kk][j * TILE + tx];
+#pragma unroll
+            for (int r = 0; r < CF; ++r)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[r][j] += a_reg[r] * b_reg[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < CF; ++r) {
+        if (row0 + r >= m) continue;
+        const u64 c_row = u64(row0 + r) * n;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const u32 col = b_col + j * TILE;
+            if (col < n) twin::store_c(C, c_row + col, acc[r][j], alpha, beta);
+        }
+    }
+}

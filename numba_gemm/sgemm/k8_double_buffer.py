@@ -1,0 +1,140 @@
+"""k8 — double buffering: the next K slice travels global -> registers while this one is multiplied.
+
+k7's phase is load, barrier, multiply, barrier: while a block waits for its loads (hundreds
+of cycles from L2 or DRAM) its warps have nothing to multiply, and only the other block on
+the SM hides the wait. k8 keeps two copies of each tile in shared memory and, per phase:
+
+    issue the global loads of phase p+1 into registers   (in flight ...)
+    multiply phase p from buffer p % 2                   (... during these TK·64 FFMA)
+    store the registers into buffer (p+1) % 2
+    one barrier
+
+One barrier per K step instead of two: buffer (p+1) % 2 was last read in phase p-1, which
+every thread finished before the barrier that ended it, and the barrier ending phase p
+makes the new tiles visible before phase p+1 reads them. The last phase's loads fall
+outside K, so their checks give zeros and touch no memory.
+
+Same tiling, specialisations and edge handling as k7 (numba_gemm.sgemm._k7_parts); shared
+memory doubles (2 × 17 KB), and the 16 floats in flight stay live across the multiply.
+The cycles ledger does not move (same instructions per FMA); what moves is the stall
+between them: the load latency now overlaps the FFMAs of the same block.
+"""
+import numpy as np
+from numba import cuda
+
+from ..intrinsics import SIMULATOR
+from ..ledgers.access import Geometry, Step
+from . import _k7_parts
+from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+from ._k6_edges import vector_operands     # which operands may move as float4 (k6's rule)
+
+LEVEL = "k8"
+PARENT = "k7"
+TITLE = "double buffering: load the next K slice during the multiply"
+DELTA = (
+    "k8 = k7 + double buffering: two shared buffers, the next phase loaded global -> registers "
+    "while the current one is multiplied; one barrier per K step"
+)
+DTYPES = (np.float32,)
+SASS_MUST_HAVE = ("LDG.E.128", "LDS.128", "STS.128", "STG.E.128", "FFMA")
+
+TILING = _k7_parts.WarpTiling(tile_m=128, tile_n=128, tile_k=16, warp_m=64, warp_n=32, lanes_n=4)
+TILE_M, TILE_N, TILE_K = TILING.tile_m, TILING.tile_n, TILING.tile_k
+THREAD_M, THREAD_N = TILING.thread_m, TILING.thread_n
+BLOCK = TILING.block
+THREADS = TILING.threads
+GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
+MIN_BLOCKS = 2                # as k7: 2 blocks of 256 threads per SM, <= 128 registers
+
+
+def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
+    return (ceil_div(N, t.tile_n), ceil_div(M, t.tile_m))
+
+
+def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
+    """The k8 kernel (not yet jitted) for tiling `t`; arguments as k7's make_kernel."""
+    p = _k7_parts.make(t, a_vec, bc_vec)
+    loaders, load_tiles, store_tiles = p.loaders, p.load_tiles, p.store_tiles
+    compute, thread_tile, epilogue = p.compute, p.thread_tile, p.epilogue
+    TM, TN, TK, AS = t.tile_m, t.tile_n, t.tile_k, t.a_stride
+    TK2 = 2 * TK
+    NA, NB, TMR, TNR = t.a_loads, t.b_loads, t.thread_m, t.thread_n
+
+    def k8(M, N, K, alpha, A, B, beta, C):
+        # two buffers each: k rows [0, TK) and [TK, 2·TK)
+        As = cuda.shared.array((TK2, AS), float32, alignment=SMEM_ALIGN)   # As[k, m]
+        Bs = cuda.shared.array((TK2, TN), float32, alignment=SMEM_ALIGN)   # Bs[k, n]
+
+        lane = u32(cuda.threadIdx.x)
+        warp = u32(cuda.threadIdx.y)
+        tid = u32(warp * 32 + lane)
+        m, n, k = u32(M), u32(N), u32(K)
+        row0 = u32(cuda.blockIdx.y * TM)
+        col0 = u32(cuda.blockIdx.x * TN)
+
+        a_r, a_c, b_r, b_c, a_off, b_off = loaders(tid, row0, col0, k, n)
+        am, bn = thread_tile(lane, warp)
+
+        ra = cuda.local.array((NA, 4), float32)
+        rb = cuda.local.array((NB, 4), float32)
+        af = cuda.local.array(TMR, float32)
+        bf = cuda.local.array(TNR, float32)
+        acc = cuda.local.array((TMR, TNR), float32)
+        for i in range(TMR):
+            for j in range(TNR):
+                acc[i, j] = float32(0.0)
+
+        # phase 0 into buffer 0
+        load_tiles(A, B, ra, rb, a_off, b_off,
+                   u32(row0 + a_r), a_c, b_r, u32(col0 + b_c), m, n, k)
+        store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
+        cuda.syncthreads()
+
+        kb = u32(0)                                  # first k row of the buffer to multiply
+        ph = u32(0)
+        while ph < k:
+            nxt = u32(ph + TK)
+            a_off += u64(TK)
+            b_off += u64(TK) * u64(n)
+            load_tiles(A, B, ra, rb, a_off, b_off,
+                       u32(row0 + a_r), u32(nxt + a_c), u32(nxt + b_r), u32(col0 + b_c), m, n, k)
+            compute(kb, As, Bs, am, bn, af, bf, acc)            # meanwhile: TK steps, unrolled
+            kb = u32(TK - kb)
+            store_tiles(As, Bs, kb, ra, rb, a_r, a_c, b_r, b_c)
+            cuda.syncthreads()
+            ph = nxt
+
+        epilogue(0, C, acc, alpha, beta, row0, col0, am, bn, m, n)
+
+    return k8
+
+
+def jit(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
+    f = make_kernel(t, a_vec, bc_vec)
+    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, MIN_BLOCKS))(f)
+
+
+SPECIALISATIONS = {
+    (True, True): ("k8", jit(TILING, True, True)),
+    (False, False): ("k8_edge", jit(TILING, False, False)),
+    (False, True): ("k8_bc", jit(TILING, False, True)),     # K % 4 != 0
+    (True, False): ("k8_a", jit(TILING, True, False)),      # N % 4 != 0
+}
+kernel = SPECIALISATIONS[True, True][1]
+KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
+
+
+def unsupported(M: int, N: int, K: int):
+    return grid_limit(grid(M, N))
+
+
+def run(A, B, C, alpha, beta, stream=None):
+    k8 = SPECIALISATIONS[vector_operands(A, B, C)][1]
+    launch(k8, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
+    """k7's accesses for phase ph, whose tiles live in buffer ph % 2 (stored there during
+    phase ph - 1). A buffer is 16·132·4 bytes, a multiple of 128: the same banks as k7."""
+    kb = ph % 2 * TILE_K
+    return _k7_parts.warp_step(TILING, g, M, N, K, bx, by, warp, ph, buffers=2, load_kb=kb, store_kb=kb)

@@ -1,0 +1,137 @@
+"""CUDA C twins of the SGEMM levels: the cost of writing a kernel in Python, measured live.
+
+For every Numba level kN there is native/twins/kN.cu with the same algorithm, geometry and
+edge handling in CUDA C (the same grid and block, the same specialisations under the same
+names, chosen by the same rule), compiled by NVRTC for sm_90a and launched with raw
+pointers. A twin runs on the level's inputs like the level itself, so bench.py can time both
+in one process and print Numba / CUDA C.
+
+    from numba_gemm import twins
+    t = twins.twin("k7")
+    t.run(dA, dB, dC, alpha, beta)                  # device arrays, as Level.run
+    twins.time_twin("k7", 4096, 4096, 4096)         # median ms of the twin (fresh inputs)
+    twins.census("k7")                              # SASS census of the twin's kernels (no GPU)
+    python tools/twin_census.py k6 k7 k8            # Numba vs CUDA C, main loop by main loop
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+from dataclasses import dataclass
+from types import ModuleType
+
+from . import nvrtc
+from .registry import get
+
+
+def source(level_name: str) -> str:
+    """The twin's file under native/."""
+    return f"twins/{level_name}.cu"
+
+
+def has_twin(level_name: str) -> bool:
+    lv = get(level_name)
+    return lv.family == "sgemm" and (nvrtc.native_dir() / source(lv.name)).is_file()
+
+
+@dataclass(frozen=True)
+class Twin:
+    level: str
+    module: ModuleType            # the Numba level: grid, BLOCK and the specialisation rule
+
+    @property
+    def source(self) -> str:
+        return source(self.level)
+
+    @property
+    def kernel_names(self) -> tuple[str, ...]:
+        spec = getattr(self.module, "SPECIALISATIONS", None)
+        return tuple(name for name, _ in spec.values()) if spec else (self.level,)
+
+    def kernel_name(self, A, B, C) -> str:
+        """The kernel this call runs: the one the Numba level would pick for these operands."""
+        spec = getattr(self.module, "SPECIALISATIONS", None)
+        if not spec:
+            return self.level
+        return spec[self.module.vector_operands(A, B, C)][0]
+
+    def run(self, A, B, C, alpha, beta, stream=None):
+        """C = alpha·A@B + beta·C on validated float32 device arrays (as Level.run)."""
+        M, K = A.shape
+        N = B.shape[1]
+        reason = self.module.unsupported(M, N, K) if hasattr(self.module, "unsupported") else None
+        if reason:
+            raise ValueError(f"{self.level} twin: {reason}")
+        fn = nvrtc.function(self.source, self.kernel_name(A, B, C))
+        args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_float(alpha),
+                ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)), ctypes.c_float(beta),
+                ctypes.c_void_p(_ptr(C))]
+        nvrtc.launch(fn, self.module.grid(M, N), self.module.BLOCK, 0, stream, args)
+
+
+def _ptr(x) -> int:
+    return int(x.__cuda_array_interface__["data"][0])
+
+
+def twin(level_name: str) -> Twin:
+    lv = get(level_name)
+    if not has_twin(lv.name):
+        raise ValueError(f"level {lv.name} has no CUDA C twin (only SGEMM levels do)")
+    return Twin(lv.name, lv.module)
+
+
+def census(level_name: str):
+    """SASS census (numba_gemm.sass.Census per kernel) of the twin, compiled by NVRTC."""
+    from . import sass
+
+    src = source(level_name)
+    cubin = nvrtc.compile_cubin(src)
+    return sass.census_cubin(cubin, level_name, nvrtc.compile_log(src))
+
+
+def time_twin(level_name: str, M: int, N: int, K: int, buffers=None, reps=None,
+              flush_l2: bool = False) -> float:
+    """Median milliseconds of the twin on an M×N×K product (alpha 1, beta 0, like bench).
+
+    `buffers`: (dA, dB, dC) device arrays to reuse (bench passes the level's own);
+    otherwise fresh random inputs are made."""
+    from .timing import bench
+
+    t = twin(level_name)
+    if buffers is None:
+        import numpy as np
+        from numba import cuda
+
+        from . import check
+
+        A, B, _ = check.random_inputs(M, N, K)
+        buffers = (cuda.to_device(A), cuda.to_device(B), cuda.device_array((M, N), np.float32))
+    dA, dB, dC = buffers
+    return bench(lambda: t.run(dA, dB, dC, 1.0, 0.0), reps=reps, flush_l2=flush_l2).median_ms
+
+
+def main_loop(sass_text: str) -> list[str]:
+    """Opcodes of the longest loop in nvdisasm text of one function (a label, then a backward
+    branch to it): for a GEMM kernel, the K loop the time goes to."""
+    from .sass import _INSTR
+
+    labels, ops, loops = {}, [], []
+    for line in sass_text.splitlines():
+        m = re.match(r"^\s*\.(L_x_\d+):", line)
+        if m:
+            labels[m.group(1)] = len(ops)
+            continue
+        m = _INSTR.match(line)
+        if m:
+            ops.append(m.group(1))
+            target = re.search(r"BRA\s.*`\(\.(L_x_\d+)\)", line)
+            if target and labels.get(target.group(1), len(ops)) < len(ops):
+                loops.append(ops[labels[target.group(1)]:])
+    return max(loops, key=len) if loops else []
+
+
+def twin_sass(level_name: str) -> dict[str, str]:
+    """{kernel name: nvdisasm text} of the twin."""
+    from .sass import disassemble, split_functions
+
+    return split_functions(disassemble(nvrtc.compile_cubin(source(level_name))))

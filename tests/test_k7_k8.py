@@ -1,0 +1,184 @@
+"""k7 (warp tiling) and k8 (double buffering): exact on shapes that reach every edge path,
+and compiled to what they exist for — conflict-free LDS.128 feeding a main loop that is
+mostly FFMA, no local memory, within the register cap their launch bounds set.
+
+The simulator runs one Python thread per GPU thread (256 per block here), so the shapes are
+one to four blocks, chosen to hit each of the four specialisations, a partial tile in M, N
+and K, and shapes smaller than one tile. The census compiles the kernels as they launch
+(with their launch bounds) in a child process without the simulator: no GPU needed.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import GPU
+
+import numba_gemm
+from numba_gemm import check
+from numba_gemm.registry import get
+from numba_gemm.twins import main_loop
+from numba_gemm.sgemm._k6_edges import vector_operands
+
+LEVELS = ["k7", "k8"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (M, N, K) -> the specialisation it takes with aligned buffers
+SHAPES = {
+    (5, 7, 3): "edge",          # smaller than a tile in every direction
+    (130, 129, 17): "edge",     # 2×2 blocks, a 1-column/2-row border, a 1-deep K tail
+    (136, 132, 20): "vector",   # float4 borders in M and N, a 4-deep K tail
+    (9, 8, 18): "bc",           # K % 4 != 0: A in 32-bit, B and C in float4
+    (9, 10, 20): "a",           # N % 4 != 0: B and C in 32-bit
+}
+
+
+def _case(M, N, K, beta, seed=0):
+    rng = np.random.default_rng(seed)
+    A, B, C = check.random_inputs(M, N, K, rng=rng)
+    C_in = C.copy()
+    if beta == 0:
+        C[...] = np.nan           # beta == 0 must never read C
+    return A, B, C, C_in
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("shape", list(SHAPES), ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_exact(level, shape):
+    M, N, K = shape
+    for alpha, beta in [(1.0, 0.0), (-0.75, 2.5)]:
+        A, B, C, C_in = _case(M, N, K, beta, seed=M * N + K)
+        out = numba_gemm.gemm(A, B, C, alpha=alpha, beta=beta, level=level)
+        v = check.verify(out, A, B, C_in, alpha, beta)
+        assert v.ok, f"{level} {shape} alpha={alpha} beta={beta}: {v}"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_specialisation_choice(level):
+    """Which kernel each shape runs: rows of an operand move as float4 only when 16-byte aligned."""
+    from numba import cuda
+
+    mod = get(level).module
+    names = {v[0]: k for k, v in mod.SPECIALISATIONS.items()}
+    for (M, N, K), kind in SHAPES.items():
+        A, B, C = (cuda.to_device(x) for x in check.random_inputs(M, N, K))
+        want = names[level if kind == "vector" else f"{level}_{kind}"]
+        assert vector_operands(A, B, C) == want, (M, N, K)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_unaligned_base_takes_the_32_bit_path(level):
+    """K and N multiples of 4, but A starts 4 bytes into an allocation: float4 loads of A would
+    fault, so the kernel for 32-bit A runs and the result is exact."""
+    M, N, K = 9, 8, 20
+    rng = np.random.default_rng(3)
+    A_big, B, C = check.random_inputs(M, N, K + 1, rng=rng)
+    A = A_big.reshape(-1)[1:1 + M * K].reshape(M, K)      # misaligned by one float
+    B = B[:K]
+    from numba import cuda
+
+    dA = cuda.to_device(A_big).reshape(-1)[1:1 + M * K].reshape(M, K)
+    dB, dC = cuda.to_device(B), cuda.to_device(C)
+    assert vector_operands(dA, dB, dC) == (False, True)
+    numba_gemm.gemm(dA, dB, dC, alpha=1.5, beta=-1.0, level=level)
+    v = check.verify(dC.copy_to_host(), A, B, C, 1.5, -1.0)
+    assert v.ok, str(v)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_tiling_is_consistent(level):
+    mod = get(level).module
+    t = mod.TILING
+    assert not t.problems()
+    assert t.threads == 256 and t.block == mod.BLOCK
+    assert (t.thread_m, t.thread_n) == (8, 8)
+    assert mod.GEOMETRY.threads * t.thread_m * t.thread_n == t.tile_m * t.tile_n
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_warp_step_prices_conflict_free_lds128(level):
+    """The ledger view: every inner-loop shared load of every warp is one conflict-free LDS.128,
+    4 per k for 64 FMAs; global loads are float4s."""
+    mod = get(level).module
+    t = mod.TILING
+    for warp in range(t.warps):
+        st = mod.warp_step(4096, 4096, 4096, 1, 2, warp, 3)
+        inner = [a for a in st.accesses if a.inner]
+        assert len(inner) == t.tile_k * (t.sub_m + t.sub_n)
+        assert {(a.width, a.kind) for a in inner} == {(16, "lds128")}
+        loads = [a for a in st.accesses if a.space == "global"]
+        assert len(loads) == t.a_loads + t.b_loads and all(a.width == 16 for a in loads)
+        assert st.fmas == t.tile_k * 64
+
+
+# ---- SASS census ---------------------------------------------------------------------------
+
+CENSUS = r'''
+import json, re, sys
+from numba import cuda
+from numba_gemm import sass
+from numba_gemm.registry import get
+from numba_gemm.twins import main_loop
+from numba_gemm.sgemm._k6_edges import vector_operands
+
+out = {}
+for level in sys.argv[1:]:
+    mod = get(level).module
+    for name, k in mod.SPECIALISATIONS.values():
+        if name not in (level, level + "_edge"):
+            continue
+        bounds = k.targetoptions.get("launch_bounds")
+        ptx, _ = cuda.compile_ptx(k.py_func, mod.SIGNATURE, cc=(9, 0), launch_bounds=bounds)
+        cubin, log = sass.link_ptx(ptx)
+        (c,) = sass.census_cubin(cubin, level, log)
+        out[name] = {"opcodes": c.opcodes, "registers": c.registers, "bounds": bounds,
+                     "spills": [c.spill_stores, c.spill_loads], "sass": sass.disassemble(cubin)}
+print(json.dumps(out))
+'''
+
+
+@pytest.fixture(scope="module")
+def census():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-c", CENSUS, *LEVELS], capture_output=True, text=True, env=env)
+    if out.returncode != 0 and "CensusUnavailable" in out.stderr:
+        pytest.skip(out.stderr.strip().splitlines()[-1])
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_census(census, level):
+    for name in (level, level + "_edge"):
+        c = census[name]
+        ops = c["opcodes"]
+        # 4 LDS.128 per k, tile_k = 16 k per phase, fully unrolled; nothing narrower
+        assert ops.get("LDS.128", 0) == 64, name
+        assert sum(n for op, n in ops.items() if op.startswith("LDS")) == 64, name
+        assert not any(op.startswith(("LDL", "STL")) for op in ops), f"{name}: local memory"
+        assert c["spills"] == [0, 0], name
+        # the launch bounds (256 threads, 2 blocks per SM) cap registers at 128
+        assert c["bounds"] == [256, 2] and 0 < c["registers"] <= 128, (name, c["registers"])
+        assert not any(op.startswith(("DFMA", "DMUL", "DADD")) for op in ops), name
+        loop = main_loop(c["sass"])
+        ffma = sum(op == "FFMA" for op in loop)
+        assert ffma == 1024, (name, ffma)                  # 16 k × 64 FMAs per phase
+        assert ffma / len(loop) >= 0.8, f"{name}: FFMA {ffma} of {len(loop)} in the main loop"
+    vec = census[level]["opcodes"]
+    assert vec.get("STS.128", 0) >= 2 and vec.get("STG.E.128", 0) >= 16
+    assert not any(op in ("LDG.E", "STG.E") for op in vec)   # no 32-bit global access
+
+
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("level", LEVELS)
+def test_gpu_ragged_and_large(level):
+    for M, N, K in [(4097, 4097, 257), (1031, 997, 1009), (128, 128, 4096), (1, 4096, 4)]:
+        for beta in (0.0, -0.5):
+            A, B, C, C_in = _case(M, N, K, beta, seed=K)
+            out = numba_gemm.gemm(A, B, C, alpha=0.5, beta=beta, level=level)
+            v = check.verify(out, A, B, C_in, 0.5, beta)
+            assert v.ok, f"{level} {(M, N, K)}: {v}"
