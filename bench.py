@@ -109,7 +109,7 @@ def parse_args(argv=None):
     p.add_argument("--csv", metavar="FILE", help="write the results as CSV")
     p.add_argument("--explain", action="store_true",
                    help="print each level's three ledgers (bytes, requests, cycles) and what moved "
-                        "from its PARENT; without a GPU, at the size asked for (default 4096³), "
+                        "from its PARENT; without a GPU and without --size/--shape, at 4096³ with "
                         "nothing run")
     p.add_argument("--sass", action="store_true",
                    help="print the static SASS census of the levels (no GPU needed), then exit")
@@ -176,18 +176,17 @@ def main(argv=None):
         print(overhead.report(levels, command=command))
         return 0
 
-    if args.explain and simulator:
-        # No GPU: explain the size asked for (default 4096³) from the ledgers alone. Running the
-        # levels there would take the simulator hours, and its times mean nothing.
+    if args.explain and simulator and not (args.size or args.shape):
+        # No GPU and no size: explain the real one, 4096³, from the ledgers alone (running it
+        # would take the simulator hours, and its times mean nothing). With --size/--shape the
+        # levels are checked in the simulator at that size and explained there, as on a GPU.
         from numba_gemm import ledgers
-        shapes = shapes_from(args, simulator=False)
-        print("No CUDA GPU found: the ledgers of each level at "
-              f"{' '.join('×'.join(map(str, s)) for s in shapes)}, computed from the level's code, "
-              "nothing run (without --explain the levels are checked in the simulator).\n")
-        for shape in shapes:
-            for lv in levels:
-                print(ledgers.explain(lv.name, "h200", n=shape))
-                print()
+        print("No CUDA GPU found: the ledgers of each level at 4096×4096×4096, computed from the "
+              "level's code, nothing run (give --size or --shape to check the levels in the "
+              "simulator and explain that size).\n")
+        for lv in levels:
+            print(ledgers.explain(lv.name, "h200", n=4096))
+            print()
         return 0
 
     shapes = shapes_from(args, simulator)
