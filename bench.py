@@ -109,7 +109,8 @@ def parse_args(argv=None):
     p.add_argument("--csv", metavar="FILE", help="write the results as CSV")
     p.add_argument("--explain", action="store_true",
                    help="print each level's three ledgers (bytes, requests, cycles) and what moved "
-                        "from its PARENT")
+                        "from its PARENT; without a GPU and without --size/--shape, at 4096³ with "
+                        "nothing run")
     p.add_argument("--sass", action="store_true",
                    help="print the static SASS census of the levels (no GPU needed), then exit")
     p.add_argument("--plot", metavar="FILE.png",
@@ -173,6 +174,19 @@ def main(argv=None):
         from numba_gemm import overhead
         command = " ".join(["python", os.path.basename(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])])
         print(overhead.report(levels, command=command))
+        return 0
+
+    if args.explain and simulator and not (args.size or args.shape):
+        # No GPU and no size: explain the real one, 4096³, from the ledgers alone (running it
+        # would take the simulator hours, and its times mean nothing). With --size/--shape the
+        # levels are checked in the simulator at that size and explained there, as on a GPU.
+        from numba_gemm import ledgers
+        print("No CUDA GPU found: the ledgers of each level at 4096×4096×4096, computed from the "
+              "level's code, nothing run (give --size or --shape to check the levels in the "
+              "simulator and explain that size).\n")
+        for lv in levels:
+            print(ledgers.explain(lv.name, "h200", n=4096))
+            print()
         return 0
 
     shapes = shapes_from(args, simulator)

@@ -167,3 +167,15 @@ def test_overhead_header_names_card_date_commit_and_command(monkeypatch):
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", head)
     assert re.search(r"commit ([0-9a-f]{7,}(\+changes)?|unknown)", head)
     assert re.search(r"k2\s+float32\s+3\.0\s+1\.0\s+5\.0\s+2\.5\s+12\.0\s+8\.0\s+11\.0\s+1\.09\s+0\.73", text)
+
+
+@pytest.mark.skipif(GPU, reason="without a GPU --explain runs nothing")
+def test_explain_without_a_gpu_explains_4096_without_a_run(capsys):
+    assert bench.main(["--level", "k1,v9", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "k1 on H200, M=N=K=4096" in out and "v9 on H200, M=N=K=4096" in out
+    from numba_gemm import ledgers
+
+    roof = 1e3 * ledgers.bytes_ledger("k1", "h200", 4096).roofline_s
+    assert f"roofline {roof:.3f} ms" in out and "0.000 ms" not in out and "missing" not in out
+    assert "max rel err" not in out            # no simulator run, no results table

@@ -1,0 +1,617 @@
+"""The figures of docs/: every picture drawn from the package's own code.
+
+    python -m numba_gemm.figures                 # all figures into docs/figures/
+    python -m numba_gemm.figures banks swizzle   # some of them
+    python -m numba_gemm.figures --out DIR --results FILE.json
+
+Each figure is a pure data function (the addresses a warp touches, the bank of every word, the
+order blocks are launched in, ...) that takes its facts from the level modules, the ledgers
+and numba_gemm.hgemm._common, and a drawing function on top of it. The data functions need
+nothing but the package and are tested without matplotlib; drawing needs the `plot` extra
+(`pip install -e ".[plot]"`), imported only when a figure is drawn.
+
+The two measured figures (the roofline and the ladder) read a bench.py --json file; the
+committed input, docs/figures/h200_ladder.json, carries its card, date, commit and command.
+Simulator timings are never plotted: results without a GPU mode are refused.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from . import ledgers
+from .hgemm import _common as cm
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES_DIR = ROOT / "docs" / "figures"
+RESULTS_JSON = FIGURES_DIR / "h200_ladder.json"
+
+BLUE, RED, GREEN, GREY, ORANGE = "#4c72b0", "#c44e52", "#55a868", "#8c8c8c", "#dd8452"
+
+
+# =======================================================================================
+# Data: pure functions of the package's code
+# =======================================================================================
+
+def warp_accesses(level: str, n: int = 4096, warp: int = 0, block_xy=(1, 1), ph: int = 1):
+    """The accesses of one warp in one step of an SGEMM level (the request/cycle ledgers' input)."""
+    steps = ledgers.warp_steps(level, n, block_xy=block_xy, ph=ph)
+    return steps[warp].accesses
+
+
+def segments_of(level: str, n: int = 4096) -> dict:
+    """array -> (lane byte addresses, the 128-byte segment each lane falls in) of the first
+    global load of A and of B in one k step of k1 or k2."""
+    out = {}
+    for a in warp_accesses(level, n):
+        if a.space == "global" and a.array not in out:
+            out[a.array] = (list(a.addrs), [x // ledgers.SEGMENT for x in a.addrs])
+    return out
+
+
+def tile_reads(level: str, n: int = 128, block_xy=(1, 1)) -> dict:
+    """For one block of k3/k3c: array -> {element index: phase in which it was loaded}, over all
+    phases and all warps, from the global loads of the level's warp_step."""
+    g = ledgers.geometry(level)
+    out = {"A": {}, "B": {}}
+    for ph in range(math.ceil(n / g.tile_k)):
+        for st in ledgers.warp_steps(level, n, block_xy=block_xy, ph=ph):
+            for a in st.accesses:
+                if a.space == "global":
+                    for x in a.addrs:
+                        for e in range(x // ledgers.F32, (x + a.width) // ledgers.F32):
+                            out[a.array].setdefault(e, ph)
+    return out
+
+
+def thread_operands(level: str, lane: int = 0, warp: int = 0, k: int = 0) -> dict:
+    """What one thread reads from shared memory at one k of the inner loop, and the outputs
+    those reads feed: {"a_rows", "b_cols", "fmas", "loads"} (the outer product of k3..k6).
+
+    The tile layouts are decoded from the shared addresses of the level's warp_step: As is
+    [tile_m][tile_k] (k6 stores it transposed, [tile_k][tile_m]: its module docstring says why),
+    Bs is [tile_k][tile_n] after As."""
+    g = ledgers.geometry(level)
+    a_size = g.tile_m * g.tile_k * ledgers.F32
+    rows, cols, loads = set(), set(), 0
+    for a in warp_accesses(level, 4096, warp):
+        if not (a.space == "shared" and a.op == "load" and a.inner):
+            continue
+        x = a.addrs[lane]
+        words = range(x // ledgers.F32, (x + a.width) // ledgers.F32)
+        if a.array == "As":
+            kk_m = [(w // g.tile_m, w % g.tile_m) if level == "k6" else (w % g.tile_k, w // g.tile_k)
+                    for w in words]
+            hit = [m for kk, m in kk_m if kk == k]
+            rows.update(hit)
+        else:
+            kk_n = [divmod(w - a_size // ledgers.F32, g.tile_n) for w in words]
+            hit = [c for kk, c in kk_n if kk == k]
+            cols.update(hit)
+        loads += bool(hit)
+    return {"a_rows": sorted(rows), "b_cols": sorted(cols), "fmas": len(rows) * len(cols),
+            "loads": loads, "geometry": g}
+
+
+def bank_grid(addrs, width: int = 4) -> dict:
+    """The banks of one warp-level shared access: {(depth, bank): lanes}, where depth is the
+    rank of the word among the distinct words in its bank (depth > 0 = a conflict: that bank
+    serves another pass); plus the ledger's profile and cost class of the access."""
+    words: dict[int, list[int]] = {}
+    for lane, x in enumerate(addrs):
+        for w in range(x // ledgers.BANK_BYTES, (x + width) // ledgers.BANK_BYTES):
+            words.setdefault(w, []).append(lane)
+    cells, depth = {}, {}
+    for w in sorted(words):
+        bank = w % ledgers.BANKS
+        d = depth[bank] = depth.get(bank, -1) + 1
+        cells[(d, bank)] = words[w]
+    return {"cells": cells, "profile": ledgers.bank_profile(addrs, width),
+            "kind": ledgers.shared_kind(addrs, width)}
+
+
+def bank_examples() -> list[tuple[str, tuple[int, ...], int]]:
+    """(title, addresses, width) of three shared accesses taken from the levels' warp_steps, and
+    the column read of a 32×32 float tile without and with one float of padding per row."""
+    k3 = warp_accesses("k3")
+    as_k0 = next(a for a in k3 if a.array == "As" and a.inner)
+    bs_k0 = next(a for a in k3 if a.array == "Bs" and a.inner)
+    k6_store = next(a for a in warp_accesses("k6") if a.array == "As" and a.op == "store")
+    col = tuple(4 * 32 * lane for lane in range(32))           # As[lane][0], rows of 32 floats
+    padded = tuple(4 * 33 * lane for lane in range(32))        # As[lane][0], rows of 33 floats
+    return [
+        ("k3 As[ty, k]: broadcast", as_k0.addrs, as_k0.width),
+        ("k3 Bs[k, tx]: conflict-free", bs_k0.addrs, bs_k0.width),
+        ("k6 transposed As store", k6_store.addrs, k6_store.width),
+        ("column of a 32×32 tile", col, 4),
+        ("same column, rows padded to 33", padded, 4),
+    ]
+
+
+def swizzle_map(swizzled: bool = True) -> list[list[int]]:
+    """[row][logical 16-byte chunk] -> physical chunk of v8's 128-byte rows (8 rows shown)."""
+    return [[(cm.swizzle128(r, c) - r * 128) // 16 if swizzled else c for c in range(8)]
+            for r in range(8)]
+
+
+def launch_order(grid_m: int, grid_n: int, super_mn: tuple[int, int] | None) -> list[list[int]]:
+    """[tile row][tile column] -> the blockIdx that computes it: row-major (n fastest, v8) when
+    super_mn is None, else v9's super-tile decode."""
+    order = [[-1] * grid_n for _ in range(grid_m)]
+    for bid in range(grid_m * grid_n):
+        if super_mn is None:
+            tm, tn = divmod(bid, grid_n)
+        else:
+            tm, tn = cm.supertile_decode(bid, grid_m, grid_n, *super_mn)
+        order[tm][tn] = bid
+    return order
+
+
+def first_wave(level: str) -> int:
+    """CTAs resident at once: the H200's SMs × the blocks per SM the level is built for."""
+    from .registry import get
+
+    return ledgers.h200().sms * get(level).module.CONFIG.min_blocks
+
+
+def wave_panels(order: list[list[int]], wave: int) -> tuple[int, int]:
+    """(A row panels, B column panels) the first `wave` blocks read: what L2 must hold for them."""
+    rows = {r for r, line in enumerate(order) for b in line if b < wave}
+    cols = {c for line in order for c, b in enumerate(line) if b < wave}
+    return len(rows), len(cols)
+
+
+def hgemm_stages(level: str) -> int:
+    """Pipeline depth of an HGEMM level: its CONFIG's stages (v7's double buffer is 2)."""
+    from .registry import get
+
+    return get(level).module.CONFIG.stages
+
+
+def pipeline_schedule(stages: int, tiles: int = 10, load: float = 2.5) -> list[dict]:
+    """A schematic software pipeline: per k tile, when its copy runs and when the MMAs read it.
+
+    One tile's MMAs take 1 time unit and its copy `load` units (an assumption for the picture,
+    not a measurement). The copy of tile i may start once the MMAs of tile i - stages have
+    released its buffer; the MMAs of tile i start when both its copy and tile i - 1 are done."""
+    out = []
+    for i in range(tiles):
+        free = out[i - stages]["mma_end"] if i >= stages else 0.0
+        issue = max(free, out[i - 1]["copy_start"] if i else 0.0)
+        start = max(issue + load, out[i - 1]["mma_end"] if i else 0.0)
+        out.append({"tile": i, "slot": i % stages, "copy_start": issue, "copy_end": issue + load,
+                    "mma_start": start, "mma_end": start + 1.0})
+    return out
+
+
+def load_results(path=RESULTS_JSON) -> tuple[list[dict], dict]:
+    """(results, provenance) from a bench.py --json file, bare or wrapped with its provenance.
+    Only GPU measurements are returned: a simulator run has no timings worth plotting."""
+    data = json.loads(Path(path).read_text())
+    results, prov = (data["results"], data.get("provenance", {})) if isinstance(data, dict) else (data, {})
+    timed = [r for r in results if r.get("mode") == "gpu" and r.get("ms")]
+    if not timed:
+        raise ValueError(f"{path}: no GPU timings (simulator results are never plotted)")
+    return timed, prov
+
+
+def roofline_points(results: list[dict], card: str = "h200") -> list[dict]:
+    """Each measured level at its bytes-ledger intensity, with its roofline."""
+    out = []
+    for r in results:
+        b = ledgers.bytes_ledger(r["level"], card, (r["M"], r["N"], r["K"]))
+        out.append({"level": r["level"], "n": r["M"], "dtype": r["dtype"], "intensity": b.intensity,
+                    "tflops": r["tflops"], "roof_tflops": b.flops / b.roofline_s / 1e12})
+    return out
+
+
+# =======================================================================================
+# Drawing
+# =======================================================================================
+
+def _plt():
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit("the figures need matplotlib: pip install -e '.[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.dpi": 110,
+                         "savefig.bbox": "tight", "savefig.pad_inches": 0.1})
+    return plt
+
+
+def _save(fig, path):
+    fig.savefig(path, metadata={"Software": None})   # no version stamp: regenerating is a no-op
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def draw_segments(path):
+    """k1 vs k2: the 32 lanes of one warp and the 128-byte segments their loads touch."""
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(12, 5.6))
+    for col, level in enumerate(("k1", "k2")):
+        segs = segments_of(level)
+        for row, arr in enumerate(("A", "B")):
+            ax = axes[row][col]
+            addrs, seg = segs[arr]
+            distinct = sorted(set(seg))
+            w = 0.85 * 32 / len(distinct) if len(distinct) > 1 else 24.0
+            left = {s: (i + 0.5) * 32 / len(distinct) - 0.5 - w / 2 for i, s in enumerate(distinct)}
+            for lane, (x, s) in enumerate(zip(addrs, seg)):   # to the lane's word in its segment
+                end = left[s] + (x % ledgers.SEGMENT + 2) / ledgers.SEGMENT * w
+                ax.plot([lane, end], [1, 0], color=BLUE, lw=0.7, alpha=0.6)
+            ax.scatter(range(32), [1] * 32, s=22, color=BLUE, zorder=3)
+            for s in distinct:
+                ax.add_patch(plt.Rectangle((left[s], -0.25), w, 0.25,
+                                           color=RED if len(distinct) > 1 else GREEN, alpha=0.8))
+            if len(distinct) == 1:
+                ax.text(left[distinct[0]] + w / 2, -0.125, "one 128-byte segment (32 floats)",
+                        ha="center", va="center", fontsize=8, color="white")
+            stride = addrs[1] - addrs[0]
+            how = ("all lanes, one address (broadcast)" if stride == 0 else
+                   f"lanes {stride} bytes apart")
+            ax.set_title(f"{level}: {arr} load — {how}\n→ {len(distinct)} "
+                         f"request{'s' if len(distinct) > 1 else ''} (128-byte segment"
+                         f"{'s' if len(distinct) > 1 else ''})")
+            ax.set_xlim(-1, 32)
+            ax.set_ylim(-0.45, 1.25)
+            ax.set_yticks([0, 1], ["segments", "lanes"])
+            ax.set_xticks([0, 8, 16, 24, 31])
+            ax.set_xlabel("lane" if row else "")
+            for side in ("top", "right"):
+                ax.spines[side].set_visible(False)
+    rl = {lv: ledgers.request_ledger(lv).requests_per_fma for lv in ("k1", "k2")}
+    fig.suptitle(f"One warp, one k, M=N=K=4096 (numba_gemm.ledgers): k1 {rl['k1']:.0f} requests "
+                 f"per FMA, k2 {rl['k2']:.0f}", fontsize=12)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def draw_tiles(path, n: int = 128, block_xy=(0, 1)):
+    """k3 and k3c: which elements of A and B one block loads, coloured by phase (its tile
+    sliding along K)."""
+    plt = _plt()
+    import numpy as np
+
+    fig, axes = plt.subplots(2, 3, figsize=(12.5, 8.4), layout="constrained")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#eeeeee")
+    for row, level in enumerate(("k3", "k3c")):
+        g = ledgers.geometry(level)
+        reads = tile_reads(level, n, block_xy)
+        phases = math.ceil(n / g.tile_k)
+        for ax, arr in zip(axes[row][:2], ("A", "B")):
+            img = np.full((n, n), np.nan)
+            for e, ph in reads[arr].items():
+                img[e // n, e % n] = ph
+            im = ax.imshow(img, cmap=cmap, vmin=0, vmax=phases - 1, interpolation="nearest")
+            ax.set_title(f"{level}: {arr} — the block's loads")
+            ax.set_xlabel("k" if arr == "A" else "n")
+            ax.set_ylabel("m" if arr == "A" else "k")
+        cb = fig.colorbar(im, ax=axes[row][1], shrink=0.75, ticks=range(phases))
+        cb.set_label("phase (K step)")
+        ax = axes[row][2]
+        cimg = np.full((n, n), np.nan)
+        bx, by = block_xy
+        cimg[by * g.tile_m:(by + 1) * g.tile_m, bx * g.tile_n:(bx + 1) * g.tile_n] = 1
+        ax.imshow(cimg, cmap=plt.get_cmap("Reds").with_extremes(bad="#eeeeee"), vmin=0, vmax=1.3,
+                  interpolation="nearest")
+        bl = ledgers.bytes_ledger(level)
+        ax.set_title(f"{level}: C — {g.tile_m}×{g.tile_n} output tile\n"
+                     f"intensity at 4096: {bl.intensity:.3f} FLOP/byte")
+        ax.set_xlabel("n")
+        ax.set_ylabel("m")
+    fig.suptitle(f"Shared-memory tiles sliding along K (M=N=K={n}, block {block_xy}; from the "
+                 "levels' warp_step addresses)", fontsize=12)
+    _save(fig, path)
+
+
+def draw_outer(path, levels=("k3", "k4", "k5", "k6")):
+    """One thread at one k: the shared values it reads (a column of As, a row of Bs) and the
+    outputs their outer product feeds; the rest of its warp in a lighter shade."""
+    plt = _plt()
+    from matplotlib.patches import Rectangle
+
+    fig, axes = plt.subplots(2, 2, figsize=(13, 6.6), layout="constrained",
+                             gridspec_kw={"width_ratios": [1, 2.6]})
+    for ax, level in zip(axes.T.flat, levels):
+        t = thread_operands(level)
+        g = t["geometry"]
+        warp = [thread_operands(level, lane) for lane in range(ledgers.WARP)]
+
+        def cells(x0, y0, w, h, fill, **kw):
+            ax.add_patch(Rectangle((x0, y0), w, h, facecolor=fill, edgecolor="none", **kw))
+
+        cells(0, 0, g.tile_n, g.tile_m, "#f0f0f0")                     # C tile
+        cells(-2.5, 0, 1, g.tile_m, "#f0f0f0")                         # column k of As
+        cells(0, -2.5, g.tile_n, 1, "#f0f0f0")                         # row k of Bs
+        for w in warp:
+            for r in w["a_rows"]:
+                cells(-2.5, r, 1, 1, "#c6dbef")
+                for c in w["b_cols"]:
+                    cells(c, r, 1, 1, "#fcbba1")
+            for c in w["b_cols"]:
+                cells(c, -2.5, 1, 1, "#c7e9c0")
+        for r in t["a_rows"]:
+            cells(-2.5, r, 1, 1, BLUE)
+            for c in t["b_cols"]:
+                cells(c, r, 1, 1, RED)
+        for c in t["b_cols"]:
+            cells(c, -2.5, 1, 1, GREEN)
+        ax.set_xlim(-3.5, g.tile_n + 0.5)
+        ax.set_ylim(g.tile_m + 0.5, -3.5)
+        ax.set_aspect("equal")
+        ax.set_xticks([0, g.tile_n // 2, g.tile_n], [0, g.tile_n // 2, g.tile_n], fontsize=8)
+        ax.set_yticks([0, g.tile_m // 2, g.tile_m], [0, g.tile_m // 2, g.tile_m], fontsize=8)
+        ax.set_title(f"{level} (block tile {g.tile_m}×{g.tile_n}):\n{len(t['a_rows'])} of As × "
+                     f"{len(t['b_cols'])} of Bs = {t['fmas']} FMA from {t['loads']} shared "
+                     f"load{'s' if t['loads'] > 1 else ''}", fontsize=10)
+    fig.suptitle("Thread 0 at one k (dark) and the rest of its warp (light): left column = As[:, k], "
+                 "top row = Bs[k, :], grid = the C tile.\nFrom the shared addresses of the levels' "
+                 "warp_step; k6 reads the same values with 128-bit loads.", fontsize=11)
+    _save(fig, path)
+
+
+def draw_banks(path):
+    """Bank grids of shared accesses: broadcast, conflict-free, conflicted, padded."""
+    plt = _plt()
+    import numpy as np
+
+    ex = bank_examples()
+    heights = [min(max(d for d, _ in bank_grid(a, w)["cells"]) + 1, 8) + 0.8 for _, a, w in ex]
+    fig, axes = plt.subplots(len(ex), 1, figsize=(12, 0.36 * sum(heights) + 2.6),
+                             gridspec_kw={"height_ratios": heights})
+    for ax, (title, addrs, width) in zip(axes, ex):
+        bg = bank_grid(addrs, width)
+        depth = max(d for d, _ in bg["cells"]) + 1
+        shown = min(depth, 8)
+        img = np.zeros((shown, 32))
+        for (d, bank), lanes in bg["cells"].items():
+            if d < shown:
+                img[d, bank] = 1
+                label = "all" if len(lanes) == 32 else ",".join(map(str, lanes)) if len(lanes) < 3 else f"{len(lanes)}"
+                ax.text(bank, d, label, ha="center", va="center", fontsize=6.5)
+        ax.imshow(img, cmap="Oranges", vmin=0, vmax=1.6, aspect="auto", interpolation="nearest")
+        p = bg["profile"]
+        more = f"; {depth - shown} more rows not shown" if depth > shown else ""
+        ax.set_title(f"{title} → {ledgers.kind_name(bg['kind'])}: {p.wavefronts} "
+                     f"wavefront{'s' if p.wavefronts > 1 else ''}{more}", fontsize=10, loc="left")
+        ax.set_yticks(range(shown), [f"pass {i + 1}" for i in range(shown)], fontsize=7)
+        ax.set_xticks(range(0, 32, 4))
+        ax.set_xticks(np.arange(-0.5, 32, 1), minor=True)
+        ax.set_yticks(np.arange(-0.5, shown, 1), minor=True)
+        ax.grid(which="minor", color="white", lw=0.8)
+        ax.tick_params(which="minor", length=0)
+    axes[-1].set_xlabel("bank (4-byte word address mod 32)")
+    fig.suptitle("Shared-memory banks: one cell per distinct 4-byte word the warp touches, in its bank's "
+                 "column (label: the lanes that read it).\nA second word in the same bank needs another "
+                 "pass. Profiles from numba_gemm.ledgers.bank_profile.", fontsize=11)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def draw_swizzle(path):
+    """v8's 128-byte XOR swizzle: where each logical 16-byte chunk of a row is stored."""
+    plt = _plt()
+    import numpy as np
+
+    assert all(cm.tma_swizzle_128b(r * 128 + c * 16) == cm.swizzle128(r, c)
+               for r in range(8) for c in range(8)), "v8's swizzle and TMA's SWIZZLE_128B differ"
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    for ax, sw in zip(axes, (False, True)):
+        m = np.array(swizzle_map(sw))
+        ax.imshow(m, cmap="tab10", vmin=0, vmax=9, interpolation="nearest")
+        for r in range(8):
+            for c in range(8):
+                ax.text(c, r, f"{m[r, c]}", ha="center", va="center", color="white", fontsize=11,
+                        fontweight="bold")
+        ax.add_patch(plt.Rectangle((-0.5, -0.5), 1, 8, fill=False, lw=2.5, color="black"))
+        groups = len(set(m[:, 0]))
+        ax.set_title(("no swizzle (physical = logical)" if not sw else
+                      "v8: physical = logical XOR (row mod 8)")
+                     + f"\nlogical chunk 0 of rows 0–7 → {groups} bank group"
+                     + ("s (conflict-free)" if groups == 8 else " (8-way conflict)"))
+        ax.set_xticks(range(8))
+        ax.set_yticks(range(8))
+        ax.set_xlabel("logical 16-byte chunk (8 halves)")
+        ax.set_ylabel("row of the tile (128 bytes = 64 halves)")
+    fig.suptitle("Each cell: the physical 16-byte chunk (a group of 4 banks) that holds the logical chunk "
+                 "(swizzle128; TMA's SWIZZLE_128B is the same map)", fontsize=11)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def draw_launch_order(path, n: int = 8192):
+    """v8's row-major launch order vs v9's super-tiles, and the panels the first wave reads."""
+    plt = _plt()
+    import numpy as np
+
+    from .registry import get
+
+    v9 = get("v9").module
+    bm, bn = v9.CONFIG.bm, v9.CONFIG.bn
+    gm, gn = cm.cdiv(n, bm), cm.cdiv(n, bn)
+    l2 = ledgers.h200().l2_bytes
+    sup = v9.tile_order(n, n, n, l2)
+    wave = first_wave("v9")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6.6), layout="constrained")
+    for ax, (name, smn) in zip(axes, (("v8: row-major, n fastest", None),
+                                      (f"v9: super-tiles {sup[0]}×{sup[1]} (tile_order)", sup))):
+        order = launch_order(gm, gn, smn)
+        m = np.array(order, dtype=float)
+        ax.imshow(m, cmap="viridis", interpolation="nearest")
+        ax.imshow(np.ma.masked_where(m >= wave, np.ones_like(m)), cmap="autumn", alpha=0.55,
+                  interpolation="nearest")
+        ra, rb = wave_panels(order, wave)
+        mb = (ra * bm + rb * bn) * n * 2 / 2**20
+        ax.set_title(f"{name}\nfirst wave ({wave} CTAs, red): {ra} A + {rb} B panels = {mb:.0f} MiB",
+                     fontsize=10)
+        ax.set_xlabel(f"tile column (BN = {bn})")
+        ax.set_ylabel(f"tile row (BM = {bm})")
+    lg8, lg9 = ledgers.l2_ledger("v8", n), ledgers.l2_ledger("v9", n)
+    fig.suptitle(f"Launch order at {n}³ ({gm}×{gn} tiles; colour = blockIdx, dark first).\nL2 model: "
+                 f"v8 reads B {lg8.b_reads}×, v9 {lg9.b_reads}× → DRAM {lg8.dram_bytes / 1e9:.2f} vs "
+                 f"{lg9.dram_bytes / 1e9:.2f} GB (L2 {l2 / 2**20:.0f} MiB)", fontsize=11)
+    _save(fig, path)
+
+
+def draw_pipelines(path, levels=("v7", "v10"), load: float = 2.5):
+    """v7 (cp.async, 2 buffers) and v10 (TMA + mbarriers) as schematic pipeline timelines."""
+    plt = _plt()
+    fig, axes = plt.subplots(len(levels), 1, figsize=(12, 2.0 + 1.2 * sum(hgemm_stages(lv) for lv in levels)),
+                             sharex=True, gridspec_kw={"height_ratios": [hgemm_stages(lv) + 1 for lv in levels]})
+    for ax, level in zip(axes, levels):
+        s = hgemm_stages(level)
+        sched = pipeline_schedule(s, load=load)
+        copy = "cp.async (every thread)" if level in ("v7", "v8", "v9") else "TMA (one thread), full/empty mbarrier"
+        for e in sched:
+            y = s - e["slot"]
+            ax.broken_barh([(e["copy_start"], load)], (y - 0.35, 0.7), color=BLUE, alpha=0.45)
+            ax.broken_barh([(e["mma_start"], 1.0)], (y - 0.35, 0.7), color=ORANGE)
+            ax.text(e["copy_start"] + load / 2, y, f"copy {e['tile']}", ha="center", va="center", fontsize=8)
+            ax.text(e["mma_start"] + 0.5, y, f"{e['tile']}", ha="center", va="center", fontsize=8)
+            ax.broken_barh([(e["mma_start"], 1.0)], (-0.35, 0.7), color=ORANGE)
+        end = sched[-1]["mma_end"]
+        busy = len(sched) / end
+        ax.set_yticks(range(s + 1), ["tensor cores"] + [f"buffer {i}" for i in range(s - 1, -1, -1)])
+        ax.set_title(f"{level}: {s} stages ({copy}) — tensor cores busy {100 * busy:.0f} % of the time "
+                     f"over {len(sched)} k tiles",
+                     fontsize=10, loc="left")
+    axes[-1].set_xlabel("time (one tile's MMAs = 1)")
+    fig.suptitle(f"Schematic: a tile's copy takes {load}× its MMAs (an assumption, not a measurement); "
+                 "blue = copy in flight, orange = MMAs reading the buffer;\nstage counts from the level "
+                 "modules. More stages hide more latency.", fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _prov_line(prov: dict) -> str:
+    keys = [prov.get(k) for k in ("card", "date", "commit")]
+    return ", ".join(str(k) for k in keys if k)
+
+
+LABEL_OFFSETS = {"k3c": (6, -12), "k5": (6, -12), "v8": (6, 2), "v9": (-22, -10), "v10": (-26, 2),
+                 "v11": (8, 2), "v12": (-28, 4), "v13": (8, -10), "v8py": (6, -12), "k7": (6, -8)}
+
+
+def draw_roofline(path, results_path=RESULTS_JSON, n: int = 4096):
+    """Every measured level at its bytes-ledger intensity under the H200's roofs."""
+    plt = _plt()
+    import numpy as np
+
+    results, prov = load_results(results_path)
+    pts = roofline_points([r for r in results if r["M"] == n])
+    c = ledgers.h200()
+    fig, ax = plt.subplots(figsize=(10, 6.2))
+    x = np.logspace(-1.2, 3.6, 200)
+    bw = c.bandwidth / 1e12
+    ax.plot(x, np.minimum(x * bw, c.fp32_flops / 1e12), color=BLUE, lw=2,
+            label=f"FP32 roof: {c.fp32_flops / 1e12:.1f} TFLOPS, {bw:.2f} TB/s")
+    ax.plot(x, np.minimum(x * bw, c.tensor_flops / 1e12), color=GREEN, lw=2, ls="--",
+            label=f"fp16 tensor roof: {c.tensor_flops / 1e12:.0f} TFLOPS (mma.sync, v7–v10; "
+                  "v11+ use wgmma, whose ceiling is higher)")
+    for p in pts:
+        color = BLUE if p["dtype"] == "float32" else GREEN
+        ax.scatter(p["intensity"], p["tflops"], s=45, color=color, zorder=3)
+        ax.annotate(p["level"], (p["intensity"], p["tflops"]), textcoords="offset points",
+                    xytext=LABEL_OFFSETS.get(p["level"], (6, -3)), fontsize=9)
+        if p["tflops"] > p["roof_tflops"]:
+            ax.annotate("above its DRAM roof:\nits bytes come from L1/L2", (p["intensity"], p["tflops"]),
+                        textcoords="offset points", xytext=(-10, 14), fontsize=8, color=GREY)
+    cublas = {r["dtype"]: r["cublas_tflops"] for r in results if r["M"] == n and r.get("cublas_tflops")}
+    for dtype, tf in sorted(cublas.items()):
+        ax.axhline(tf, color=RED, ls=":", lw=1)
+        ax.text(0.08, tf * 1.05, f"cuBLAS {dtype} {tf:.0f}", color=RED, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte, bytes ledger)")
+    ax.set_ylabel("TFLOPS (measured)")
+    ax.set_title(f"Roofline, {n}³ on the H200. Measured: {_prov_line(prov)}.\nIntensity from the "
+                 "bytes ledger; bandwidth and clock from numba_gemm/data/h200_costs.json", fontsize=10)
+    ax.legend(loc="lower right", fontsize=9)
+    ax.grid(True, which="both", alpha=0.25)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def draw_ladder(path, results_path=RESULTS_JSON):
+    """TFLOPS per level with cuBLAS: one panel per input type, one bar per size."""
+    plt = _plt()
+    results, prov = load_results(results_path)
+    dtypes = sorted({r["dtype"] for r in results}, key=lambda d: d != "float32")
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(12, 4.2 * len(dtypes)), squeeze=False,
+                             layout="constrained")
+    for ax, dtype in zip(axes[:, 0], dtypes):
+        rs = [r for r in results if r["dtype"] == dtype]
+        sizes = sorted({r["M"] for r in rs})
+        names = list(dict.fromkeys(r["level"] for r in rs)) + ["cuBLAS"]
+        w = 0.8 / len(sizes)
+        for j, n in enumerate(sizes):
+            by = {r["level"]: r["tflops"] for r in rs if r["M"] == n}
+            by["cuBLAS"] = next(r["cublas_tflops"] for r in rs if r["M"] == n)
+            xs = [i + (j - (len(sizes) - 1) / 2) * w for i in range(len(names))]
+            vals = [by.get(nm, 0) for nm in names]
+            colors = [RED if nm == "cuBLAS" else (BLUE if dtype == "float32" else GREEN) for nm in names]
+            ax.bar(xs, vals, w * 0.95, color=colors, alpha=1.0 if j == 0 else 0.6,
+                   edgecolor="black", lw=0.4, label=f"{n}³" + (" (lighter)" if j else ""))
+            for x, v in zip(xs, vals):
+                ax.annotate(f"{v:.1f}" if v < 100 else f"{v:.0f}", (x, v), ha="center", va="bottom",
+                            fontsize=7.5)
+        ax.set_xticks(range(len(names)), names)
+        ax.set_ylabel("TFLOPS")
+        if dtype == "float32":
+            ax.set_yscale("log")
+        ax.set_title(f"{dtype} inputs ({'Numba SGEMM' if dtype == 'float32' else 'native HGEMM, fp32 accumulate'})",
+                     fontsize=10, loc="left")
+        ax.legend(loc="upper left", fontsize=8)
+    fig.suptitle(f"The ladder against cuBLAS (same buffers, same process). {_prov_line(prov)}",
+                 fontsize=11)
+    _save(fig, path)
+
+
+FIGURES = {
+    "segments": ("k1_k2_segments.png", draw_segments),
+    "tiles": ("k3_tiles.png", draw_tiles),
+    "outer": ("k3_k6_outer_product.png", draw_outer),
+    "banks": ("banks.png", draw_banks),
+    "swizzle": ("v8_swizzle.png", draw_swizzle),
+    "launch": ("v9_launch_order.png", draw_launch_order),
+    "pipelines": ("v7_v10_pipelines.png", draw_pipelines),
+    "roofline": ("roofline.png", draw_roofline),
+    "ladder": ("ladder.png", draw_ladder),
+}
+MEASURED = ("roofline", "ladder")
+
+
+def build(names=None, out: Path = FIGURES_DIR, results: Path = RESULTS_JSON) -> list[Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in names or FIGURES:
+        if name not in FIGURES:
+            raise SystemExit(f"unknown figure {name!r}: one of {', '.join(FIGURES)}")
+        fname, draw = FIGURES[name]
+        path = out / fname
+        draw(path, results) if name in MEASURED else draw(path)
+        written.append(path)
+    return written
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Draw the figures of docs/ from the package's code.")
+    p.add_argument("names", nargs="*", help=f"figures to draw (default: all): {', '.join(FIGURES)}")
+    p.add_argument("--out", default=str(FIGURES_DIR), help="output folder (default: %(default)s)")
+    p.add_argument("--results", default=str(RESULTS_JSON),
+                   help="bench.py --json file for the measured figures (default: %(default)s)")
+    args = p.parse_args(argv)
+    for path in build(args.names, Path(args.out), Path(args.results)):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

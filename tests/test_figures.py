@@ -1,0 +1,150 @@
+"""The figures of docs/: the data behind each picture (no matplotlib needed), then the drawing."""
+import json
+
+import pytest
+
+from numba_gemm import figures, ledgers
+
+
+def test_k1_k2_segments_match_the_request_ledger():
+    k1, k2 = figures.segments_of("k1"), figures.segments_of("k2")
+    assert len(set(k1["A"][1])) == 32 and len(set(k1["B"][1])) == 1
+    assert len(set(k2["A"][1])) == 1 and len(set(k2["B"][1])) == 1
+    assert len(set(k1["A"][0])) == 32 and len(set(k2["A"][0])) == 1     # k2's A is a broadcast
+    for lv, segs in (("k1", k1), ("k2", k2)):
+        per_load = ledgers.request_ledger(lv).by_array()
+        for arr, (_, seg) in segs.items():
+            assert len(set(seg)) == per_load[arr][0]
+
+
+@pytest.mark.parametrize("level", ["k3", "k3c"])
+def test_tile_reads_cover_the_blocks_panels_once_per_phase(level):
+    n = 128
+    g = ledgers.geometry(level)
+    reads = figures.tile_reads(level, n, block_xy=(0, 1))
+    a_rows = {e // n for e in reads["A"]}
+    b_cols = {e % n for e in reads["B"]}
+    assert a_rows == set(range(g.tile_m, 2 * g.tile_m))
+    assert b_cols == set(range(g.tile_n))
+    assert len(reads["A"]) == g.tile_m * n and len(reads["B"]) == n * g.tile_n
+    for e, ph in reads["A"].items():             # column k is loaded in phase k // tile_k
+        assert ph == (e % n) // g.tile_k
+
+
+@pytest.mark.parametrize("level, loads", [("k3", 2), ("k4", 9), ("k5", 12), ("k6", 3)])
+def test_thread_outer_product(level, loads):
+    t = figures.thread_operands(level)
+    g = t["geometry"]
+    assert (len(t["a_rows"]), len(t["b_cols"])) == (g.thread_m, g.thread_n)
+    assert t["fmas"] == g.thread_m * g.thread_n
+    assert t["loads"] == loads
+
+
+def test_bank_grid_depth_is_the_conflict_degree():
+    seen = set()
+    for title, addrs, width in figures.bank_examples():
+        bg = figures.bank_grid(addrs, width)
+        depth = max(d for d, _ in bg["cells"]) + 1
+        assert depth == bg["profile"].ways, title
+        seen.add(bg["kind"])
+    assert {"lds_bcast", "lds_free", "lds_conflict32"} <= seen
+
+
+def test_swizzle_map_is_conflict_free_and_matches_tma():
+    m = figures.swizzle_map()
+    for row in m:
+        assert sorted(row) == list(range(8))
+    for c in range(8):                         # 8 rows at one logical chunk: 8 bank groups
+        assert sorted(m[r][c] for r in range(8)) == list(range(8))
+    flat = figures.swizzle_map(swizzled=False)
+    assert all(len({flat[r][c] for r in range(8)}) == 1 for c in range(8))
+
+
+@pytest.mark.parametrize("grid, sup", [((64, 64), (14, 1)), ((7, 5), (3, 2)), ((9, 4), None)])
+def test_launch_order_visits_each_tile_once(grid, sup):
+    order = figures.launch_order(*grid, sup)
+    assert sorted(b for line in order for b in line) == list(range(grid[0] * grid[1]))
+
+
+def test_supertile_first_wave_reads_fewer_panels():
+    wave = figures.first_wave("v9")            # 132 SMs × 2 blocks per SM
+    assert wave == 264
+    row_major = figures.wave_panels(figures.launch_order(64, 64, None), wave)
+    super_tiled = figures.wave_panels(figures.launch_order(64, 64, (14, 1)), wave)
+    assert row_major == (5, 64)
+    assert super_tiled == (14, 19)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_pipeline_schedule_respects_buffers(stages):
+    s = figures.pipeline_schedule(stages, tiles=12, load=2.5)
+    for i, e in enumerate(s):
+        assert e["mma_start"] >= e["copy_end"]
+        if i:
+            assert e["mma_start"] >= s[i - 1]["mma_end"]
+        if i >= stages:                         # a buffer is refilled only after it was read
+            assert e["copy_start"] >= s[i - stages]["mma_end"]
+    deeper = figures.pipeline_schedule(stages + 1, tiles=12, load=2.5)
+    assert deeper[-1]["mma_end"] <= s[-1]["mma_end"]
+
+
+def test_hgemm_stages_come_from_the_modules():
+    from numba_gemm.hgemm import v10_tma
+
+    assert figures.hgemm_stages("v10") == v10_tma.CONFIG.stages
+    assert figures.hgemm_stages("v7") == 2
+
+
+def test_results_refuse_simulator_runs(tmp_path):
+    p = tmp_path / "sim.json"
+    p.write_text(json.dumps([{"level": "k1", "M": 40, "N": 36, "K": 33, "dtype": "float32",
+                              "mode": "simulator", "ms": None, "tflops": None}]))
+    with pytest.raises(ValueError, match="simulator"):
+        figures.load_results(p)
+
+
+def test_committed_input_has_provenance_and_every_level():
+    results, prov = figures.load_results()
+    assert {"card", "date", "commit", "commands"} <= set(prov)
+    assert {r["level"] for r in results} >= {"k1", "k2", "k3", "k3c", "k4", "k5", "k6", "v7", "v8", "v9", "v10"}
+    for p in figures.roofline_points(results):
+        assert p["intensity"] > 0 and p["roof_tflops"] > 0
+
+
+def test_every_figure_is_committed():
+    for name, (fname, _) in figures.FIGURES.items():
+        assert (figures.FIGURES_DIR / fname).is_file(), f"{fname}: run python -m numba_gemm.figures"
+
+
+def test_draw_every_figure(tmp_path):
+    pytest.importorskip("matplotlib")
+    written = figures.build(out=tmp_path)
+    assert len(written) == len(figures.FIGURES)
+    for path in written:
+        data = path.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, path.name
+
+
+def _slug(heading: str) -> str:
+    import re
+
+    s = re.sub(r"[^\w\- ]", "", heading.strip().lower())   # GitHub's anchors
+    return s.replace(" ", "-")
+
+
+def test_docs_links_and_figures_resolve():
+    """Every relative link in README and docs/*.md names a file that exists, and its #anchor a heading."""
+    import re
+
+    root = figures.ROOT
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if "://" in target:
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            assert dest.exists(), f"{page.name}: {target}"
+            if anchor and dest.suffix == ".md":
+                heads = {_slug(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(), re.M)}
+                assert anchor in heads, f"{page.name}: {target}"
