@@ -1,7 +1,7 @@
 """Timing the way Triton's do_bench does: warm up, CUDA events around each call, median.
 
 Optionally the L2 is flushed between calls (a memset of a buffer larger than the L2), so that
-a figure can say whether its inputs started in L2 or in DRAM. On an H200 the L2 is 60 MB: a
+a figure can say whether its inputs started in L2 or in DRAM. On an H200 the L2 is 60 MiB: a
 4096² float32 problem (3 × 64 MB) does not fit, but K-panels of it do, which is why the
 seed's K2 read "2112.7 % of the DRAM roofline" on a card with 75.5 MB of L2.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-L2_FLUSH_BYTES = 256 << 20   # well above the H200's 60 MB and the 4090's 72 MB
+L2_FLUSH_BYTES = 256 << 20   # well above the H200's 60 MiB and the 4090's 72 MiB
 
 
 @dataclass

@@ -4,7 +4,7 @@ v9 = v8 with one change at the top of the kernel: which tile block `blockIdx.x` 
 (native/v9_supertile.cu is v8_mma.cu with tile_supertile in place of tile_row_major). Blocks are
 issued in index order, so the numbering decides what L2 can re-use. v8's row-major order keeps
 a wave's A rows in L2 but sweeps all of B for every band of tile rows; once A + B exceed L2
-(8192² fp16: 256 MB vs the H200's 60 MB) B is re-read from DRAM grid_m times. v9 groups
+(8192² fp16: 256 MiB vs the H200's 60 MiB) B is re-read from DRAM grid_m times. v9 groups
 super_m tile rows into a band and walks each band in super-tiles super_n tiles wide (n fastest
 inside), so the band's A panels stay in L2 and B is read once per band: ceil(grid_m / super_m)
 passes instead of grid_m. What it attacks: DRAM bytes. The tile is v8's.
