@@ -95,6 +95,38 @@ def thread_operands(level: str, lane: int = 0, warp: int = 0, k: int = 0) -> dic
             "loads": loads, "geometry": g}
 
 
+def warp_tiling(k: int = 0) -> dict:
+    """k7's block → warp → thread tiling, decoded from the LDS.128 addresses of its warp_step at
+    one k: {"owner": {(m, n): [(warp, lane), ...]} over the block tile (one owner each), "loads": {warp: [(array,
+    distinct float4s, wavefronts)]}, "tiling": k7.TILING}.
+
+    As is [tile_k][a_stride] (A transposed, rows padded), Bs is [tile_k][tile_n] after As; a
+    lane accumulates the outer product of the rows it reads from As and the columns from Bs."""
+    from .registry import get
+
+    t = get("k7").module.TILING
+    b_base = t.tile_k * t.a_stride * ledgers.F32
+    owner, loads = {}, {}
+    for warp, step in enumerate(ledgers.warp_steps("k7", 4096, block_xy=(0, 0), ph=0)):
+        rows, cols = [set() for _ in range(ledgers.WARP)], [set() for _ in range(ledgers.WARP)]
+        loads[warp] = []
+        for a in step.accesses:
+            if not (a.space == "shared" and a.op == "load" and a.inner):
+                continue
+            stride, base, hit = ((t.a_stride, 0, rows) if a.array == "As" else (t.tile_n, b_base, cols))
+            if (a.addrs[0] - base) // ledgers.F32 // stride != k:
+                continue
+            for lane, x in enumerate(a.addrs):
+                w = (x - base) // ledgers.F32
+                hit[lane].update(range(w % stride, w % stride + a.width // ledgers.F32))
+            loads[warp].append((a.array, len(set(a.addrs)), ledgers.bank_profile(a.addrs, a.width).wavefronts))
+        for lane in range(ledgers.WARP):
+            for m in rows[lane]:
+                for n in cols[lane]:
+                    owner.setdefault((m, n), []).append((warp, lane))
+    return {"owner": owner, "loads": loads, "tiling": t}
+
+
 def bank_grid(addrs, width: int = 4) -> dict:
     """The banks of one warp-level shared access: {(depth, bank): lanes}, where depth is the
     rank of the word among the distinct words in its bank (depth > 0 = a conflict: that bank
@@ -357,6 +389,99 @@ def draw_outer(path, levels=("k3", "k4", "k5", "k6")):
     _save(fig, path)
 
 
+def _pieces(cells) -> list[tuple[int, int, int, int]]:
+    """(m0, n0, height, width) of the runs of consecutive rows × consecutive columns in `cells`."""
+    def runs(xs):
+        xs, out = sorted(xs), []
+        for x in xs:
+            if out and x == out[-1][0] + out[-1][1]:
+                out[-1][1] += 1
+            else:
+                out.append([x, 1])
+        return out
+    return [(m0, n0, h, w) for m0, h in runs({m for m, _ in cells}) for n0, w in runs({n for _, n in cells})]
+
+
+def draw_warp_tiling(path):
+    """k7: the block tile split into warp tiles, warp 0's tile split into its lanes' 4×4 pieces,
+    and what warp 0 reads from As and Bs at one k."""
+    plt = _plt()
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    d = warp_tiling()
+    t, owner = d["tiling"], d["owner"]
+    colors = plt.get_cmap("tab10").colors
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 7.2), layout="constrained",
+                                      gridspec_kw={"width_ratios": [1.25, 1]})
+
+    img = np.zeros((t.tile_m, t.tile_n), dtype=int)
+    for (m, n), [(warp, _)] in owner.items():
+        img[m, n] = warp
+    left.imshow(img, cmap=plt.matplotlib.colors.ListedColormap(colors[:t.warps]),
+                interpolation="nearest", alpha=0.55, extent=(0, t.tile_n, t.tile_m, 0))
+    for warp in range(t.warps):
+        cells = [mn for mn, [(w, _)] in owner.items() if w == warp]
+        (m0, n0, h, w), = _pieces(cells)                  # a warp's tile is one rectangle
+        left.add_patch(Rectangle((n0, m0), w, h, fill=False, lw=1.5, color="black"))
+        left.text(n0 + w / 2, m0 + 10, f"warp {warp}\n{h}×{w}", ha="center", va="center", fontsize=9)
+        for m, n, ph, pw in _pieces([mn for mn, [(w_, ln)] in owner.items() if (w_, ln) == (warp, 0)]):
+            left.add_patch(Rectangle((n, m), pw, ph, color=RED))
+    left.set_xlim(0, t.tile_n)
+    left.set_ylim(t.tile_m, 0)
+    left.set_xticks(range(0, t.tile_n + 1, t.warp_n))
+    left.set_yticks(range(0, t.tile_m + 1, t.warp_m))
+    left.set_xlabel("n (column of the block's C tile)")
+    left.set_ylabel("m (row)")
+    left.set_title(f"block tile {t.tile_m}×{t.tile_n}: {t.tile_m // t.warp_m} × {t.warps_n} warps of "
+                   f"{t.warp_m}×{t.warp_n} ({t.threads} threads)\nred: lane 0 of each warp, an "
+                   f"{t.thread_m}×{t.thread_n} thread tile in four 4×4 pieces", fontsize=10)
+
+    strip = 3.0                                           # As[k, :] left of the tile, Bs[k, :] above
+    for lane in range(ledgers.WARP):
+        cells = [mn for mn, [(w, ln)] in owner.items() if (w, ln) == (0, lane)]
+        for m, n, h, w in _pieces(cells):
+            right.add_patch(Rectangle((n, m), w, h, facecolor=RED if lane == 0 else colors[0],
+                                      alpha=1.0 if lane == 0 else 0.12 + 0.5 * (lane % 2),
+                                      edgecolor="white", lw=0.8))
+            right.text(n + w / 2, m + h / 2, str(lane), ha="center", va="center", fontsize=7,
+                       color="white" if lane == 0 else "black")
+    for m in range(0, t.warp_m + 1, 4 * t.lanes_m):     # sub-tiles: the lanes' 8 × 4 grid repeats
+        right.plot([0, t.warp_n], [m, m], color="black", lw=1.5)
+    for n in range(0, t.warp_n + 1, 4 * t.lanes_n):
+        right.plot([n, n], [0, t.warp_m], color="black", lw=1.5)
+    rows0 = [m for (m, n), [(w, ln)] in owner.items() if (w, ln) == (0, 0) and n == 0]
+    cols0 = [n for (m, n), [(w, ln)] in owner.items() if (w, ln) == (0, 0) and m == 0]
+    for m in range(t.warp_m):
+        right.add_patch(Rectangle((-strip - 1, m), strip, 1, facecolor=BLUE if m in rows0 else "#c6dbef",
+                                  edgecolor="white", lw=0.3))
+    for n in range(t.warp_n):
+        right.add_patch(Rectangle((n, -strip - 1), 1, strip, facecolor=GREEN if n in cols0 else "#c7e9c0",
+                                  edgecolor="white", lw=0.3))
+    right.text(-strip - 1.8, t.warp_m / 2, "As[k, m]: the warp's 64 rows (dark: lane 0's)", rotation=90,
+               ha="right", va="center", fontsize=8)
+    right.text(t.warp_n / 2, -strip - 1.8, "Bs[k, n]: the warp's 32 columns (dark: lane 0's)",
+               ha="center", va="bottom", fontsize=8)
+    loads = d["loads"][0]
+    a = [x for x in loads if x[0] == "As"]
+    b = [x for x in loads if x[0] == "Bs"]
+    right.set_xlim(-strip - 4, t.warp_n + 0.5)
+    right.set_ylim(t.warp_m + 0.5, -strip - 4)
+    right.set_aspect("equal")
+    right.set_xticks(range(0, t.warp_n + 1, 4 * t.lanes_n))
+    right.set_yticks(range(0, t.warp_m + 1, 4 * t.lanes_m))
+    right.set_title(f"warp 0: {t.warp_m}×{t.warp_n} = {t.sub_m} × {t.sub_n} sub-tiles of "
+                    f"{4 * t.lanes_m}×{4 * t.lanes_n}, lanes {t.lanes_m} × {t.lanes_n} in 4×4 pieces\n"
+                    f"at one k the warp issues {len(a)} LDS.128 of As ({a[0][1]} distinct float4s each) "
+                    f"and {len(b)} of Bs ({b[0][1]} each)", fontsize=10)
+    bl = ledgers.bytes_ledger("k7")
+    fig.suptitle(f"k7's tiling (numba_gemm/sgemm/k7_warptile.py TILING, decoded from warp_step): per k a "
+                 f"lane turns {len(loads)} conflict-free LDS.128 into {t.thread_m * t.thread_n} FFMA;\n"
+                 f"the block stages {t.tile_m} + {t.tile_n} floats per k for {t.tile_m * t.tile_n} FMA "
+                 f"(bytes ledger at 4096: {bl.intensity:.1f} FLOP/byte)", fontsize=11)
+    _save(fig, path)
+
+
 def draw_banks(path):
     """Bank grids of shared accesses: broadcast, conflict-free, conflicted, padded."""
     plt = _plt()
@@ -578,6 +703,7 @@ FIGURES = {
     "segments": ("k1_k2_segments.png", draw_segments),
     "tiles": ("k3_tiles.png", draw_tiles),
     "outer": ("k3_k6_outer_product.png", draw_outer),
+    "warptile": ("k7_warp_tiling.png", draw_warp_tiling),
     "banks": ("banks.png", draw_banks),
     "swizzle": ("v8_swizzle.png", draw_swizzle),
     "launch": ("v9_launch_order.png", draw_launch_order),

@@ -40,6 +40,31 @@ def test_thread_outer_product(level, loads):
     assert t["loads"] == loads
 
 
+def test_k7_warp_tiling_follows_its_constants():
+    from numba_gemm.sgemm import k7_warptile
+
+    d = figures.warp_tiling()
+    t, owner = d["tiling"], d["owner"]
+    assert t is k7_warptile.TILING
+    assert set(owner) == {(m, n) for m in range(t.tile_m) for n in range(t.tile_n)}
+    assert all(len(v) == 1 for v in owner.values())              # one lane per output
+    for warp in range(t.warps):                                    # a warp_m × warp_n rectangle
+        cells = [mn for mn, [(w, _)] in owner.items() if w == warp]
+        ms, ns = {m for m, _ in cells}, {n for _, n in cells}
+        assert len(cells) == t.warp_m * t.warp_n
+        assert ms == set(range(min(ms), min(ms) + t.warp_m)) and ns == set(range(min(ns), min(ns) + t.warp_n))
+    for (warp, lane) in [(0, 0), (5, 9)]:                          # four 4×4 pieces, 32 rows and 16 columns apart
+        cells = {mn for mn, [wl] in owner.items() if wl == (warp, lane)}
+        m0 = warp // t.warps_n * t.warp_m + lane // t.lanes_n * 4
+        n0 = warp % t.warps_n * t.warp_n + lane % t.lanes_n * 4
+        rows = {m0 + i * 4 * t.lanes_m + r for i in range(t.sub_m) for r in range(4)}
+        cols = {n0 + j * 4 * t.lanes_n + c for j in range(t.sub_n) for c in range(4)}
+        assert cells == {(m, n) for m in rows for n in cols}
+    assert sorted({m for (m, n), [wl] in owner.items() if wl == (0, 0)}) == [0, 1, 2, 3, 32, 33, 34, 35]
+    for warp, loads in d["loads"].items():                        # per k: conflict-free LDS.128
+        assert sorted(loads) == sorted([("As", t.lanes_m, 1)] * t.sub_m + [("Bs", t.lanes_n, 1)] * t.sub_n)
+
+
 def test_bank_grid_depth_is_the_conflict_degree():
     seen = set()
     for title, addrs, width in figures.bank_examples():
