@@ -97,8 +97,8 @@ def thread_operands(level: str, lane: int = 0, warp: int = 0, k: int = 0) -> dic
 
 def warp_tiling(k: int = 0) -> dict:
     """k7's block → warp → thread tiling, decoded from the LDS.128 addresses of its warp_step at
-    one k: {"owner": {(m, n): [(warp, lane), ...]} over the block tile (one owner each), "loads": {warp: [(array,
-    distinct float4s, wavefronts)]}, "tiling": k7.TILING}.
+    one k: {"owner": {(m, n): [(warp, lane), ...]} over the block tile (one owner each),
+    "loads": {warp: [(array, distinct float4s, wavefronts)]}, "tiling": k7.TILING}.
 
     As is [tile_k][a_stride] (A transposed, rows padded), Bs is [tile_k][tile_n] after As; a
     lane accumulates the outer product of the rows it reads from As and the columns from Bs."""
@@ -458,9 +458,9 @@ def draw_warp_tiling(path):
     for n in range(t.warp_n):
         right.add_patch(Rectangle((n, -strip - 1), 1, strip, facecolor=GREEN if n in cols0 else "#c7e9c0",
                                   edgecolor="white", lw=0.3))
-    right.text(-strip - 1.8, t.warp_m / 2, "As[k, m]: the warp's 64 rows (dark: lane 0's)", rotation=90,
+    right.text(-strip - 1.8, t.warp_m / 2, f"As[k, m]: the warp's {t.warp_m} rows (dark: lane 0's)", rotation=90,
                ha="right", va="center", fontsize=8)
-    right.text(t.warp_n / 2, -strip - 1.8, "Bs[k, n]: the warp's 32 columns (dark: lane 0's)",
+    right.text(t.warp_n / 2, -strip - 1.8, f"Bs[k, n]: the warp's {t.warp_n} columns (dark: lane 0's)",
                ha="center", va="bottom", fontsize=8)
     loads = d["loads"][0]
     a = [x for x in loads if x[0] == "As"]
