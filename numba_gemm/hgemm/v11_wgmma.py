@@ -24,7 +24,7 @@ N-major (imm-trans-b = 1) in 64-column panels, LBO = 8192 (next panel), SBO = 10
 k rows), the k step +2048 bytes.
 
 Measured (H200, bench.py, docs/LADDER.md): 8192³ fp16 679–732 TFLOPS (v10 444–471, 1.53–1.59×),
-bf16 683–743; 4096³ fp16 529–569. Above the 639 TFLOPS mma.sync register-loop ceiling.
+bf16 683–743; 4096³ fp16 529–569. Above the 644 TFLOPS mma.sync register-loop ceiling (numba_gemm.microbench, 2026-12-01).
 
 Limits (TMA's, as v10): 16-byte aligned base and K % 8 == 0, N % 8 == 0 for 2-byte types;
 other shapes are refused before launch, naming v9, which serves any shape.

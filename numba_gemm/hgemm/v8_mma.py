@@ -22,9 +22,10 @@ sweep of eleven tiles on the H200 (tools/hgemm_sweep.py, docs/RESULTS.md) put 12
 3 cp.async stages and 4 warps of 64×64, two blocks per SM, at the top for v8 and v9 (394 and 420
 TFLOPS at 8192; the 128×256×64 4-stage tile with 8 such warps: 386 and 386). A warp's 16-deep k
 step is 8 ldmatrix (512 B each) for 32 mma: at the measured register-only mma.sync ceiling
-(639 TFLOPS ≈ one m16n8k16 per ~1.7 clk per SM; `python -m numba_gemm.microbench --kinds
-mma_sync` measures it) that is 32 clk of shared reads per ~54 clk of mma; a 64×32 warp tile
-would need 24 clk of reads per 27 of mma, too tight. 128 fp32 accumulators per thread put the
+(644 TFLOPS = 2702 FLOP per SM per clock, one m16n8k16 per ~1.5 clk per SM;
+`python -m numba_gemm.microbench --tensor` measures it) that is ~32 clk of shared reads per
+~48 clk of mma; a 64×32 warp tile would need ~24 clk of reads per ~24 of mma, too tight
+(docs/LADDER.md, "From k8 to v7", prices both). 128 fp32 accumulators per thread put the
 kernel near 250 registers, so two 4-warp blocks fill an SM's register file: one block's
 barrier, pipeline fill and epilogue overlap the other's main loop.
 
