@@ -3,9 +3,11 @@
 # native level, the benchmark tables, the size curves, the host overhead and the microbenchmarks.
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
-#   steps: env tests sanitize sgemm hgemm curve overhead micro sweep ncu
+#   steps: env tests sanitize sgemm hgemm curve overhead micro sweep ncu profile
 #   (default: env tests sanitize sgemm hgemm overhead micro)
-#   LEVELS / SIZES narrow the sgemm step, PYTEST_ARGS / TEST_TIMEOUT the tests step.
+#   LEVELS / SIZES narrow the sgemm step, PYTEST_ARGS / TEST_TIMEOUT the tests step,
+#   SANITIZE_TOOLS the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE /
+#   PROFILE_DTYPE the profile step (ncu sections of one launch per level, cuBLAS beside them).
 # Wheels in .whl/ (e.g. a NumPy < 2.5 for the machine's Python) are installed first if present.
 set -u
 OUT=${OUT:-out}
@@ -37,7 +39,7 @@ if has tests; then
 fi
 if has sanitize; then  # every native level on a small ragged shape, each checked for exactness
   native=$(levels_where "lv.native")
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
       python3 tools/run_once.py --level "$native" --shape 127,200,72 >"$OUT/sanitize_$tool.txt" 2>&1
     echo "compute-sanitizer $tool ($native): exit $? — $(grep -c WRONG "$OUT/sanitize_$tool.txt") wrong, $(grep -E "(ERROR|RACECHECK|SYNCCHECK) SUMMARY" "$OUT/sanitize_$tool.txt" | tail -n 1)"
@@ -78,4 +80,14 @@ if has ncu; then   # L2 reuse of v8 vs v9 at 8192, and k1's power-of-two stride 
         python3 tools/run_once.py --level k1 --size $n
     done; } >"$OUT/ncu.txt" 2>&1
   grep -E "^  [a-z_]+__|==PROF==|v8_|v9_|kernel|n=|size" "$OUT/ncu.txt" | tail -n 40
+fi
+if has profile; then  # where the time goes: one launch per level under ncu's main sections
+  for lv in $(echo "${PROFILE_LEVELS:-v11,v12,v13,cublas}" | tr , ' '); do
+    echo "=== $lv ${PROFILE_SIZE:-4096} ${PROFILE_DTYPE:-float16}"
+    timeout 120 ncu --clock-control none --launch-skip 1 --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
+      --section LaunchStats --section Occupancy --metrics sm__cycles_elapsed.avg.per_second \
+      python3 tools/run_once.py --level "$lv" --size "${PROFILE_SIZE:-4096}" --dtype "${PROFILE_DTYPE:-float16}"
+  done >"$OUT/profile.txt" 2>&1
+  grep -E "^===|^  [a-zA-Z_]+ |Duration|Throughput|SM Frequency|Stall|Issued|Registers|Warp Cycles|L2 Hit|Mem Busy|Max Bandwidth|per_second" "$OUT/profile.txt" | head -n 150
 fi

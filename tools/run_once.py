@@ -9,6 +9,9 @@ reference. The exit status is 1 if any result is wrong.
         --metrics lts__t_sector_hit_rate.pct,dram__bytes_read.sum \\
         python tools/run_once.py --level v9 --size 8192
     compute-sanitizer --tool racecheck python tools/run_once.py --level v8,v10 --shape 127,200,72
+
+`--level cublas` runs the baseline (cuBLAS SGEMM for --dtype float32, GemmEx otherwise) the
+same way, so its kernel can be profiled beside the levels.
 """
 import argparse
 import sys
@@ -18,13 +21,30 @@ import numpy as np
 from numba_gemm import check, registry
 
 
+class Baseline:
+    """cuBLAS behind the level interface this script uses (name, family, dtypes, run)."""
+    name = "cublas"
+
+    def __init__(self, dtype_name: str):
+        from numba_gemm.cublas import Cublas
+        from numba_gemm.hgemm._common import DTYPES
+
+        self.dtype = next(d for d in map(np.dtype, (np.float32,) + DTYPES) if d.name == dtype_name)
+        self.family = "sgemm" if self.dtype == np.float32 else "hgemm"
+        self.dtypes = (self.dtype,)
+        self.blas = Cublas()
+
+    def run(self, A, B, C, alpha, beta):
+        self.blas.gemm(A, B, C, alpha, beta, in_dtype=self.dtype)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--level", required=True, help="a level name or a comma list")
     p.add_argument("--size", type=int, default=4096, help="M = N = K (default %(default)s)")
     p.add_argument("--shape", help="M,N,K (overrides --size)")
-    p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"],
-                   help="input type of the HGEMM levels (default %(default)s)")
+    p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"],
+                   help="input type of the HGEMM levels and of cublas (default %(default)s)")
     args = p.parse_args()
     from numba import cuda
 
@@ -33,8 +53,8 @@ def main():
     M, N, K = (int(x) for x in args.shape.split(",")) if args.shape else (args.size,) * 3
     wrong = []
     for name in args.level.split(","):
-        lv = registry.get(name)
-        dtype = np.dtype(np.float32) if lv.family == "sgemm" else next(
+        lv = Baseline(args.dtype) if name == "cublas" else registry.get(name)
+        dtype = np.dtype(np.float32) if lv.family == "sgemm" and name != "cublas" else next(
             d for d in lv.dtypes if d.name == args.dtype)
         A, B, C = check.random_inputs(M, N, K, dtype=dtype)
         dA = cuda.to_device(A.view(transfer_dtype(dtype)))
