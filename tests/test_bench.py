@@ -138,6 +138,45 @@ def test_bench_without_warmup(monkeypatch):
         time_it(lambda: None, warmup=-1)
 
 
+def test_bench_holds_the_gpu_until_the_call_is_enqueued(monkeypatch):
+    """The GPU-side hold doubles while it lasts less than the host takes to enqueue the timed
+    call; a call that no hold can cover (it waits for the GPU itself) is timed host included."""
+    import time
+
+    from numba import config, cuda
+
+    from numba_gemm import timing
+
+    holds_ns = []
+
+    class Event:   # the hold's event reports the hold's length, the start event the kernel's
+        def __init__(self):
+            self.kind = ("hold", "start", "stop")[len(events) % 3]
+            events.append(self)
+
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return holds_ns[-1] * 1e-6 if self.kind == "hold" else 1.0
+
+    events, clock = [], [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(config, "ENABLE_CUDASIM", False)
+    monkeypatch.setattr(cuda, "event", Event)
+    monkeypatch.setattr(timing, "_hold_kernel", lambda: holds_ns.append)
+    enqueue = lambda ms: clock.__setitem__(0, clock[0] + ms * 1e-3)
+    t = timing.bench(lambda: enqueue(0.5), warmup=0, reps=2)
+    assert (t.median_ms, t.hold_ms) == (1.0, 0.8) and holds_ns == [2e5, 4e5, 8e5, 8e5]
+    monkeypatch.setattr(timing, "HOLD_MAX_MS", 1.0)
+    holds_ns.clear()
+    t = timing.bench(lambda: enqueue(3.0), warmup=0, reps=1)   # slower than any hold
+    assert t.hold_ms == 0.0 and holds_ns == [2e5, 4e5, 8e5, 1.6e6]
+
+
 def test_plot_draws_bars_cublas_and_rooflines(tmp_path):
     pytest.importorskip("matplotlib")
     from numba_gemm.plot import plot_ladder, roofline_tflops
