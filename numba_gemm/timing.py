@@ -100,7 +100,6 @@ def bench(fn, *, reps: int | None = None, warmup: int = 1, flush_l2: bool = Fals
 @functools.cache
 def _hold_kernel():   # compiled on first use: importing this module needs no GPU
     from numba import cuda
-    from numba.core.errors import NumbaPerformanceWarning
 
     @cuda.jit("void(int64)")
     def hold(ns):
@@ -111,8 +110,8 @@ def _hold_kernel():   # compiled on first use: importing this module needs no GP
             slept += 1000
 
     def launch(ns: int):
-        with warnings.catch_warnings():   # one thread on purpose: Numba's occupancy warning
-            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        with warnings.catch_warnings():   # one thread on purpose: not Numba's occupancy warning
+            warnings.filterwarnings("ignore", message="Grid size 1 will likely")
             hold[1, 1](ns)
 
     return launch
