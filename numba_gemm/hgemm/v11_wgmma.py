@@ -23,8 +23,10 @@ Descriptors (native/wgmma.cuh; `smem_desc` below is the same function): A is K-m
 N-major (imm-trans-b = 1) in 64-column panels, LBO = 8192 (next panel), SBO = 1024 (next 8
 k rows), the k step +2048 bytes.
 
-Measured (H200, bench.py, docs/LADDER.md): 8192³ fp16 679–732 TFLOPS (v10 444–471, 1.53–1.59×),
-bf16 683–743; 4096³ fp16 529–569. Above the 644 TFLOPS mma.sync register-loop ceiling (numba_gemm.microbench, 2026-12-01).
+Measured (H200, kernel time, docs/RESULTS.md, commit fcfef86): 8192³ fp16 747 TFLOPS (v10 501,
+1.49×; cuBLAS 733), bf16 779; 4096³ fp16 690 (0.95× cuBLAS). Above the 644 TFLOPS mma.sync
+register-loop ceiling (numba_gemm.microbench). Its K loop runs at 819 TFLOPS (time against K
+at M = N = 4096); what it loses to cuBLAS at 4096³ is a fixed ~30 µs, mostly the epilogue.
 
 Limits (TMA's, as v10): 16-byte aligned base and K % 8 == 0, N % 8 == 0 for 2-byte types;
 other shapes are refused before launch, naming v9, which serves any shape.

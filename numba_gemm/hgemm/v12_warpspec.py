@@ -15,8 +15,10 @@ needs (ptxas would warn C7508 and ignore it otherwise; the CI test reads the log
 
 Which ledger moved: load latency hidden (up to 4 stages in flight instead of 2, no computing
 warp ever waits for the producer) and issue slots (the consumers' warps issue only waits, wgmma
-and their arrivals). Bytes are v11's. Measured (H200): no step — v12/v11 = 0.95–1.07 at 8192³
-over three runs, inside the run-to-run spread; v11's loads were evidently already hidden. Census (CI-asserted): HGMMA.64x256x16.F32, UTMALDG.2D,
+and their arrivals). Bytes are v11's. Measured (H200, kernel time,
+docs/RESULTS.md): no step — v12/v11 = 0.99–1.00 at 4096³ and 8192³ in fp16 and bf16. v11's K
+loop already ran at the tensor cores' rate (819 TFLOPS for both, time against K), so there was
+no load latency left to hide; the fixed cost per tile (the epilogue) is the same in both. Census (CI-asserted): HGMMA.64x256x16.F32, UTMALDG.2D,
 USETMAXREG.DEALLOC / .TRY_ALLOC, SYNCS; no HMMA, LDSM or local memory.
 
 Limits as v10/v11 (TMA): K % 8 == 0, N % 8 == 0, 16-byte aligned base; otherwise refused

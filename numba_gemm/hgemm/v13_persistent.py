@@ -21,10 +21,12 @@ DRAM bytes: the super-tile rule, now in pair units. Census (CI-asserted): HGMMA,
 .MULTICAST, USETMAXREG, SYNCS.ARRIVE.TRANS64.RED (the remote arrivals); no HMMA, LDSM or
 local memory.
 
-Measured (H200, docs/LADDER.md): 8192³ fp16 638–698 TFLOPS = 1.01–1.07× cuBLAS (whose fp16
-GemmEx runs at 633–650 here), bf16 713–738 = 0.95–0.985× cuBLAS; 4096³ fp16 564 = 0.87×; v13/v12 =
-0.95–1.01, inside the run-to-run spread. run(..., cluster=1) (-DHG_CLUSTER=1) is the same
-persistent kernel without the cluster, for comparison: the multicast is worth 2–8 %.
+Measured (H200, kernel time, docs/RESULTS.md, commit fcfef86): 8192³ fp16 738 TFLOPS = 1.007×
+cuBLAS, bf16 782 = 1.001×; 4096³ fp16 694 = 0.954×, bf16 714 = 0.953×; v13/v12 = 1.00–1.01.
+run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster, for
+comparison: 0.92× (4096³) and 0.94× (8192³) of v13 — the multicast is worth 6–8 % and the
+persistent grid alone loses as much. The fixed cost per tile (~7.5 µs per round of 132 tiles,
+the epilogue from registers while the tensor cores idle) is what cuBLAS still does better.
 
 Limits as v10-v12 (TMA: K % 8 == 0, N % 8 == 0, 16-byte aligned base; refused before launch,
 naming v9). A pair whose second tile lies below M (odd number of tile rows) still runs that
