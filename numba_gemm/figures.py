@@ -642,6 +642,19 @@ def draw_pipelines(path, levels=("v7", "v10"), load: float = 2.5):
     _save(fig, path)
 
 
+class PNG:
+    """A drawn figure for display() in a notebook (Jupyter, or tools/run_notebook.py)."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def _repr_png_(self) -> bytes:
+        return self.path.read_bytes()
+
+    def __repr__(self):
+        return f"<{self.path.name}>"
+
+
 def _prov_line(prov: dict) -> str:
     line = ", ".join(str(prov[k]) for k in ("card", "date", "commit") if prov.get(k))
     line = line or ", ".join(prov.get("files", []))   # a raw file alone: its name
