@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -118,7 +119,9 @@ def execute(nb: dict, cwd: Path) -> bool:
                 cell["execution_count"] = None     # not run: a cell above raised
                 continue
             source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            t0 = time.perf_counter()
             ok = run_cell(source, ns, cell["outputs"], count)
+            print(f"cell {count}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     finally:
         os.chdir(here)
         sys.path.remove(str(cwd))
