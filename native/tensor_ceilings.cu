@@ -10,17 +10,25 @@
 //     issues WG_BATCH wgmma per commit group, keeping one group in flight. Two warpgroups per
 //     block, one block per SM (the accumulators leave no room for a second).
 //
+//   ldmatrix_loop / ldmatrix_trans_loop: ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16, the
+//     fragment load of v8-v10, the price of the shared-memory reads that feed mma.sync. Each warp
+//     issues LDSM_BATCH x4 loads per iteration from a conflict-free pattern (lane l names the
+//     16-byte row at 16 l, so each 8x8 matrix is 128 contiguous bytes: all 32 banks once) and
+//     adds the four registers of every load into four accumulators, so no load is dead code and
+//     the host can check each lane's sums against the ISA's fragment layout (numba_gemm.ptx).
+//
 // Each block's thread 0 records its clock64 span and SM, so the host gets both the rate per SM
 // cycle and the clock the SMs ran at. The sums written to `out` keep every result live.
 //
-// The host gives the loop shapes (numba_gemm.microbench.TENSOR_DEFINES), so the FLOP count it
-// divides by has one source: -DMMA_CHAINS (independent accumulators per warp, enough to cover
-// the mma latency) and -DWG_BATCH (wgmma per commit group).
+// The host gives the loop shapes (numba_gemm.microbench.TENSOR_DEFINES), so the FLOP and byte
+// counts it divides by have one source: -DMMA_CHAINS (independent accumulators per warp, enough
+// to cover the mma latency), -DWG_BATCH (wgmma per commit group) and -DLDSM_BATCH (ldmatrix per
+// loop iteration).
 #include "ptx.cuh"
 #include "wgmma.cuh"   // wgmma_fence / commit / wait, wgmma_m64n256k16
 
-#if !defined(MMA_CHAINS) || !defined(WG_BATCH)
-#error "compile with -DMMA_CHAINS and -DWG_BATCH (numba_gemm.microbench.TENSOR_DEFINES)"
+#if !defined(MMA_CHAINS) || !defined(WG_BATCH) || !defined(LDSM_BATCH)
+#error "compile with -DMMA_CHAINS, -DWG_BATCH and -DLDSM_BATCH (numba_gemm.microbench.TENSOR_DEFINES)"
 #endif
 
 // Thread 0 writes its block's clock64 span and the SM it ran on: cyc[3b .. 3b+2].
@@ -113,4 +121,53 @@ extern "C" __global__ void __launch_bounds__(256, 1) wgmma_loop(const u32* __res
     for (int i = 0; i < 128; ++i) s += d[i];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
     record_block(cyc, t0, t1);
+}
+
+// ---- ldmatrix from shared memory -----------------------------------------------------------
+
+constexpr int LDSM_BYTES = 512;                          // one x4: four 8x8 b16 matrices
+constexpr int LDSM_TILE_WORDS = 2 * LDSM_BATCH * LDSM_BYTES / 4;   // two halves, alternating
+
+// out[4 t + i] = the sum (mod 2^32) of register i over every load of thread t.
+template <bool TRANS>
+__device__ __forceinline__ void ldmatrix_loop_body(const u32* __restrict__ in, u32* __restrict__ out,
+                                                   u64* __restrict__ cyc, int iters) {
+    __shared__ __align__(128) u32 tile[LDSM_TILE_WORDS];
+    for (int i = threadIdx.x; i < LDSM_TILE_WORDS; i += blockDim.x) tile[i] = in[i];
+    __syncthreads();
+    const u32 base = smem_u32(tile) + 16 * (threadIdx.x % 32);
+    u32 acc[4] = {0u, 0u, 0u, 0u};
+
+    __syncthreads();
+    u64 t0 = clock64();
+    #pragma unroll 1   // one iteration's LDSM_BATCH loads in flight, not ptxas' choice of several
+    for (int it = 0; it < iters; ++it) {
+        const u32 half = base + (it & 1) * (LDSM_BATCH * LDSM_BYTES);   // odd iterations: the other half
+        #pragma unroll
+        for (int j = 0; j < LDSM_BATCH; ++j) {
+            u32 r[4];
+            if (TRANS) ldmatrix_x4_trans(r, half + j * LDSM_BYTES);
+            else ldmatrix_x4(r, half + j * LDSM_BYTES);
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) acc[i] += r[i];
+        }
+    }
+    __syncthreads();
+    u64 t1 = clock64();
+
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) out[4 * t + i] = acc[i];
+    record_block(cyc, t0, t1);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4) ldmatrix_loop(const u32* __restrict__ in, u32* __restrict__ out,
+                                                                 u64* __restrict__ cyc, int iters) {
+    ldmatrix_loop_body<false>(in, out, cyc, iters);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4) ldmatrix_trans_loop(const u32* __restrict__ in,
+                                                                       u32* __restrict__ out,
+                                                                       u64* __restrict__ cyc, int iters) {
+    ldmatrix_loop_body<true>(in, out, cyc, iters);
 }

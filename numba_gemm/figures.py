@@ -10,8 +10,17 @@ and numba_gemm.hgemm._common, and a drawing function on top of it. The data func
 nothing but the package and are tested without matplotlib; drawing needs the `plot` extra
 (`pip install -e ".[plot]"`), imported only when a figure is drawn.
 
-The two measured figures (the roofline and the ladder) read a bench.py --json file; the
-committed input, docs/figures/h200_ladder.json, carries its card, date, commit and command.
+The two measured figures (the roofline and the ladder) read `python bench.py --json FILE`
+output (`--results`), in one of three forms:
+  - a raw bench.py --json file (a list of results), as written;
+  - a manifest of raw files, which says what ran where and makes every bar traceable to its
+    command (the files are named relative to the manifest, kept beside it in docs/data/):
+        {"card": "NVIDIA H200 (sm_90, 132 SMs), driver ...", "date": "...", "commit": "...",
+         "runs": [{"command": "python bench.py --level sgemm --size 4096 --json h200_sgemm.json",
+                   "json": "h200_sgemm.json"}, ...]}
+  - {"provenance": {...}, "results": [...]}: results gathered by other means, which must say
+    so; the committed input today, docs/data/h200_ladder_transcribed.json, is the 2026-12-01
+    run transcribed by hand from docs/RESULTS.md ("transcribed_from"), and the figures say so.
 Simulator timings are never plotted: results without a GPU mode are refused.
 """
 from __future__ import annotations
@@ -26,7 +35,10 @@ from .hgemm import _common as cm
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES_DIR = ROOT / "docs" / "figures"
-RESULTS_JSON = FIGURES_DIR / "h200_ladder.json"
+DATA_DIR = ROOT / "docs" / "data"
+# The figures' default input: numbers transcribed from docs/RESULTS.md until a run's raw
+# bench.py --json files and their manifest are committed in docs/data/.
+RESULTS_JSON = DATA_DIR / "h200_ladder_transcribed.json"
 
 BLUE, RED, GREEN, GREY, ORANGE = "#4c72b0", "#c44e52", "#55a868", "#8c8c8c", "#dd8452"
 
@@ -219,10 +231,25 @@ def pipeline_schedule(stages: int, tiles: int = 10, load: float = 2.5) -> list[d
 
 
 def load_results(path=RESULTS_JSON) -> tuple[list[dict], dict]:
-    """(results, provenance) from a bench.py --json file, bare or wrapped with its provenance.
-    Only GPU measurements are returned: a simulator run has no timings worth plotting."""
-    data = json.loads(Path(path).read_text())
-    results, prov = (data["results"], data.get("provenance", {})) if isinstance(data, dict) else (data, {})
+    """(results, provenance) from a raw bench.py --json file, a manifest of them, or results
+    wrapped with their provenance (module docstring). Only GPU measurements are returned: a
+    simulator run has no timings worth plotting."""
+    path = Path(path)
+    data = json.loads(path.read_text())
+    if isinstance(data, list):                       # raw bench.py --json
+        results, prov = data, {"files": [path.name]}
+    elif "runs" in data:                             # a manifest of raw files
+        prov = {k: v for k, v in data.items() if k != "runs"}
+        prov["commands"] = [run["command"] for run in data["runs"]]
+        prov["files"] = [run["json"] for run in data["runs"]]
+        results = []
+        for run in data["runs"]:
+            raw = json.loads((path.parent / run["json"]).read_text())
+            if not isinstance(raw, list):
+                raise ValueError(f"{run['json']}: not a raw bench.py --json file (a list of results)")
+            results += raw
+    else:
+        results, prov = data["results"], data.get("provenance", {})
     timed = [r for r in results if r.get("mode") == "gpu" and r.get("ms")]
     if not timed:
         raise ValueError(f"{path}: no GPU timings (simulator results are never plotted)")
@@ -615,9 +642,23 @@ def draw_pipelines(path, levels=("v7", "v10"), load: float = 2.5):
     _save(fig, path)
 
 
+class PNG:
+    """A drawn figure for display() in a notebook (Jupyter, or tools/run_notebook.py)."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def _repr_png_(self) -> bytes:
+        return self.path.read_bytes()
+
+    def __repr__(self):
+        return f"<{self.path.name}>"
+
+
 def _prov_line(prov: dict) -> str:
-    keys = [prov.get(k) for k in ("card", "date", "commit")]
-    return ", ".join(str(k) for k in keys if k)
+    line = ", ".join(str(prov[k]) for k in ("card", "date", "commit") if prov.get(k))
+    line = line or ", ".join(prov.get("files", []))   # a raw file alone: its name
+    return line + (" (transcribed from docs/RESULTS.md)" if prov.get("transcribed_from") else "")
 
 
 LABEL_OFFSETS = {"k3c": (6, -12), "k5": (6, -12), "v8": (6, 2), "v9": (-22, -10), "v10": (-26, 2),

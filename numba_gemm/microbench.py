@@ -16,7 +16,9 @@ figures: conflict-free 2.686, broadcast 0.534, global 1.94). The median over SMs
 An FFMA loop is measured the same way as a yardstick (128 FP32 lanes per SM: 0.25).
 
 Global loads read a 32 KB array that stays in L1 after the first pass, as k2's and the tiled
-levels' loads mostly do; `ldg_x32` sends each lane to its own 128-byte line (k1's A load).
+levels' loads mostly do; `ldg_x32` sends each lane to its own 128-byte line (k1's A load);
+`ldg128_x8` is k7's and k8's float4 load of A: 4 lanes per row, 64 bytes from each of 8 rows
+(8 lines, where a coalesced `ldg128` touches 4).
 
 Also measured: the device-to-device copy bandwidth (bytes read + written per second, the
 bytes ledger's ceiling) and the SM clock (clock64 cycles over CUDA-event time).
@@ -30,7 +32,17 @@ the Hopper levels use). TFLOPS = FLOPs / CUDA-event time of one launch over ever
 A full run also writes the mma_sync figure as `tensor_flops`, the tensor ceiling the ledgers
 price v7–v10 against (numba_gemm.ledgers.card reads it from the costs file).
 
-    python -m numba_gemm.microbench --tensor          # the two tensor-core ceilings only
+The same file prices the fragment loads that feed mma.sync: "ldmatrix_x4" and
+"ldmatrix_x4_trans" run ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 in a loop of 8
+conflict-free loads per iteration, each lane adding its four registers into four sums that the
+host checks against the ISA's fragment layout (numba_gemm.ptx.ldmatrix_warp); the result is SM
+cycles per warp instruction, as for the load kinds, and bytes per SM cycle (512 per x4). They
+go into the costs file's tensor section; a file without them is "not yet measured" there.
+
+    python -m numba_gemm.microbench --tensor          # tensor ceilings and ldmatrix prices only
+    python -m numba_gemm.microbench --tensor ldmatrix_x4,ldmatrix_x4_trans \
+        --update numba_gemm/data/h200_costs.json      # measure some, merge them into a costs file
+    python -m numba_gemm.microbench --kinds ldg128_x8 --update numba_gemm/data/h200_costs.json
 
 In the Numba CUDA simulator (no GPU) `run_all(smoke=True)` runs each kernel once at a tiny
 size and checks the values it loaded, so the index patterns are tested in CI; the timings
@@ -61,9 +73,10 @@ SMEM_WORDS = 4096          # 16 KB of shared memory per block
 GLOBAL_WORDS = 8192        # 32 KB global array: L1-resident
 ROWS128 = 32               # 2-D arrays of 32 rows × 128 floats for the 128-bit kinds
 UNROLL = 8                 # loads per loop iteration (kept in sync with the kernels)
+WARP = 32
 SMEM_ALIGN = 16           # bytes: the 128-bit shared loads need it
 
-# kind -> (kernel family, lane stride or column multiplier)
+# kind -> (kernel family, lane stride, column multiplier, or for ldg128_x8 lanes per row)
 KINDS = {
     "ffma": ("ffma", 0),
     "lds_bcast": ("lds32", 0),
@@ -78,6 +91,7 @@ KINDS = {
     "ldg": ("ldg32", 1),
     "ldg_x32": ("ldg32", 32),
     "ldg128": ("ldg128", 4),
+    "ldg128_x8": ("ldg128_x8", 4),
 }
 
 
@@ -95,7 +109,20 @@ def lane_addresses(kind: str, j: int = 0, it: int = 0) -> tuple[list[int], int]:
     if fam in ("lds128", "ldg128"):
         row = (it * UNROLL + j) & (ROWS128 - 1)
         return [4 * (row * 128 + lane * p) for lane in lanes], 16
+    if fam == "ldg128_x8":
+        return [4 * x8_element(lane, j, it) for lane in lanes], 16
     raise ValueError(f"{kind} is not a load")
+
+
+def x8_element(lane: int, j: int, it: int) -> int:
+    """ldg128_x8, k7/k8's A load: lane l reads the float4 at row l // 4, column 4 (l % 4) of an
+    8-row window, so a warp takes 64 bytes from each of 8 rows 512 bytes apart (8 lines, 16
+    sectors). Load j of an iteration moves the window 8 rows down (j % 4) and 16 columns right
+    (j // 4); odd iterations start 64 columns further, so no load repeats its predecessor's."""
+    per_row = KINDS["ldg128_x8"][1]          # 4 lanes per row: 8 rows per warp
+    row = lane // per_row + (WARP // per_row) * (j % 4)
+    col = 4 * (lane % per_row) + 16 * (j // 4) + 64 * (it % 2)
+    return row * 128 + col
 
 
 # ---------------------------------------------------------------------------------------
@@ -270,8 +297,29 @@ def _build_vector_kernels():
         t1 = clock64()
         _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
 
+    @cuda.jit
+    def _ldg128_x8(g, out, cyc, sm, iters, lanes_per_row):
+        t = cuda.threadIdx.x
+        lane = u64(t & 31)
+        # x8_element: the lane's float4 in the 8-row window, then an offset per load (constant)
+        off = (lane // u64(lanes_per_row)) * u64(128) + u64(4) * (lane % u64(lanes_per_row))
+        a0 = float32(0); a1 = float32(0); a2 = float32(0); a3 = float32(0)   # noqa: E702
+        cuda.syncthreads()
+        t0 = clock64()
+        it = u64(0)
+        while it < u64(iters):
+            o = off + u64(64) * (it & u64(1))
+            for j in range(UNROLL):
+                v = load4_global(g, o + u64(8 * 128 * (j % 4) + 16 * (j // 4)))
+                a0 += v[0]; a1 += v[1]; a2 += v[2]; a3 += v[3]   # noqa: E702
+            it += u64(1)
+        cuda.syncthreads()
+        t1 = clock64()
+        _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
+
     _KERNELS["lds128"] = _lds128
     _KERNELS["ldg128"] = _ldg128
+    _KERNELS["ldg128_x8"] = _ldg128_x8
     return None
 
 
@@ -293,6 +341,8 @@ def expected_out(kind: str, threads: int, iters: int) -> np.ndarray:
                 if fam in ("lds32", "ldg32"):
                     mask = 2047 if fam == "lds32" else 4095
                     acc += (t & 31) * p + ((it * 256) & mask) + j * 32
+                elif fam == "ldg128_x8":
+                    acc += 4 * x8_element(t & 31, j, it) + 6
                 else:
                     row = (it * UNROLL + j) & (ROWS128 - 1)
                     acc += 4 * (row * 128 + (t & 31) * p) + 6   # x + y + z + w of 4 consecutive
@@ -308,7 +358,7 @@ def _launch(kind: str, blocks: int, threads: int, iters: int, garr, garr128):
     sm = cuda.device_array(blocks, np.uint32)
     if fam == "ldg32":
         k[blocks, threads](garr, out, cyc, sm, np.int32(iters), np.int32(p))
-    elif fam == "ldg128":
+    elif fam in ("ldg128", "ldg128_x8"):
         k[blocks, threads](garr128, out, cyc, sm, np.int32(iters), np.int32(p))
     else:
         k[blocks, threads](out, cyc, sm, np.int32(iters), np.int32(p))
@@ -442,7 +492,8 @@ def measure_copy_bandwidth(nbytes: int = 1 << 30, copies: int = 10, repeats: int
 TENSOR_SOURCE = "tensor_ceilings.cu"
 MMA_CHAINS = 8      # independent mma.sync accumulators per warp
 WG_BATCH = 8        # wgmma per commit group
-TENSOR_DEFINES = (f"-DMMA_CHAINS={MMA_CHAINS}", f"-DWG_BATCH={WG_BATCH}")
+LDSM_BATCH = 8      # ldmatrix.x4 per loop iteration
+TENSOR_DEFINES = (f"-DMMA_CHAINS={MMA_CHAINS}", f"-DWG_BATCH={WG_BATCH}", f"-DLDSM_BATCH={LDSM_BATCH}")
 MMA_FLOPS = 2 * 16 * 8 * 16           # one mma.sync.m16n8k16
 WGMMA_FLOPS = 2 * 64 * 256 * 16       # one wgmma m64n256k16
 # name -> (kernel, threads per block, blocks per SM, FLOPs per block per loop iteration, iterations)
@@ -450,6 +501,35 @@ TENSOR = {
     "mma_sync": ("mma_sync_loop", 256, 4, (256 // 32) * MMA_CHAINS * MMA_FLOPS, 1 << 16),
     "wgmma": ("wgmma_loop", 256, 1, (256 // 128) * WG_BATCH * WGMMA_FLOPS, 1 << 14),
 }
+
+
+# The fragment loads that feed mma.sync, priced like the load kinds above (SM cycles per warp
+# instruction): name -> (kernel, .trans, threads per block, blocks per SM, iterations).
+LDSM_BYTES = 512                       # one ldmatrix.x4: four 8×8 b16 matrices
+LDSM_TILE_WORDS = 2 * LDSM_BATCH * LDSM_BYTES // 4
+LDMATRIX = {
+    "ldmatrix_x4": ("ldmatrix_loop", False, 256, 4, 1 << 13),
+    "ldmatrix_x4_trans": ("ldmatrix_trans_loop", True, 256, 4, 1 << 13),
+}
+
+
+def ldmatrix_addresses(j: int, it: int) -> list[int]:
+    """Byte offsets in the tile that the 32 lanes give load j of iteration it (as the kernel)."""
+    return [(it % 2) * LDSM_BATCH * LDSM_BYTES + j * LDSM_BYTES + 16 * lane for lane in range(WARP)]
+
+
+def expected_ldmatrix(tile_words: np.ndarray, trans: bool, iters: int) -> np.ndarray:
+    """(32, 4) uint32: lane l's sum (mod 2^32) of register i over the whole loop, from the ISA's
+    fragment layout (numba_gemm.ptx.ldmatrix_warp), the check of what the kernel loaded."""
+    from numba_gemm.ptx import ldmatrix_warp
+
+    smem = np.ascontiguousarray(tile_words, dtype=np.uint32).view(np.uint8)
+    total = np.zeros((WARP, 4), dtype=np.uint64)
+    for half, times in ((0, (iters + 1) // 2), (1, iters // 2)):
+        for j in range(LDSM_BATCH):
+            regs = np.array(ldmatrix_warp(smem, ldmatrix_addresses(j, half), trans), dtype=np.uint64)
+            total += regs * np.uint64(times)
+    return (total % (1 << 32)).astype(np.uint32)
 
 
 def tensor_cubin() -> bytes:
@@ -505,6 +585,61 @@ def measure_tensor(name: str, iters: int | None = None, repeats: int = 5) -> dic
         "blocks": blocks, "threads": threads, "iters": iters}
 
 
+def measure_ldmatrix(name: str, iters: int | None = None, repeats: int = 5) -> dict:
+    """One ldmatrix kind on the current GPU: SM cycles per warp instruction (median over SMs),
+    instructions and bytes per SM cycle; every lane's sums checked on every run."""
+    from numba_gemm import nvrtc
+    from numba_gemm.hgemm._common import device_ptr, pack_args
+
+    kernel, trans, threads, per_sm, default_iters = LDMATRIX[name]
+    iters = iters or default_iters
+    f = _device_facts()
+    blocks = f["sms"] * per_sm
+    fn = nvrtc.function(TENSOR_SOURCE, kernel, defines=TENSOR_DEFINES)
+    words = np.random.default_rng().integers(1, 1 << 32, LDSM_TILE_WORDS, dtype=np.uint64).astype(np.uint32)
+    src = cuda.to_device(words)
+    out = cuda.device_array(blocks * threads * 4, np.uint32)
+    cyc = cuda.device_array(3 * blocks, np.uint64)
+    want = np.tile(expected_ldmatrix(words, trans, iters), (blocks * threads // WARP, 1))
+
+    def launch(n):
+        args = pack_args(("p", device_ptr(src)), ("p", device_ptr(out)), ("p", device_ptr(cyc)), ("i", n))
+        nvrtc.launch(fn, (blocks, 1, 1), (threads, 1, 1), 0, None, args)
+
+    launch(16)   # load + warm up
+    cuda.synchronize()
+    per_instr = threads // WARP * iters * LDSM_BATCH     # warp instructions per block
+    runs = []
+    for _ in range(repeats):
+        start, stop = cuda.event(), cuda.event()
+        start.record()
+        launch(iters)
+        stop.record()
+        stop.synchronize()
+        got = out.copy_to_host().reshape(-1, 4)
+        if not np.array_equal(got, want):
+            bad = int(np.argmax(np.any(got != want, axis=1)))
+            raise RuntimeError(f"{name}: thread {bad} summed {got[bad].tolist()}, the ISA's layout gives "
+                               f"{want[bad].tolist()}")
+        seconds = cuda.event_elapsed_time(start, stop) * 1e-3
+        c = cyc.copy_to_host().reshape(blocks, 3).astype(np.int64)
+        per_sm: dict[int, list] = {}
+        for t0, t1, sm in c:
+            per_sm.setdefault(int(sm), []).append((t0, t1))
+        spans = [max(b for _, b in v) - min(a for a, _ in v) for v in per_sm.values()]
+        costs = [span / (len(v) * per_instr) for span, v in zip(spans, per_sm.values())]
+        cost = statistics.median(costs)
+        runs.append({"cycles_per_instr": cost, "instr_per_sm_cycle": 1 / cost,
+                     "bytes_per_sm_cycle": LDSM_BYTES / cost,
+                     "sm_clock_ghz": statistics.median(spans) / seconds / 1e9,
+                     "sms_seen": len(per_sm), "seconds": seconds})
+    runs.sort(key=lambda r: r["cycles_per_instr"])
+    r = runs[len(runs) // 2]
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} | {
+        "blocks": blocks, "threads": threads, "iters": iters, "checked": True,
+        "measured_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")}
+
+
 def tensor_ceiling(name: str) -> float:
     """TFLOPS of one tensor-core ceiling ("mma_sync" or "wgmma") on the current GPU."""
     return measure_tensor(name)["tflops"]
@@ -516,15 +651,15 @@ def _write_json(path: str, data: dict) -> None:
         fh.write("\n")
 
 
-def run_tensor(out_path: str | None = None, quiet: bool = False) -> dict:
-    """Both tensor-core ceilings; JSON at out_path if given."""
+def run_tensor(out_path: str | None = None, quiet: bool = False, names=None) -> dict:
+    """The tensor-core ceilings and the ldmatrix prices (or `names` of them); JSON at out_path."""
     import numba
 
     data = {"schema": 1, **_device_facts(),
             "tensor_tflops": {}, "tensor": {}, "tensor_method": _TENSOR_METHOD,
             "numba": numba.__version__,
             "measured_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")}
-    _measure_tensor_into(data)
+    _measure_tensor_into(data, names)
     if out_path:
         _write_json(out_path, data)
     if not quiet:
@@ -536,27 +671,51 @@ _TENSOR_METHOD = (f"native/tensor_ceilings.cu (NVRTC, sm_90a): mma_sync = mma.sy
                   f"registers, {MMA_CHAINS} accumulator chains per warp, 8 warps per block, 4 blocks per SM; "
                   f"wgmma = wgmma.mma_async m64n256k16 f16->f32, A and B from shared memory, {WG_BATCH} per "
                   "commit group with one group in flight, 2 warpgroups per SM; TFLOPS = FLOPs / CUDA-event "
-                  "time of one launch (median of 5)")
+                  f"time of one launch (median of 5); ldmatrix_x4(_trans) = ldmatrix.sync.aligned.m8n8.x4"
+                  f"(.trans).shared.b16, {LDSM_BATCH} conflict-free loads per iteration each summed into 4 "
+                  "registers, 8 warps per block, 4 blocks per SM, every lane's sums checked against the ISA's "
+                  "fragment layout; clock64 span per SM / warp instructions on that SM (median over SMs, "
+                  "median of 5 launches)")
+TENSOR_NAMES = (*TENSOR, *LDMATRIX)
 
 
-def _measure_tensor_into(data: dict) -> None:
-    for name in TENSOR:
+def _measure_tensor_into(data: dict, names=None) -> None:
+    for name in names or TENSOR_NAMES:
         try:
-            r = measure_tensor(name)
-        except Exception as e:  # one broken ceiling must not lose the other
+            r = measure_tensor(name) if name in TENSOR else measure_ldmatrix(name)
+        except Exception as e:  # one broken measurement must not lose the others
             data.setdefault("not_measured", {})[name] = f"{type(e).__name__}: {e}"
             continue
         data["tensor"][name] = r
-        data["tensor_tflops"][name] = round(r["tflops"], 1)
+        if name in TENSOR:
+            data["tensor_tflops"][name] = round(r["tflops"], 1)
+
+
+def ldmatrix_price(data: dict, name: str = "ldmatrix_x4") -> float | None:
+    """SM cycles per warp ldmatrix of a costs file's tensor section; None: not yet measured."""
+    r = data.get("tensor", {}).get(name)
+    return r["cycles_per_instr"] if r else None
 
 
 def format_tensor(data: dict) -> str:
-    lines = [f"{'ceiling':10s} {'TFLOPS':>8s} {'FLOP/SM/clk':>12s} {'SM GHz':>7s}"]
-    for name, r in data.get("tensor", {}).items():
-        lines.append(f"{name:10s} {r['tflops']:8.1f} {r['flops_per_sm_cycle']:12.0f} {r['sm_clock_ghz']:7.3f}")
-    for name, why in data.get("not_measured", {}).items():
-        if name in TENSOR:
-            lines.append(f"{name:10s} not measured: {why}")
+    lines = [f"{'ceiling':18s} {'TFLOPS':>8s} {'FLOP/SM/clk':>12s} {'SM GHz':>7s}"]
+    tensor = data.get("tensor", {})
+    for name in TENSOR:
+        if name in tensor:
+            r = tensor[name]
+            lines.append(f"{name:18s} {r['tflops']:8.1f} {r['flops_per_sm_cycle']:12.0f} {r['sm_clock_ghz']:7.3f}")
+    lines.append(f"{'fragment load':18s} {'cyc/instr':>9s} {'B/SM/clk':>9s} {'SM GHz':>7s}")
+    for name in LDMATRIX:
+        if name in tensor:
+            r = tensor[name]
+            lines.append(f"{name:18s} {r['cycles_per_instr']:9.3f} {r['bytes_per_sm_cycle']:9.1f} "
+                         f"{r['sm_clock_ghz']:7.3f}")
+    for name in TENSOR_NAMES:
+        why = data.get("not_measured", {}).get(name)
+        if why:
+            lines.append(f"{name:18s} not measured: {why}")
+        elif name not in tensor:
+            lines.append(f"{name:18s} not yet measured (python -m numba_gemm.microbench --tensor)")
     return "\n".join(lines)
 
 
@@ -636,7 +795,7 @@ def format_table(data: dict) -> str:
         seed = SEED_4090.get(k)
         lines.append(f"{k:16s} {v:8.3f} {lo:8.3f} {hi:8.3f} {seed if seed else '':>12}")
     for k, why in data.get("not_measured", {}).items():
-        if k not in TENSOR:
+        if k not in TENSOR_NAMES:
             lines.append(f"{k:16s} not measured: {why}")
     lines.append(f"({data['seconds']} s; unit: {data['unit']})")
     if data.get("tensor"):
@@ -644,28 +803,71 @@ def format_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def update_file(path: str, new: dict) -> dict:
+    """Merge the measurements of `new` (a --kinds or --tensor run) into the costs file at `path`,
+    keeping everything else; each merged entry is dated in "updated"."""
+    with open(path) as fh:
+        data = json.load(fh)
+    if (data.get("device"), data.get("sms")) != (new["device"], new["sms"]):
+        raise ValueError(f"{path} was measured on {data.get('device')}, this is {new['device']}")
+    stamp = new["measured_utc"]
+    for kind, cost in new.get("costs", {}).items():
+        data["costs"][kind] = cost
+        data["spread_min_max_sms"][kind] = new["spread_min_max_sms"][kind]
+        data.setdefault("updated", {})[kind] = stamp
+    for name, r in new.get("tensor", {}).items():
+        data.setdefault("tensor", {})[name] = r
+        data.setdefault("updated", {})[name] = stamp
+        if name in TENSOR:
+            data.setdefault("tensor_tflops", {})[name] = new["tensor_tflops"][name]
+            if name == "mma_sync":
+                data["tensor_flops"] = r["tflops"] * 1e12
+    for name in (*new.get("costs", {}), *new.get("tensor", {})):
+        data.get("not_measured", {}).pop(name, None)
+    if new.get("tensor"):
+        data["tensor_method"] = new["tensor_method"]
+    _write_json(path, data)
+    return data
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="write the costs JSON here (e.g. numba_gemm/data/h200_costs.json)")
+    ap.add_argument("--update", metavar="FILE",
+                    help="measure only --kinds or --tensor and merge them into this costs file, "
+                         "keeping its other entries (each merged one dated under 'updated')")
     ap.add_argument("--kinds", help="comma-separated subset of: " + ", ".join(KINDS))
     ap.add_argument("--smoke", action="store_true", help="only run each kernel once and check it")
-    ap.add_argument("--tensor", action="store_true",
-                    help="only the tensor-core ceilings (mma.sync, wgmma): needs a GPU")
+    ap.add_argument("--tensor", nargs="?", const=",".join(TENSOR_NAMES), metavar="NAMES",
+                    help="only the tensor-core ceilings and ldmatrix prices (default: all of "
+                         f"{', '.join(TENSOR_NAMES)}): needs a GPU")
     a = ap.parse_args(argv)
+    if a.update and not (a.kinds or a.tensor):
+        ap.error("--update merges a partial run: give --kinds or --tensor")
     if a.tensor:
         if SIMULATOR:
             ap.error("the tensor-core ceilings are native kernels: they need a GPU")
-        data = run_tensor(a.out)
-        return 0 if len(data["tensor_tflops"]) == len(TENSOR) else 1
+        names = a.tensor.split(",")
+        unknown = [n for n in names if n not in TENSOR_NAMES]
+        if unknown:
+            ap.error(f"unknown tensor measurements: {unknown} (one of {', '.join(TENSOR_NAMES)})")
+        data = run_tensor(a.out, names=names)
+        if a.update:
+            update_file(a.update, data)
+        return 0 if set(data["tensor"]) == set(names) else 1
     kinds = a.kinds.split(",") if a.kinds else None
     if kinds:
         unknown = [k for k in kinds if k not in KINDS]
         if unknown:
             ap.error(f"unknown kinds: {unknown}")
+    if a.update and (a.smoke or SIMULATOR):
+        ap.error("--update needs a GPU measurement")
     res = run_all(a.out, kinds, smoke_only=True if a.smoke else None)
     if "smoke" in res:
         bad = {k: v for k, v in res["smoke"].items() if v != "ok" and not v.startswith("skipped")}
         return 1 if bad else 0
+    if a.update:
+        update_file(a.update, res)
     return 0
 
 

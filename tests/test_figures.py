@@ -128,9 +128,35 @@ def test_results_refuse_simulator_runs(tmp_path):
         figures.load_results(p)
 
 
+def _result(level, n, ms, dtype="float32", mode="gpu"):
+    return {"level": level, "M": n, "N": n, "K": n, "dtype": dtype, "mode": mode, "ms": ms,
+            "tflops": 2 * n ** 3 / ms / 1e9, "cublas_tflops": 50.0}
+
+
+def test_results_from_a_manifest_of_raw_files(tmp_path):
+    """A manifest names raw bench.py --json files beside it, each with the command that wrote it."""
+    (tmp_path / "s.json").write_text(json.dumps([_result("k1", 4096, 270.0), _result("k2", 4096, 29.0)]))
+    (tmp_path / "h.json").write_text(json.dumps([_result("v7", 4096, 0.6, "float16")]))
+    runs = [{"command": "python bench.py --level k1,k2 --size 4096 --json s.json", "json": "s.json"},
+            {"command": "python bench.py --level v7 --size 4096 --json h.json", "json": "h.json"}]
+    m = tmp_path / "manifest.json"
+    m.write_text(json.dumps({"card": "a GPU", "date": "2026-12-01", "commit": "abc1234", "runs": runs}))
+    results, prov = figures.load_results(m)
+    assert [r["level"] for r in results] == ["k1", "k2", "v7"]
+    assert prov["commands"] == [r["command"] for r in runs] and prov["files"] == ["s.json", "h.json"]
+    assert figures._prov_line(prov) == "a GPU, 2026-12-01, abc1234"
+    raw, raw_prov = figures.load_results(tmp_path / "s.json")          # a raw file alone
+    assert len(raw) == 2 and figures._prov_line(raw_prov) == "s.json"
+    (tmp_path / "h.json").write_text(json.dumps({"results": []}))
+    with pytest.raises(ValueError, match="not a raw bench.py --json"):
+        figures.load_results(m)
+
+
 def test_committed_input_has_provenance_and_every_level():
     results, prov = figures.load_results()
     assert {"card", "date", "commit", "commands"} <= set(prov)
+    if "runs" not in json.loads(figures.RESULTS_JSON.read_text()):   # not raw files: says so
+        assert prov.get("transcribed_from") and "transcribed" in figures._prov_line(prov)
     assert {r["level"] for r in results} >= {"k1", "k2", "k3", "k3c", "k4", "k5", "k6", "v7", "v8", "v9", "v10"}
     for p in figures.roofline_points(results):
         assert p["intensity"] > 0 and p["roof_tflops"] > 0

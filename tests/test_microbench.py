@@ -3,6 +3,7 @@ the right values (simulator or GPU, tiny), and on a GPU the measured costs are s
 import json
 import re
 
+import numpy as np
 import pytest
 
 from tests.conftest import GPU, gpu_only
@@ -49,6 +50,7 @@ def test_measured_costs_are_sane(tmp_path):
     assert c["lds_conflict32"] > 4 * c["lds_free"]      # 32 wavefronts against 1
     assert c["lds_conflict8"] < c["lds_conflict32"]
     assert c["ldg_x32"] > 2 * c["ldg"]
+    assert 0.9 * c["ldg128"] <= c["ldg128_x8"] < c["ldg_x32"]   # 8 lines: at least ldg128's 4
     assert 1e12 < data["copy_bandwidth_Bps"] < 1e13
     assert 0.5 < data["clock_ghz"] < 3.0
     assert data["tensor_flops"] == pytest.approx(data["tensor_tflops"]["mma_sync"] * 1e12, rel=1e-3)
@@ -68,7 +70,11 @@ def test_tensor_ceilings_compile_to_the_instructions_they_measure():
 
     cubin = mb.tensor_cubin()
     census = {c.kernel: c for c in sass.census_cubin(cubin, "ceilings")}
-    assert set(census) == {kernel for kernel, *_ in mb.TENSOR.values()}
+    assert set(census) == {kernel for kernel, *_ in (*mb.TENSOR.values(), *mb.LDMATRIX.values())}
+    for kernel, *_ in mb.LDMATRIX.values():    # the loads, summed: nothing else that could bound it
+        ld = census[kernel]
+        assert ld.count("LDSM") == mb.LDSM_BATCH and not ld.has("HMMA") and not ld.has("LDS")
+        assert ld.local_memory_ops == 0
     mma, wg = census["mma_sync_loop"], census["wgmma_loop"]
     assert mma.count("HMMA") >= mb.MMA_CHAINS and not wg.has("HMMA")
     assert wg.count("HGMMA") >= mb.WG_BATCH and wg.has("WARPGROUP") and not mma.has("HGMMA")
@@ -84,6 +90,44 @@ def test_tensor_flop_counts():
     assert mb.TENSOR["wgmma"][3] == 2 * mb.WG_BATCH * mb.WGMMA_FLOPS      # two warpgroups per block
 
 
+def test_ldmatrix_pattern_is_conflict_free_and_reads_every_byte_once():
+    """Each 8-lane phase (one 8×8 matrix) reads 128 contiguous bytes: all 32 banks once; every
+    load of the loop reads its own 512 bytes of the tile; .trans hands out each b16 once."""
+    seen = set()
+    for it in (0, 1):
+        for j in range(mb.LDSM_BATCH):
+            addrs = mb.ldmatrix_addresses(j, it)
+            for m in range(4):
+                assert L.bank_profile(addrs[8 * m: 8 * m + 8], 16).ways == 1
+            assert not seen & set(addrs)
+            seen |= set(addrs)
+    assert max(seen) + 16 == mb.LDSM_TILE_WORDS * 4
+    from numba_gemm.ptx import ldmatrix_warp
+
+    halves = np.arange(mb.LDSM_TILE_WORDS * 2, dtype=np.uint16)
+    got = ldmatrix_warp(halves.view(np.uint8), mb.ldmatrix_addresses(3, 1), True)
+    values = sorted(v for regs in got for r in regs for v in (r & 0xFFFF, r >> 16))
+    start = (mb.LDSM_BATCH + 3) * mb.LDSM_BYTES // 2
+    assert values == list(range(start, start + mb.LDSM_BYTES // 2))
+
+
+def test_expected_ldmatrix_sums():
+    """Without .trans, lane l's register i of load j is word 32 i + l of that load's 512 bytes
+    (PTX: thread l gets row l / 4, elements 2 (l % 4) and + 1 of matrix i), summed mod 2^32."""
+    rng = np.random.default_rng(5)
+    words = rng.integers(0, 1 << 32, mb.LDSM_TILE_WORDS, dtype=np.uint64).astype(np.uint32)
+    for iters in (1, 4, 7):
+        want = np.zeros((32, 4), dtype=np.uint64)
+        for it in range(iters):
+            for j in range(mb.LDSM_BATCH):
+                w0 = ((it % 2) * mb.LDSM_BATCH + j) * mb.LDSM_BYTES // 4
+                want += np.array([[words[w0 + 32 * i + lane] for i in range(4)] for lane in range(32)],
+                                 dtype=np.uint64)
+        got = mb.expected_ldmatrix(words, False, iters)
+        assert got.dtype == np.uint32 and np.array_equal(got, (want % (1 << 32)).astype(np.uint32))
+    assert not np.array_equal(mb.expected_ldmatrix(words, True, 3), mb.expected_ldmatrix(words, False, 3))
+
+
 @gpu_only
 def test_tensor_ceilings_are_sane():
     data = mb.run_tensor(quiet=True)
@@ -95,3 +139,33 @@ def test_tensor_ceilings_are_sane():
     # dense f16 peak of an H100/H200 is 4096 FLOPs per SM cycle; wgmma gets close, mma.sync not
     assert data["tensor"]["wgmma"]["flops_per_sm_cycle"] <= 4096 * 1.01
     assert t["wgmma"] > t["mma_sync"]
+    for name in mb.LDMATRIX:                                    # checked, every SM, plausible
+        r = data["tensor"][name]
+        assert r["checked"] and r["sms_seen"] == data["sms"], name
+        assert 1.0 <= r["cycles_per_instr"] <= 64.0, r
+        assert r["bytes_per_sm_cycle"] == pytest.approx(mb.LDSM_BYTES / r["cycles_per_instr"], rel=1e-3)
+
+
+def test_ldmatrix_price_reads_the_costs_file_or_says_not_yet_measured(tmp_path):
+    """The committed costs file, and a copy with an ldmatrix entry merged in by update_file (the
+    path `--tensor NAMES --update FILE` takes): the table, the card and explain follow it."""
+    committed = json.loads(L.H200_COSTS.read_text())
+    text = L.explain("v8", "h200")
+    if mb.ldmatrix_price(committed) is None:
+        assert "ldmatrix_x4" in mb.format_tensor(committed) and "not yet measured" in mb.format_tensor(committed)
+        assert "ldmatrix.x4 not yet measured" in text and L.h200().ldsm_cycles is None
+    else:
+        assert f"ldmatrix.x4 {mb.ldmatrix_price(committed):.2f} SM cycles" in text
+    assert "fragment loads" not in L.explain("v11", "h200")      # wgmma: no ldmatrix
+    path = tmp_path / "costs.json"
+    path.write_text(L.H200_COSTS.read_text())
+    entry = {"cycles_per_instr": 5.0, "instr_per_sm_cycle": 0.2, "bytes_per_sm_cycle": 102.4,
+             "sm_clock_ghz": 1.8, "sms_seen": committed["sms"], "seconds": 0.01, "checked": True}
+    new = {"device": committed["device"], "sms": committed["sms"], "measured_utc": "2000-01-01T00:00Z",
+           "tensor": {"ldmatrix_x4": entry}, "tensor_tflops": {}, "tensor_method": "m"}
+    merged = mb.update_file(str(path), new)
+    assert merged["costs"] == committed["costs"] and merged["tensor"]["mma_sync"] == committed["tensor"]["mma_sync"]
+    assert merged["tensor_flops"] == committed["tensor_flops"] and merged["updated"]["ldmatrix_x4"] == "2000-01-01T00:00Z"
+    assert L.h200(path).ldsm_cycles == 5.0 and "ldmatrix.x4 5.00 SM cycles" in L.explain("v8", L.h200(path))
+    with pytest.raises(ValueError, match="measured on"):
+        mb.update_file(str(path), new | {"device": "another card"})

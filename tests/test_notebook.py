@@ -27,3 +27,51 @@ def test_ladder_notebook_runs_and_every_level_checks():
             assert f"{name:5s} " in text and "WRONG" not in text, name
     assert text.count(": ok, max |err|") == sum(lv.family == "sgemm" for lv in registry.registry().values())
     print(f"notebook executed in {elapsed:.1f} s")
+
+
+def _runner():
+    import importlib.util
+
+    path = NOTEBOOK.parent.parent / "tools" / "run_notebook.py"
+    spec = importlib.util.spec_from_file_location("run_notebook", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_run_notebook_writes_what_jupyter_would(tmp_path):
+    """tools/run_notebook.py (the GPU machine's executor, no Jupyter there): streams, the last
+    expression, display() of a PNG, an error that stops the run, a valid nbformat-4 file."""
+    import base64
+
+    png = b"\x89PNG\r\n\x1a\nnot really"
+
+    class Pic:
+        def _repr_png_(self):
+            return png
+
+    cells = ["import sys\nx = 6 * 7\nprint('x is', x)\nprint('warn', file=sys.stderr)\nx + 1",
+             "x;", "display(PIC)", "1 / 0", "print('never')"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# t")]
+                                  + [nbformat.v4.new_code_cell(c) for c in cells])
+    src = tmp_path / "t.ipynb"
+    nbformat.write(nb, src)
+    mod = _runner()
+    import builtins
+
+    builtins.PIC = Pic()          # the cells' namespace starts from the builtins: pass it in there
+    try:
+        rc = mod.main([str(src), "--out", str(tmp_path / "out.ipynb")])
+    finally:
+        del builtins.PIC
+    assert rc == 1                                          # the 1 / 0 cell
+    out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    nbformat.validate(out)
+    c = [cell for cell in out.cells if cell.cell_type == "code"]
+    assert [o.output_type for o in c[0].outputs] == ["stream", "stream", "execute_result"]
+    assert c[0].outputs[0].text == "x is 42\n" and c[0].outputs[1].name == "stderr"
+    assert c[0].outputs[2].data["text/plain"] == "43" and c[0].outputs[2].execution_count == 1
+    assert c[1].outputs == []                               # ';' hides the value, as IPython
+    assert base64.b64decode(c[2].outputs[0].data["image/png"]) == png
+    assert c[3].outputs[0].output_type == "error" and c[3].outputs[0].ename == "ZeroDivisionError"
+    assert c[4].outputs == [] and c[4].execution_count is None

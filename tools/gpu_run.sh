@@ -3,7 +3,7 @@
 # native level, the benchmark tables, the size curves, the host overhead and the microbenchmarks.
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
-#   steps: env tests sanitize sgemm hgemm curve overhead micro sweep ncu profile
+#   steps: env tests sanitize sgemm hgemm curve overhead micro sweep ncu profile notebook
 #   (default: env tests sanitize sgemm hgemm overhead micro)
 #   LEVELS / SIZES narrow the sgemm step, PYTEST_ARGS / TEST_TIMEOUT the tests step,
 #   SANITIZE_TOOLS the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE /
@@ -71,6 +71,10 @@ fi
 if has sweep; then
   timeout 300 python3 tools/hgemm_sweep.py --out "$OUT/hgemm_sweep.json" >"$OUT/hgemm_sweep.txt" 2>&1
   tail -n 45 "$OUT/hgemm_sweep.txt"
+fi
+if has notebook; then  # docs/ladder.ipynb executed on this GPU, outputs in $OUT/ladder.ipynb (no Jupyter needed)
+  timeout 250 python3 tools/run_notebook.py docs/ladder.ipynb --out "$OUT/ladder.ipynb" --timeout 240 >"$OUT/notebook.txt" 2>&1
+  echo "notebook: exit $? — $(tail -n 3 "$OUT/notebook.txt" | tr '\n' ' ')"
 fi
 if has ncu; then   # L2 reuse of v8 vs v9 at 8192, and k1's power-of-two stride at 4096 vs 4097
   { timeout 150 python3 tools/hgemm_sweep.py --ncu --configs base

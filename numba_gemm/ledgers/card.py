@@ -22,8 +22,8 @@ H200_COSTS = DATA_DIR / "h200_costs.json"
 # A kind the card has no price for may be priced as another, as the seed did (it priced
 # k2's broadcast A load and coalesced B load alike at 1.94 cycles). The ledger says so
 # ("priced as ..."). ldg128_x8 (k7/k8: a warp's float4 loads of A span 8 rows of 64 bytes) moves
-# the same 16 sectors as a coalesced ldg128 but touches 8 lines instead of 4; no microbenchmark
-# measures it yet, so it is priced as ldg128.
+# the same 16 sectors as a coalesced ldg128 but touches 8 lines instead of 4; microbench measures
+# it (kind ldg128_x8), and a costs file written before that kind existed prices it as ldg128.
 PRICE_FALLBACK = {"ldg_bcast": "ldg", "ldg128_x8": "ldg128"}
 
 
@@ -38,6 +38,7 @@ class Card:
     tensor_flops: float | None = None   # fp16 in / fp32 accumulate ceiling
     costs: Mapping[str, float] = field(default_factory=dict)  # SM cycles per warp instruction
     costs_source: str = ""           # "" = not measured on this card
+    ldsm_cycles: float | None = None    # SM cycles per warp ldmatrix.x4 (None: not yet measured)
     notes: tuple[str, ...] = ()
 
     @property
@@ -84,6 +85,9 @@ def load(key: str, measured: str | os.PathLike | None = None) -> Card:
         kw.update(sms=int(data["sms"]), clock_ghz=float(data["clock_ghz"]),
                   bandwidth=float(data["copy_bandwidth_Bps"]),
                   costs={k: float(v) for k, v in data.get("costs", {}).items() if v is not None})
+        ldsm = data.get("tensor", {}).get("ldmatrix_x4")   # microbench --tensor
+        if ldsm:
+            kw["ldsm_cycles"] = float(ldsm["cycles_per_instr"])
         if data.get("tensor_flops"):   # written by a full microbench run (its mma.sync loop)
             kw["tensor_flops"] = float(data["tensor_flops"])
         if kw["tensor_flops"]:

@@ -134,6 +134,12 @@ def explain(level, card_: Card | str | None = None, measured_ms=None, n=4096) ->
                    "boxes, every warp load is fully coalesced by construction)")
         out.append("cycles ledger: n/a: tensor-core level (the limit is the tensor-core pipe, mma.sync or wgmma, and "
                    "the pipeline depth, not LDS prices; see the SASS census)")
+        if "LDSM" in lv.sass_must_have:     # its fragments come through ldmatrix
+            lds128 = c.costs.get("lds128")
+            out.append("  fragment loads: " + (
+                f"ldmatrix.x4 {c.ldsm_cycles:.2f} SM cycles per warp instruction (measured)" if c.ldsm_cycles
+                else f"ldmatrix.x4 not yet measured on {c.name} (python -m numba_gemm.microbench --tensor)")
+                + (f", LDS.128 {lds128:.2f}" if lds128 else ""))
         if prev:
             pb = bytes_ledger(prev, c, (M, N, K))
             pl = l2_ledger(prev, (M, N, K), c)
