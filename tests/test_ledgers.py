@@ -238,6 +238,15 @@ def test_supertile_too_big_for_l2():
     lg = L.l2_ledger("v9", 8192, L.RTX5080, tile=big)
     assert lg.working_set > L.RTX5080.l2_bytes
     assert "exceeds L2" in lg.notes[0]
+    assert (lg.a_reads, lg.b_reads) == (128 // 4, 64 // 32)   # B's 4 panels fit: once per band
+
+
+def test_one_row_supertile_is_row_major():
+    """A 1 × grid_n super-tile is v8's launch order, so the model must give v8's figure."""
+    v8 = L.l2_ledger("v8", 8192, "h200", tile=L.HTile(128, 128, 64, "n-fastest", 1, 1))
+    row = L.l2_ledger("v9", 8192, "h200", tile=L.HTile(128, 128, 64, "super", 1, 64))
+    assert (row.a_reads, row.b_reads) == (v8.a_reads, v8.b_reads) == (1, 64)
+    assert row.dram_bytes == v8.dram_bytes
 
 
 # ---------------------------------------------------------------- pure request model

@@ -286,7 +286,11 @@ def l2_ledger(level, n=4096, card_: Card | str | None = None, tile: HTile | None
     only after a sweep over the whole other axis is read once if everything that streams
     through L2 in between fits, else once per sweep. The super-tile reads A once per row of
     super-tiles while its working set (SUPER_M·BM + SUPER_N·BN)·K·2 fits in L2, and B once
-    per row of super-tiles. With `tile` given the level's module is not read.
+    per row of super-tiles. A super-tile too big for L2 keeps what its order (n fastest
+    inside it) still reuses: an A panel across one of its rows (A read once per super-tile
+    column), its SUPER_N B panels across its rows if they alone fit (B read once per row of
+    super-tiles, else once per tile row) — so a 1 × grid_n super-tile, which is v8's order,
+    gets v8's figure. With `tile` given the level's module is not read.
     """
     c = card(card_)
     M, N, K = (n, n, n) if isinstance(n, int) else n
@@ -309,9 +313,12 @@ def l2_ledger(level, n=4096, card_: Card | str | None = None, tile: HTile | None
     else:
         ws = (t.super_m * t.bm + t.super_n * t.bn) * K * 2
         if ws > L2:
-            a_reads, b_reads = gn, gm
+            a_reads = math.ceil(gn / t.super_n)
+            b_fits = (t.super_n * t.bn + t.bm) * K * 2 <= L2
+            b_reads = math.ceil(gm / t.super_m) if b_fits else gm
             notes.append(f"super-tile working set {ws / 1e6:.1f} MB exceeds L2 {L2 / 1e6:.0f} MB: "
-                         "panels are evicted before reuse (per-tile bound)")
+                         f"A read once per super-tile column ({a_reads}×), B {b_reads}× "
+                         f"({'its panels fit: once per row of super-tiles' if b_fits else 'once per tile row'})")
         else:
             a_reads = 1
             rows = math.ceil(gm / t.super_m)
