@@ -12,7 +12,9 @@ Counts are static (instructions in the binary, not executed): compare levels wit
 unrolling, as the seed does for K5/K6 (both 1056 FFMA).
 
 A Numba level with several compiled specialisations lists them in `KERNELS = {name:
-(py_func, signature)}`; otherwise its `kernel` and `SIGNATURE` are used.
+(kernel, signature)}`; otherwise its `kernel` and `SIGNATURE` are used. A kernel given as its
+dispatcher is compiled with the launch bounds it was jitted with (they cap its registers, as
+they do at run time); a bare Python function without.
 
 Numba picks the real compiler or the CUDA simulator once, at import. When this process runs
 the simulator (CI without a GPU), the Numba levels are compiled in a child process with the
@@ -286,12 +288,12 @@ def census_cubin(cubin: bytes, level: str, log: str | None = None, names=None) -
     return out
 
 
-def census_numba(pyfunc, signature, level: str, kernel: str) -> Census:
+def census_numba(pyfunc, signature, level: str, kernel: str, launch_bounds=None) -> Census:
     from numba import cuda
 
     if cuda.config.ENABLE_CUDASIM:
         raise CensusUnavailable("the CUDA simulator is on in this process: use census_level()")
-    ptx, _ = cuda.compile_ptx(pyfunc, signature, cc=(9, 0))
+    ptx, _ = cuda.compile_ptx(pyfunc, signature, cc=(9, 0), launch_bounds=launch_bounds)
     cubin, log = link_ptx(ptx)
     (census,) = census_cubin(cubin, level, log)   # Numba emits one entry per compilation
     census.kernel = kernel
@@ -299,11 +301,10 @@ def census_numba(pyfunc, signature, level: str, kernel: str) -> Census:
 
 
 def numba_kernels(module) -> dict:
-    """{name: (py_func, signature)} of a Numba level's compiled specialisations."""
-    kernels = getattr(module, "KERNELS", None)
-    if kernels:
-        return dict(kernels)
-    return {module.LEVEL: (module.kernel.py_func, module.SIGNATURE)}
+    """{name: (py_func, signature, launch_bounds)} of a Numba level's compiled specialisations."""
+    kernels = getattr(module, "KERNELS", None) or {module.LEVEL: (module.kernel, module.SIGNATURE)}
+    return {name: (getattr(k, "py_func", k), sig, getattr(k, "targetoptions", {}).get("launch_bounds"))
+            for name, (k, sig) in kernels.items()}
 
 
 def _census_native(level) -> list[Census]:
@@ -332,7 +333,8 @@ def _census_numba_level(name: str) -> tuple:
     from .registry import get
 
     module = get(name).module
-    return tuple(census_numba(f, sig, name, kname) for kname, (f, sig) in numba_kernels(module).items())
+    return tuple(census_numba(f, sig, name, kname, bounds)
+                 for kname, (f, sig, bounds) in numba_kernels(module).items())
 
 
 def _census_in_child(names: list[str]) -> dict[str, list[Census]]:

@@ -95,6 +95,32 @@ def _without_simulator(code):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+BOUNDS = r'''
+import json, types
+from numba import cuda, float32
+from numba_gemm import sass
+
+n = 80   # 80 values live at once: more registers than a 1024-thread block may give a thread
+src = "def hungry(X, Y):\n    i = cuda.grid(1)\n"
+src += "".join(f"    v{j} = X[i + {j}]\n" for j in range(n))
+src += "".join(f"    v{j} = v{j} * v{(j + 1) % n} + v{(j + 7) % n}\n" for j in range(n))
+src += "    Y[i] = " + " + ".join(f"v{j}" for j in range(n)) + "\n"
+exec(src)
+sig = (float32[::1], float32[::1])
+level = types.SimpleNamespace(LEVEL="h", KERNELS={"h": (cuda.jit(launch_bounds=(1024, 1))(hungry), sig)})
+(f, s, bounds), = sass.numba_kernels(level).values()
+capped = sass.census_numba(f, s, "h", "h", bounds)
+free = sass.census_numba(hungry, sig, "h", "h")
+print(json.dumps({"bounds": bounds, "capped": capped.registers, "free": free.registers}))
+'''
+
+
+def test_census_compiles_with_the_kernels_launch_bounds():
+    got = _without_simulator(BOUNDS)
+    assert got["bounds"] == [1024, 1]
+    assert got["capped"] <= 64 < got["free"]   # 65536 registers / 1024 threads
+
+
 def test_parser_on_a_known_kernel():
     got = _without_simulator(TINY)
     cls = got["classes"]

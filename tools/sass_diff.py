@@ -38,8 +38,8 @@ out = {}
 for lv in registry().values():
     if lv.native or (wanted and lv.name not in wanted):
         continue
-    for name, (fn, sig) in sass.numba_kernels(lv.module).items():
-        ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0))
+    for name, (fn, sig, bounds) in sass.numba_kernels(lv.module).items():
+        ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0), launch_bounds=bounds)
         cubin, _log = sass.link_ptx(ptx)
         (code,) = sass.split_functions(sass.disassemble(cubin)).values()
         lines = []

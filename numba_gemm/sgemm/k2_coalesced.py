@@ -88,7 +88,7 @@ def kernel_tuned(M, N, K, alpha, A, B, beta, C):
 
 
 # Both kernels, for the SASS census.
-KERNELS = {"k2": (kernel.py_func, SIGNATURE), "k2_tuned": (kernel_tuned.py_func, SIGNATURE)}
+KERNELS = {"k2": (kernel, SIGNATURE), "k2_tuned": (kernel_tuned, SIGNATURE)}
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:

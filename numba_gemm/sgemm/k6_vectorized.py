@@ -177,7 +177,7 @@ def kernel(M, N, K, alpha, A, B, beta, C):
 SPECIALISATIONS = {(True, True): ("k6", kernel), **_k6_edges.specialisations()}
 
 # Every specialisation, for the SASS census.
-KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
+KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
