@@ -104,6 +104,9 @@ def parse_args(argv=None):
                    help="clear the L2 cache before every timed call (default: warm L2, as cuBLAS "
                         "sees it in a loop)")
     p.add_argument("--no-check", action="store_true", help="skip the float64 correctness check")
+    p.add_argument("--no-twins", action="store_true",
+                   help="do not time the SGEMM levels' CUDA C twins (default: each SGEMM level's "
+                        "twin is timed beside it, the 'Numba / C' column)")
     p.add_argument("--seed", type=_non_negative, default=None, help="random seed for the inputs")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--csv", metavar="FILE", help="write the results as CSV")
@@ -196,7 +199,7 @@ def main(argv=None):
               "Timings need a GPU.\n")
 
     runner = bench.Runner(simulator, flush_l2=args.flush_l2, reps=args.reps,
-                            verify=not args.no_check, seed=args.seed)
+                            verify=not args.no_check, seed=args.seed, twins=not args.no_twins)
     results = []
     progress = bench.Progress(len(levels) * len(shapes))
     for shape in shapes:

@@ -82,3 +82,20 @@ def test_census_cached_per_level_on_disk(tmp_path, monkeypatch):
     sass.census_cache_path(lvs[0]).write_text("{not json")        # a corrupt entry: taken again
     sass.census_levels(lvs)
     assert calls[-1] == ["k2"]
+
+
+def test_no_twins_reaches_the_runner(monkeypatch):
+    from numba_gemm import bench as nb
+
+    seen = []
+    real = nb.Runner.__init__
+
+    def init(self, *a, **k):
+        seen.append(k.get("twins"))
+        real(self, *a, **k)
+
+    monkeypatch.setattr(nb.Runner, "__init__", init)
+    monkeypatch.setattr(nb.Runner, "run", lambda self, lv, *a, **k: nb.Result(lv.name, *a[:3], "float32", "simulator"))
+    for argv, twins in ((["--level", "k2"], True), (["--level", "k2", "--no-twins"], False)):
+        bench.main(argv)
+        assert seen.pop() is twins
