@@ -76,6 +76,13 @@ def _sim_load4(check_base):
     return load4
 
 
+def _sim_load(arr, index):
+    a = _numpy(arr)
+    if a.ndim != 1 or not 0 <= int(index) < a.shape[0]:
+        raise IndexError(f"load at {index} outside an array of shape {a.shape}")
+    return a[int(index)]
+
+
 def _sim_store4(check_base):
     def store4(arr, index, values):
         a, i = _checked(arr, index, check_base)
@@ -133,7 +140,14 @@ def _build_intrinsics():
         typed = builder.addrspacecast(elem, ir.PointerType(f32, addrspace))
         return builder.bitcast(typed, ir.PointerType(v4f32, addrspace))
 
-    def make_load(addrspace, name):
+    def read_only(builder, load):
+        """Mark `load` as reading memory no thread writes while the kernel runs: NVVM then
+        emits ld.global.nc (SASS LDG.E.CONSTANT, the read-only data path), as nvcc does for a
+        `const float* __restrict__` argument."""
+        load.set_metadata("invariant.load", builder.module.add_metadata([]))
+        return load
+
+    def make_load(addrspace, name, readonly=False):
         def load4(typingctx, arr, index):
             check_types(arr, index)
             sig = types.UniTuple(types.float32, 4)(arr, index)
@@ -141,6 +155,8 @@ def _build_intrinsics():
             def codegen(context, builder, signature, args):
                 ptr = vector_pointer(context, builder, arr, args[0], index, args[1], addrspace)
                 vec = builder.load(ptr, align=16)
+                if readonly:
+                    read_only(builder, vec)
                 parts = [builder.extract_element(vec, ir.Constant(i32, i)) for i in range(4)]
                 return context.make_tuple(builder, signature.return_type, parts)
 
@@ -148,6 +164,21 @@ def _build_intrinsics():
 
         load4.__name__ = name
         return intrinsic(load4)
+
+    @intrinsic
+    def load_readonly(typingctx, arr, index):
+        if not (isinstance(arr, types.Array) and arr.layout == "C" and arr.ndim == 1
+                and arr.dtype == types.float32 and isinstance(index, types.Integer)):
+            raise TypeError(f"expected a 1-D C-contiguous float32 array and an integer, got {arr}[{index}]")
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(arr)(context, builder, args[0])
+            flat = builder.sext(args[1], i64) if index.signed else builder.zext(args[1], i64)
+            elem = builder.gep(ary.data, [flat], inbounds=True)
+            ptr = builder.addrspacecast(elem, ir.PointerType(f32, GLOBAL))
+            return read_only(builder, builder.load(ptr, align=4))
+
+        return types.float32(arr, index), codegen
 
     def make_store(addrspace, name):
         def store4(typingctx, arr, index, values):
@@ -179,6 +210,8 @@ def _build_intrinsics():
         make_store(GLOBAL, "store4_global"),
         make_load(SHARED, "load4_shared"),
         make_store(SHARED, "store4_shared"),
+        make_load(GLOBAL, "load4_readonly", readonly=True),
+        load_readonly,
     )
 
 
@@ -208,5 +241,7 @@ def unrolled(step, count: int):
 if SIMULATOR:
     load4_global, store4_global = _sim_load4(True), _sim_store4(True)
     load4_shared, store4_shared = _sim_load4(False), _sim_store4(False)
+    load4_readonly, load_readonly = load4_global, _sim_load
 else:
-    load4_global, store4_global, load4_shared, store4_shared = _build_intrinsics()
+    (load4_global, store4_global, load4_shared, store4_shared,
+     load4_readonly, load_readonly) = _build_intrinsics()
