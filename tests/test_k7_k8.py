@@ -9,6 +9,7 @@ and K, and shapes smaller than one tile. The census compiles the kernels as they
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -140,6 +141,11 @@ print(json.dumps(out))
 '''
 
 
+def _is(instruction, opcode):
+    """`instruction` (predicate, opcode, operands) is an `opcode`[.modifiers]."""
+    return re.match(rf"(@!?P\d\s+)?{opcode}\b", instruction) is not None
+
+
 @pytest.fixture(scope="module")
 def census():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
@@ -168,6 +174,14 @@ def test_census(census, level):
         ffma = sum(op == "FFMA" for op in loop)
         assert ffma == 1024, (name, ffma)                  # 16 k × 64 FMAs per phase
         assert ffma / len(loop) >= 0.8, f"{name}: FFMA {ffma} of {len(loop)} in the main loop"
+        body = main_loop(c["sass"], operands=True)
+        # A and B through the read-only path (load4_readonly / load_readonly), as in the twins
+        ldg = [i for i in body if _is(i, "LDG")]
+        assert ldg and all(".CONSTANT" in i for i in ldg), (name, ldg)
+        # the tile stores fold their offsets: one address register per tile (before the
+        # 64-bit shared indices, each float of a transposed A float4 had its own)
+        bases = {re.search(r"\[(R\d+)", i).group(1) for i in body if _is(i, "STS")}
+        assert len(bases) == 2, (name, sorted(bases))
     vec = census[level]["opcodes"]
     assert vec.get("STS.128", 0) >= 2 and vec.get("STG.E.128", 0) >= 16
     assert not any(op in ("LDG.E", "STG.E") for op in vec)   # no 32-bit global access
