@@ -15,10 +15,11 @@ base pointer and the row length on the host). For shared memory the generic poin
 keeps in the array is cast back to address space 3, so the backend emits `ld.shared`
 instead of a generic `ld` that tests the address window at run time.
 
-`load4_readonly(X, i)` and `load_readonly(X, i)` (one float of a 1-D array) read device memory through
-the read-only data path: the load carries `!invariant.load`, so NVVM emits `ld.global.nc`
-(SASS LDG.E.CONSTANT), what nvcc emits for a `const float* __restrict__` argument. The
-promise: no thread writes that memory while the kernel runs (a GEMM's A and B; never C).
+`load4_readonly(X, i)` and `load_readonly(X, i)` (one float of a 1-D array) read device
+memory through the read-only data path: the load carries `!invariant.load`, so NVVM emits
+`ld.global.nc` (SASS LDG.E.CONSTANT), what nvcc emits for a `const float* __restrict__`
+argument. The promise: no thread writes that memory while the kernel runs (a GEMM's A and
+B; never C).
 
 The offset is computed in 64 bits (row * ncols + col for 2-D), with no negative-index
 wraparound and no bounds check, as in CUDA C. Unsigned indices are zero-extended, signed
