@@ -176,6 +176,8 @@ def main(argv=None):
     levels = args.levels.split(",")
     if any(lv not in ("k7", "k8") for lv in levels):
         p.error("--levels: k7 and/or k8")
+    if args.size < 1 or args.size % 4:
+        p.error("--size: a positive multiple of 4 (the candidates are the all-float4 kernel)")
 
     if args.census:
         out, meta = census(levels), dict(mode="census")
