@@ -15,6 +15,12 @@ base pointer and the row length on the host). For shared memory the generic poin
 keeps in the array is cast back to address space 3, so the backend emits `ld.shared`
 instead of a generic `ld` that tests the address window at run time.
 
+`load4_readonly(X, i)` and `load_readonly(X, i)` (one float of a 1-D array) read device
+memory through the read-only data path: the load carries `!invariant.load`, so NVVM emits
+`ld.global.nc` (SASS LDG.E.CONSTANT), what nvcc emits for a `const float* __restrict__`
+argument. The promise: no thread writes that memory while the kernel runs (a GEMM's A and
+B; never C).
+
 The offset is computed in 64 bits (row * ncols + col for 2-D), with no negative-index
 wraparound and no bounds check, as in CUDA C. Unsigned indices are zero-extended, signed
 ones sign-extended.
@@ -31,7 +37,8 @@ from numba import cuda
 
 SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)
 
-__all__ = ["load4_global", "store4_global", "load4_shared", "store4_shared", "unrolled", "SIMULATOR"]
+__all__ = ["load4_global", "store4_global", "load4_shared", "store4_shared", "load4_readonly",
+           "load_readonly", "unrolled", "SIMULATOR"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -74,6 +81,13 @@ def _sim_load4(check_base):
         return a[i], a[i + 1], a[i + 2], a[i + 3]
 
     return load4
+
+
+def _sim_load(arr, index):
+    a = _numpy(arr)
+    if a.ndim != 1 or not 0 <= int(index) < a.shape[0]:
+        raise IndexError(f"load at {index} outside an array of shape {a.shape}")
+    return a[int(index)]
 
 
 def _sim_store4(check_base):
@@ -133,7 +147,14 @@ def _build_intrinsics():
         typed = builder.addrspacecast(elem, ir.PointerType(f32, addrspace))
         return builder.bitcast(typed, ir.PointerType(v4f32, addrspace))
 
-    def make_load(addrspace, name):
+    def read_only(builder, load):
+        """Mark `load` as reading memory no thread writes while the kernel runs: NVVM then
+        emits ld.global.nc (SASS LDG.E.CONSTANT, the read-only data path), as nvcc does for a
+        `const float* __restrict__` argument."""
+        load.set_metadata("invariant.load", builder.module.add_metadata([]))
+        return load
+
+    def make_load(addrspace, name, readonly=False):
         def load4(typingctx, arr, index):
             check_types(arr, index)
             sig = types.UniTuple(types.float32, 4)(arr, index)
@@ -141,6 +162,8 @@ def _build_intrinsics():
             def codegen(context, builder, signature, args):
                 ptr = vector_pointer(context, builder, arr, args[0], index, args[1], addrspace)
                 vec = builder.load(ptr, align=16)
+                if readonly:
+                    read_only(builder, vec)
                 parts = [builder.extract_element(vec, ir.Constant(i32, i)) for i in range(4)]
                 return context.make_tuple(builder, signature.return_type, parts)
 
@@ -148,6 +171,21 @@ def _build_intrinsics():
 
         load4.__name__ = name
         return intrinsic(load4)
+
+    @intrinsic
+    def load_readonly(typingctx, arr, index):
+        if not (isinstance(arr, types.Array) and arr.layout == "C" and arr.ndim == 1
+                and arr.dtype == types.float32 and isinstance(index, types.Integer)):
+            raise TypeError(f"expected a 1-D C-contiguous float32 array and an integer, got {arr}[{index}]")
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(arr)(context, builder, args[0])
+            flat = builder.sext(args[1], i64) if index.signed else builder.zext(args[1], i64)
+            elem = builder.gep(ary.data, [flat], inbounds=True)
+            ptr = builder.addrspacecast(elem, ir.PointerType(f32, GLOBAL))
+            return read_only(builder, builder.load(ptr, align=4))
+
+        return types.float32(arr, index), codegen
 
     def make_store(addrspace, name):
         def store4(typingctx, arr, index, values):
@@ -179,6 +217,8 @@ def _build_intrinsics():
         make_store(GLOBAL, "store4_global"),
         make_load(SHARED, "load4_shared"),
         make_store(SHARED, "store4_shared"),
+        make_load(GLOBAL, "load4_readonly", readonly=True),
+        load_readonly,
     )
 
 
@@ -208,5 +248,7 @@ def unrolled(step, count: int):
 if SIMULATOR:
     load4_global, store4_global = _sim_load4(True), _sim_store4(True)
     load4_shared, store4_shared = _sim_load4(False), _sim_store4(False)
+    load4_readonly, load_readonly = load4_global, _sim_load
 else:
-    load4_global, store4_global, load4_shared, store4_shared = _build_intrinsics()
+    (load4_global, store4_global, load4_shared, store4_shared,
+     load4_readonly, load_readonly) = _build_intrinsics()

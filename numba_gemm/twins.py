@@ -110,9 +110,10 @@ def time_twin(level_name: str, M: int, N: int, K: int, buffers=None, reps=None,
     return bench(lambda: t.run(dA, dB, dC, 1.0, 0.0), reps=reps, flush_l2=flush_l2).median_ms
 
 
-def main_loop(sass_text: str) -> list[str]:
+def main_loop(sass_text: str, operands: bool = False) -> list[str]:
     """Opcodes of the longest loop in nvdisasm text of one function (a label, then a backward
-    branch to it): for a GEMM kernel, the K loop the time goes to."""
+    branch to it): for a GEMM kernel, the K loop the time goes to. With `operands`, whole
+    instructions (predicate, opcode, operands) instead."""
     from .sass import _INSTR
 
     labels, ops, loops = {}, [], []
@@ -123,7 +124,7 @@ def main_loop(sass_text: str) -> list[str]:
             continue
         m = _INSTR.match(line)
         if m:
-            ops.append(m.group(1))
+            ops.append(line.split("*/", 1)[1].split(";")[0].strip() if operands else m.group(1))
             target = re.search(r"BRA\s.*`\(\.(L_x_\d+)\)", line)
             if target and labels.get(target.group(1), len(ops)) < len(ops):
                 loops.append(ops[labels[target.group(1)]:])

@@ -10,7 +10,8 @@ import pytest
 from numba import cuda, float32
 
 from numba_gemm import check
-from numba_gemm.intrinsics import SIMULATOR, load4_global, load4_shared, store4_global, store4_shared
+from numba_gemm.intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_readonly,
+                                   store4_global, store4_shared)
 from numba_gemm.sgemm import k6_vectorized as k6
 from tests.conftest import gpu_only
 
@@ -43,6 +44,46 @@ def test_intrinsics_compile_to_v4_ptx():
         assert ptx.count(op) == 1, op
     # no scalar fallbacks next to them
     assert "ld.global.f32" not in ptx and "st.shared.f32" not in ptx
+
+
+READONLY_PTX = r'''
+import json
+from numba import cuda, float32, int32
+from numba_gemm.intrinsics import load4_readonly, load_readonly, store4_global
+
+def copy(X, Y, i):
+    x, y, z, w = load4_readonly(X, 4 * i)
+    store4_global(Y, 4 * i, (x + load_readonly(X, i + 1), y, z, w))
+
+ptx, _ = cuda.compile_ptx(copy, (float32[::1], float32[::1], int32), cc=(9, 0))
+print(json.dumps(ptx))
+'''
+
+
+def test_readonly_loads_compile_to_ld_global_nc():
+    """The read-only intrinsics emit ld.global.nc (LDG.E.CONSTANT), as nvcc does for a
+    `const float* __restrict__` argument; nothing else changes."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-c", READONLY_PTX], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ptx = json.loads(out.stdout.strip().splitlines()[-1])
+    assert ptx.count("ld.global.nc.v4.f32") == 1 and ptx.count("ld.global.nc.f32") == 1
+    assert "ld.global.v4.f32" not in ptx and "ld.global.f32" not in ptx
+
+
+@cuda.jit
+def _readonly(X, Y):
+    i = cuda.threadIdx.x
+    v = load4_readonly(X, 4 * i)
+    store4_global(Y, 4 * i, (v[0], v[1], v[2], load_readonly(X, 4 * i + 3)))
+
+
+def test_readonly_loads_agree_with_plain_indexing():
+    X = np.random.default_rng().uniform(-1, 1, 64).astype(np.float32)
+    dY = cuda.to_device(np.full(64, np.nan, np.float32))
+    _readonly[1, 16](cuda.to_device(X), dY)
+    np.testing.assert_array_equal(dY.copy_to_host(), X)
 
 
 @cuda.jit
@@ -83,6 +124,8 @@ def test_twins_refuse_misaligned_and_out_of_row():
         _sim_load4(False)(base.reshape(4, 8), (0, 6))                  # would cross into the next row
     with pytest.raises(IndexError):
         _sim_load4(True)(base, 30)
+    with pytest.raises(IndexError):
+        load_readonly(base, 32)
 
 
 def test_k6_picks_the_vector_kernel_only_when_aligned():

@@ -28,7 +28,8 @@ from types import SimpleNamespace
 
 from numba import cuda
 
-from ..intrinsics import load4_global, load4_shared, store4_global, store4_shared, unrolled
+from ..intrinsics import (load4_global, load4_readonly, load4_shared, load_readonly, store4_global,
+                          store4_shared, unrolled)
 from ..ledgers.access import F32, WARP, Geometry, Step, global_load, shared_access
 from ._common import float32, u32, u64
 
@@ -129,28 +130,31 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     WARPS_N, WARP_M, WARP_N = t.warps_n, t.warp_m, t.warp_n
     zero = float32(0.0)
 
-    # ---- global memory: four floats of one row, X[off : off+4] (or 4 SPREAD apart for
-    # 32-bit B), columns col.. of a row with ncols columns; `row_ok`: the row exists.
-    # Outside the matrix loads give 0 and stores skip.
-    @_inline
-    def vector(X, off, row_ok, col, ncols):
-        if row_ok & (col < ncols):              # ncols % 4 == 0: all four in, or all out
-            return load4_global(X, off)
-        return zero, zero, zero, zero
+    # ---- global memory: four floats of one row, X[off : off+4] (or `step` apart), columns
+    # col.. of a row with ncols columns; `row_ok`: the row exists. Outside the matrix loads
+    # give 0 and stores skip. A and B are read through the read-only path (ld.global.nc, as
+    # nvcc does for the twins' `const float* __restrict__`): no thread writes them while the
+    # kernel runs (the API refuses a C that overlaps A or B). C is read with plain loads.
+    def vector_load(load4):
+        @_inline
+        def vector(X, off, row_ok, col, ncols):
+            if row_ok & (col < ncols):          # ncols % 4 == 0: all four in, or all out
+                return load4(X, off)
+            return zero, zero, zero, zero
+        return vector
+
+    def scalar_load(load, step):
+        @_inline
+        def scalar(X, off, row_ok, col, ncols):
+            return (load(X, off) if row_ok & (col < ncols) else zero,
+                    load(X, off + u64(step)) if row_ok & (u32(col + step) < ncols) else zero,
+                    load(X, off + u64(2 * step)) if row_ok & (u32(col + 2 * step) < ncols) else zero,
+                    load(X, off + u64(3 * step)) if row_ok & (u32(col + 3 * step) < ncols) else zero)
+        return scalar
 
     @_inline
-    def scalar(X, off, row_ok, col, ncols):
-        return (X[off] if row_ok & (col < ncols) else zero,
-                X[off + u64(1)] if row_ok & (u32(col + 1) < ncols) else zero,
-                X[off + u64(2)] if row_ok & (u32(col + 2) < ncols) else zero,
-                X[off + u64(3)] if row_ok & (u32(col + 3) < ncols) else zero)
-
-    @_inline
-    def spread(X, off, row_ok, col, ncols):
-        return (X[off] if row_ok & (col < ncols) else zero,
-                X[off + u64(SPREAD)] if row_ok & (u32(col + SPREAD) < ncols) else zero,
-                X[off + u64(2 * SPREAD)] if row_ok & (u32(col + 2 * SPREAD) < ncols) else zero,
-                X[off + u64(3 * SPREAD)] if row_ok & (u32(col + 3 * SPREAD) < ncols) else zero)
+    def plain(X, off):
+        return X[off]
 
     @_inline
     def store_vector(X, off, row_ok, col, ncols, v):
@@ -175,13 +179,13 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     @_inline
     def bs_spread(Bs, r, c, v0, v1, v2, v3):
         Bs[r, c] = v0                                     # a warp's 32 consecutive floats
-        Bs[r, u32(c + SPREAD)] = v1
-        Bs[r, u32(c + 2 * SPREAD)] = v2
-        Bs[r, u32(c + 3 * SPREAD)] = v3
+        Bs[r, c + u64(SPREAD)] = v1
+        Bs[r, c + u64(2 * SPREAD)] = v2
+        Bs[r, c + u64(3 * SPREAD)] = v3
 
-    load_a = vector if a_vec else scalar
-    load_b = vector if bc_vec else spread
-    load_c = vector if bc_vec else scalar
+    load_a = vector_load(load4_readonly) if a_vec else scalar_load(load_readonly, 1)
+    load_b = vector_load(load4_readonly) if bc_vec else scalar_load(load_readonly, SPREAD)
+    load_c = vector_load(load4_global) if bc_vec else scalar_load(plain, 1)
     store_c = store_vector if bc_vec else store_scalar
     store_bs = bs_vector if bc_vec else bs_spread
 
@@ -210,26 +214,31 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
             for q in range(4):
                 rb[s, q] = v[q]
 
+    # ---- shared memory. Tile indices are summed as uint64: a uint32 sum such as
+    # u32(a_c + 1) may wrap before Numba widens it to 64 bits, so the compiler cannot split
+    # the constant off into the instruction's immediate offset and computes every address
+    # apart (4 address registers per transposed A float4 instead of one, in k7's loop).
     @_inline
     def store_tiles(As, Bs, kb, ra, rb, a_r, a_c, b_r, b_c):
         """Registers -> the tiles whose k rows start at kb: A transposed (4 STS per float4),
         B straight."""
         for s in range(A_LOADS):
-            r = u32(a_r + s * A_ROW_STEP)
+            r = u64(a_r) + u64(s * A_ROW_STEP)
             for q in range(4):
-                As[u32(kb + a_c + q), r] = ra[s, q]
+                As[u64(kb) + u64(a_c) + u64(q), r] = ra[s, q]
         for s in range(B_LOADS):
-            store_bs(Bs, u32(kb + b_r + s * B_ROW_STEP), b_c, rb[s, 0], rb[s, 1], rb[s, 2], rb[s, 3])
+            store_bs(Bs, u64(kb) + u64(b_r) + u64(s * B_ROW_STEP), u64(b_c),
+                     rb[s, 0], rb[s, 1], rb[s, 2], rb[s, 3])
 
     @_inline
     def step(kk, As, Bs, am, bn, af, bf, acc):
         """One k of the thread's outer product: SUB_M + SUB_N LDS.128 feed THREAD_M·THREAD_N FFMA."""
         for i in range(SUB_M):
-            a = load4_shared(As, (kk, u32(am + i * M_STEP)))
+            a = load4_shared(As, (kk, u64(am) + u64(i * M_STEP)))
             for q in range(4):
                 af[4 * i + q] = a[q]
         for j in range(SUB_N):
-            b = load4_shared(Bs, (kk, u32(bn + j * N_STEP)))
+            b = load4_shared(Bs, (kk, u64(bn) + u64(j * N_STEP)))
             for q in range(4):
                 bf[4 * j + q] = b[q]
         for i in range(THREAD_M):

@@ -16,6 +16,16 @@ Edges and alignment as k6: four specialisations by which operands' rows are 16-b
 (`vector_operands`), 32-bit loads and stores with per-element checks where they are not.
 The tile sizes are compile-time constants (`TILING`); docs/LADDER.md has the search that
 chose them. 256 threads with launch bounds of 2 blocks per SM: at most 128 registers.
+
+The cost of Python, statically (`python tools/twin_census.py k7`, sm_90; the main loop is one
+16-deep phase with 1024 FFMA): 1158 instructions against 1148 in the CUDA C twin, in each
+specialisation +10 (k7_edge 1206 / 1193, k7_bc 1174 / 1164, k7_a 1190 / 1180). It was 1180
+(+32) before two changes in _k7_parts: A and B read through the read-only path like the twin
+(`load4_readonly`: LDG.E.128.CONSTANT), and shared tile indices summed as uint64, so that
+their constants fold into immediate offsets (the transposed A stores had an address register
+per float). What is left: ptxas recomputes the shared window base (S2UR SR_CgaCtaId, ULEA)
+and the B tile's addresses every phase, because NVVM places them inside the loop. Not yet
+timed on a GPU.
 """
 import numpy as np
 from numba import cuda

@@ -18,6 +18,14 @@ Same tiling, specialisations and edge handling as k7 (numba_gemm.sgemm._k7_parts
 memory doubles (2 × 17 KB), and the 16 floats in flight stay live across the multiply.
 The cycles ledger does not move (same instructions per FMA); what moves is the stall
 between them: the load latency now overlaps the FFMAs of the same block.
+
+Statically (`python tools/twin_census.py k8`, sm_90): the main loop is 1168 instructions for
+1024 FFMA, 128 registers, no local memory; the CUDA C twin's is 1190 (and it spills 8 values
+outside the loop); k8_edge 1236 / 1237, k8_bc 1205 / 1212, k8_a 1199 / 1221. Before the
+read-only loads and 64-bit shared indices of _k7_parts: 1179, 1246, 1210, 1218, with plain LDG.E.128 where
+the twin has LDG.E.128.CONSTANT. Not yet timed on a GPU. In both, ptxas issues the next
+phase's four LDG 240-280 instructions before the stores that consume them, about 840
+instructions into the loop, not at the top of the multiply where the source puts them.
 """
 import numpy as np
 from numba import cuda
