@@ -7,9 +7,13 @@
 #pragma once
 #include "sgemm.cuh"
 
+#ifndef WT_TK                  // K depth of a phase: k7 16, k8 8 (their TILING.tile_k)
+#define WT_TK 16
+#endif
+
 namespace wt {
 
-constexpr int TM = 128, TN = 128, TK = 16, WM = 64, WN = 32, LANES_N = 4;
+constexpr int TM = 128, TN = 128, TK = WT_TK, WM = 64, WN = 32, LANES_N = 4;
 constexpr int THREADS = 256, WARPS_N = TN / WN, LANES_M = 32 / LANES_N;
 constexpr int SUB_M = WM / (4 * LANES_M), SUB_N = WN / (4 * LANES_N);   // 2 x 2 pieces
 constexpr int THREAD_M = 4 * SUB_M, THREAD_N = 4 * SUB_N;               // 8 x 8

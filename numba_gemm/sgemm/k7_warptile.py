@@ -126,7 +126,7 @@ SPECIALISATIONS = {
     (True, False): ("k7_a", jit(TILING, True, False)),      # N % 4 != 0
 }
 kernel = SPECIALISATIONS[True, True][1]
-KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
+KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
 
 def unsupported(M: int, N: int, K: int):

@@ -46,7 +46,7 @@ DELTA = (
 DTYPES = (np.float32,)
 SASS_MUST_HAVE = ("LDG.E.128", "LDS.128", "STS.128", "STG.E.128", "FFMA")
 
-TILING = _k7_parts.WarpTiling(tile_m=128, tile_n=128, tile_k=16, warp_m=64, warp_n=32, lanes_n=4)
+TILING = _k7_parts.WarpTiling(tile_m=128, tile_n=128, tile_k=8, warp_m=64, warp_n=32, lanes_n=4)
 TILE_M, TILE_N, TILE_K = TILING.tile_m, TILING.tile_n, TILING.tile_k
 THREAD_M, THREAD_N = TILING.thread_m, TILING.thread_n
 BLOCK = TILING.block
@@ -129,7 +129,7 @@ SPECIALISATIONS = {
     (True, False): ("k8_a", jit(TILING, True, False)),      # N % 4 != 0
 }
 kernel = SPECIALISATIONS[True, True][1]
-KERNELS = {name: (k.py_func, SIGNATURE) for name, k in SPECIALISATIONS.values()}
+KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
 
 def unsupported(M: int, N: int, K: int):
