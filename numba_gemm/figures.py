@@ -14,13 +14,14 @@ The two measured figures (the roofline and the ladder) read `python bench.py --j
 output (`--results`), in one of three forms:
   - a raw bench.py --json file (a list of results), as written;
   - a manifest of raw files, which says what ran where and makes every bar traceable to its
-    command (the files are named relative to the manifest, kept beside it in docs/data/):
+    command (the files are named relative to the manifest, kept beside it in docs/data/; a
+    later run of the same level and shape replaces an earlier one):
         {"card": "NVIDIA H200 (sm_90, 132 SMs), driver ...", "date": "...", "commit": "...",
          "runs": [{"command": "python bench.py --level sgemm --size 4096 --json h200_sgemm.json",
                    "json": "h200_sgemm.json"}, ...]}
   - {"provenance": {...}, "results": [...]}: results gathered by other means, which must say
-    so; the committed input today, docs/data/h200_ladder_transcribed.json, is the 2026-12-01
-    run transcribed by hand from docs/RESULTS.md ("transcribed_from"), and the figures say so.
+    so ("transcribed_from"), and the figures then say so.
+The committed input is the manifest docs/data/h200_ladder.json.
 Simulator timings are never plotted: results without a GPU mode are refused.
 """
 from __future__ import annotations
@@ -36,9 +37,8 @@ from .hgemm import _common as cm
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES_DIR = ROOT / "docs" / "figures"
 DATA_DIR = ROOT / "docs" / "data"
-# The figures' default input: numbers transcribed from docs/RESULTS.md until a run's raw
-# bench.py --json files and their manifest are committed in docs/data/.
-RESULTS_JSON = DATA_DIR / "h200_ladder_transcribed.json"
+# The figures' default input: the manifest of the raw bench.py --json files of the H200 runs.
+RESULTS_JSON = DATA_DIR / "h200_ladder.json"
 
 BLUE, RED, GREEN, GREY, ORANGE = "#4c72b0", "#c44e52", "#55a868", "#8c8c8c", "#dd8452"
 
@@ -250,7 +250,11 @@ def load_results(path=RESULTS_JSON) -> tuple[list[dict], dict]:
             results += raw
     else:
         results, prov = data["results"], data.get("provenance", {})
-    timed = [r for r in results if r.get("mode") == "gpu" and r.get("ms")]
+    latest = {}   # a later run of the same level and shape replaces an earlier one
+    for r in results:
+        if r.get("mode") == "gpu" and r.get("ms"):
+            latest[(r["level"], r["M"], r["N"], r["K"], r["dtype"])] = r
+    timed = list(latest.values())
     if not timed:
         raise ValueError(f"{path}: no GPU timings (simulator results are never plotted)")
     return timed, prov

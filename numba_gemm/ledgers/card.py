@@ -24,7 +24,11 @@ H200_COSTS = DATA_DIR / "h200_costs.json"
 # ("priced as ..."). ldg128_x8 (k7/k8: a warp's float4 loads of A span 8 rows of 64 bytes) moves
 # the same 16 sectors as a coalesced ldg128 but touches 8 lines instead of 4; microbench measures
 # it (kind ldg128_x8), and a costs file written before that kind existed prices it as ldg128.
-PRICE_FALLBACK = {"ldg_bcast": "ldg", "ldg128_x8": "ldg128"}
+# ldg128_x16 (k8 with its 8-deep tiles: 2 lanes per row, 16 rows of 32 bytes) has no
+# microbenchmark yet and is priced as ldg128_x8 — likely low: ldg128 (4 lines) measured 4.05
+# cycles and ldg128_x8 (8 lines) 8.00, so 16 lines may cost ~16. It is 1/512 of a load per
+# FMA: 8 cycles more would add 0.016 cycles per FMA to k8's ledger (of ~0.57).
+PRICE_FALLBACK = {"ldg_bcast": "ldg", "ldg128_x8": "ldg128", "ldg128_x16": "ldg128_x8"}
 
 
 @dataclass(frozen=True)
