@@ -24,8 +24,8 @@ TFLOPS at 8192; the 128×256×64 4-stage tile with 8 such warps: 386 and 386). A
 step is 8 ldmatrix (512 B each) for 32 mma: at the measured register-only mma.sync ceiling
 (644 TFLOPS = 2702 FLOP per SM per clock, one m16n8k16 per ~1.5 clk per SM;
 `python -m numba_gemm.microbench --tensor` measures it) that is ~32 clk of shared reads per
-~48 clk of mma, pricing an ldmatrix.x4 as a conflict-free LDS.128 (4.04 clk, 512 bytes; the
-same microbenchmark has an ldmatrix loop, not yet measured on the H200); a 64×32 warp tile
+~48 clk of mma at the measured 4.00 clk per ldmatrix.x4 (512 bytes, 128 per clock, as a
+conflict-free LDS.128's 4.04; `python -m numba_gemm.microbench --tensor`); a 64×32 warp tile
 would need ~24 clk of reads per ~24 of mma, too tight (docs/LADDER.md, "From k8 to v7",
 prices both). 128 fp32 accumulators per thread put the
 kernel near 250 registers, so two 4-warp blocks fill an SM's register file: one block's

@@ -248,7 +248,8 @@ def markdown_tables(card_: Card | str | None = None, n=4096, measured_ms: Mappin
                        f"{_f(sp, '{:.3f}×', '—')} | {_f(ms_sp, '{:.3f}×', '—' if not prev else pending)} |")
         out.append("")
         out.append("Prices (SM cycles per warp instruction): " + ", ".join(
-            f"{k} {_f(c.price(k)[0], '{:.3f}', 'not measured on this card')}" for k in kinds))
+            f"{k} {_f(c.price(k)[0], '{:.3f}', 'not measured on this card')}"
+            + (f" (priced as {c.price(k)[1]})" if c.price(k)[1] != k else "") for k in kinds))
         out.append("")
     hg = [lv for lv in lvs if lv.family == "hgemm"]
     if hg:

@@ -14,18 +14,19 @@ every thread finished before the barrier that ended it, and the barrier ending p
 makes the new tiles visible before phase p+1 reads them. The last phase's loads fall
 outside K, so their checks give zeros and touch no memory.
 
-Same tiling, specialisations and edge handling as k7 (numba_gemm.sgemm._k7_parts); shared
-memory doubles (2 × 17 KB), and the 16 floats in flight stay live across the multiply.
+Same warp tiling, specialisations and edge handling as k7 (numba_gemm.sgemm._k7_parts), with
+8-deep phases where k7's are 16 deep: a small search over K depth and warp shape
+(tools/k7_tiles.py, H200, 4096³) put the 8-deep k8 at 47.1 TFLOPS against 45.3 for 16, and
+it keeps 8 floats per thread in flight instead of 16 — at 16 the kernel sat at the
+128-register cap and k8_edge spilled 8 bytes under ptxas 13.0. Shared memory: 2 copies of
+8-deep tiles, 16.6 KB.
 The cycles ledger does not move (same instructions per FMA); what moves is the stall
 between them: the load latency now overlaps the FFMAs of the same block.
 
-Statically (`python tools/twin_census.py k8`, sm_90): the main loop is 1168 instructions for
-1024 FFMA, 128 registers, no local memory; the CUDA C twin's is 1190 (and it spills 8 values
-outside the loop); k8_edge 1236 / 1237, k8_bc 1205 / 1212, k8_a 1199 / 1221. Before the
-read-only loads and 64-bit shared indices of _k7_parts: 1179, 1246, 1210, 1218, with plain LDG.E.128 where
-the twin has LDG.E.128.CONSTANT. Not yet timed on a GPU. In both, ptxas issues the next
-phase's four LDG 240-280 instructions before the stores that consume them, about 840
-instructions into the loop, not at the top of the multiply where the source puts them.
+Statically (`python tools/twin_census.py k8`, sm_90): the main loop is 587 instructions for
+512 FFMA per phase, 124 registers, no local memory (the CUDA C twin: 590, and 6 local-memory
+instructions); k8_edge 635 / 652, k8_bc 609 / 623, k8_a 617 / 635. Measured (H200, docs/
+RESULTS.md): 46.9 TFLOPS at 4096³ (0.92× cuBLAS), 47.8 at 8192³ (0.94×), 36.5 at 4097³.
 """
 import numpy as np
 from numba import cuda
