@@ -539,39 +539,41 @@ def tensor_cubin() -> bytes:
     return nvrtc.compile_variant(TENSOR_SOURCE, TENSOR_DEFINES)
 
 
-def measure_tensor(name: str, iters: int | None = None, repeats: int = 5) -> dict:
-    """One tensor-core ceiling on the current GPU: TFLOPS, FLOPs per SM cycle, SM clock."""
+def _timed_loop(fn, blocks: int, threads: int, src, out, cyc, iters: int):
+    """Launch a register/shared-only loop kernel fn(src, out, cyc, iters) on blocks × threads:
+    (seconds by CUDA events, {SM: [(clock64 at start, at end) of each block it ran]})."""
     from numba_gemm import nvrtc
     from numba_gemm.hgemm._common import device_ptr, pack_args
 
-    kernel, threads, per_sm, flops_per_iter, default_iters = TENSOR[name]
+    args = pack_args(("p", device_ptr(src)), ("p", device_ptr(out)), ("p", device_ptr(cyc)), ("i", iters))
+    start, stop = cuda.event(), cuda.event()
+    start.record()
+    nvrtc.launch(fn, (blocks, 1, 1), (threads, 1, 1), 0, None, args)
+    stop.record()
+    stop.synchronize()
+    per_sm: dict[int, list] = {}
+    for t0, t1, sm in cyc.copy_to_host().reshape(blocks, 3).astype(np.int64):
+        per_sm.setdefault(int(sm), []).append((t0, t1))
+    return cuda.event_elapsed_time(start, stop) * 1e-3, per_sm
+
+
+def measure_tensor(name: str, iters: int | None = None, repeats: int = 5) -> dict:
+    """One tensor-core ceiling on the current GPU: TFLOPS, FLOPs per SM cycle, SM clock."""
+    from numba_gemm import nvrtc
+
+    kernel, threads, blocks_per_sm, flops_per_iter, default_iters = TENSOR[name]
     iters = iters or default_iters
     f = _device_facts()
-    blocks = f["sms"] * per_sm
+    blocks = f["sms"] * blocks_per_sm
     fn = nvrtc.function(TENSOR_SOURCE, kernel, defines=TENSOR_DEFINES)
     rng = np.random.default_rng()
     src = cuda.to_device(rng.uniform(-1, 1, 8192).astype(np.float16).view(np.uint32))  # not zeros
     out = cuda.device_array(blocks * threads, np.float32)
     cyc = cuda.device_array(3 * blocks, np.uint64)
-
-    def launch(n):
-        args = pack_args(("p", device_ptr(src)), ("p", device_ptr(out)), ("p", device_ptr(cyc)), ("i", n))
-        nvrtc.launch(fn, (blocks, 1, 1), (threads, 1, 1), 0, None, args)
-
-    launch(16)   # load + warm up
-    cuda.synchronize()
+    _timed_loop(fn, blocks, threads, src, out, cyc, 16)   # load + warm up
     runs = []
     for _ in range(repeats):
-        start, stop = cuda.event(), cuda.event()
-        start.record()
-        launch(iters)
-        stop.record()
-        stop.synchronize()
-        seconds = cuda.event_elapsed_time(start, stop) * 1e-3
-        c = cyc.copy_to_host().reshape(blocks, 3).astype(np.int64)
-        per_sm: dict[int, list] = {}
-        for t0, t1, sm in c:
-            per_sm.setdefault(int(sm), []).append((t0, t1))
+        seconds, per_sm = _timed_loop(fn, blocks, threads, src, out, cyc, iters)
         rates = [len(v) * iters * flops_per_iter / (max(b for _, b in v) - min(a for a, _ in v))
                  for v in per_sm.values()]
         spans = [max(b for _, b in v) - min(a for a, _ in v) for v in per_sm.values()]
@@ -589,43 +591,27 @@ def measure_ldmatrix(name: str, iters: int | None = None, repeats: int = 5) -> d
     """One ldmatrix kind on the current GPU: SM cycles per warp instruction (median over SMs),
     instructions and bytes per SM cycle; every lane's sums checked on every run."""
     from numba_gemm import nvrtc
-    from numba_gemm.hgemm._common import device_ptr, pack_args
 
-    kernel, trans, threads, per_sm, default_iters = LDMATRIX[name]
+    kernel, trans, threads, blocks_per_sm, default_iters = LDMATRIX[name]
     iters = iters or default_iters
     f = _device_facts()
-    blocks = f["sms"] * per_sm
+    blocks = f["sms"] * blocks_per_sm
     fn = nvrtc.function(TENSOR_SOURCE, kernel, defines=TENSOR_DEFINES)
     words = np.random.default_rng().integers(1, 1 << 32, LDSM_TILE_WORDS, dtype=np.uint64).astype(np.uint32)
     src = cuda.to_device(words)
     out = cuda.device_array(blocks * threads * 4, np.uint32)
     cyc = cuda.device_array(3 * blocks, np.uint64)
     want = np.tile(expected_ldmatrix(words, trans, iters), (blocks * threads // WARP, 1))
-
-    def launch(n):
-        args = pack_args(("p", device_ptr(src)), ("p", device_ptr(out)), ("p", device_ptr(cyc)), ("i", n))
-        nvrtc.launch(fn, (blocks, 1, 1), (threads, 1, 1), 0, None, args)
-
-    launch(16)   # load + warm up
-    cuda.synchronize()
+    _timed_loop(fn, blocks, threads, src, out, cyc, 16)   # load + warm up
     per_instr = threads // WARP * iters * LDSM_BATCH     # warp instructions per block
     runs = []
     for _ in range(repeats):
-        start, stop = cuda.event(), cuda.event()
-        start.record()
-        launch(iters)
-        stop.record()
-        stop.synchronize()
+        seconds, per_sm = _timed_loop(fn, blocks, threads, src, out, cyc, iters)
         got = out.copy_to_host().reshape(-1, 4)
         if not np.array_equal(got, want):
             bad = int(np.argmax(np.any(got != want, axis=1)))
             raise RuntimeError(f"{name}: thread {bad} summed {got[bad].tolist()}, the ISA's layout gives "
                                f"{want[bad].tolist()}")
-        seconds = cuda.event_elapsed_time(start, stop) * 1e-3
-        c = cyc.copy_to_host().reshape(blocks, 3).astype(np.int64)
-        per_sm: dict[int, list] = {}
-        for t0, t1, sm in c:
-            per_sm.setdefault(int(sm), []).append((t0, t1))
         spans = [max(b for _, b in v) - min(a for a, _ in v) for v in per_sm.values()]
         costs = [span / (len(v) * per_instr) for span, v in zip(spans, per_sm.values())]
         cost = statistics.median(costs)
