@@ -744,6 +744,37 @@ def draw_ladder(path, results_path=RESULTS_JSON):
     _save(fig, path)
 
 
+CURVE_JSON = DATA_DIR / "h200_curve.json"   # the manifest of the size-curve runs
+
+
+def draw_curve(path, results_path=CURVE_JSON):
+    """TFLOPS against size (kernel time): one panel per input type, a line per level, cuBLAS
+    dashed."""
+    plt = _plt()
+    results, prov = load_results(results_path)
+    dtypes = sorted({r["dtype"] for r in results}, key=lambda d: d != "float32")
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(9, 5 * len(dtypes)), squeeze=False,
+                             layout="constrained")
+    for ax, dtype in zip(axes[:, 0], dtypes):
+        rs = [r for r in results if r["dtype"] == dtype]
+        levels = list(dict.fromkeys(r["level"] for r in rs))
+        for i, lv in enumerate(levels):
+            mine = sorted((r for r in rs if r["level"] == lv), key=lambda r: r["M"])
+            ax.plot([r["M"] for r in mine], [r["tflops"] for r in mine], marker="o", ms=4,
+                    color=plt.cm.viridis(i / max(1, len(levels) - 1)), label=lv)
+        base = sorted({r["M"]: r["cublas_tflops"] for r in rs if r.get("cublas_tflops")}.items())
+        ax.plot([n for n, _ in base], [t for _, t in base], "--", color=RED, lw=2, label="cuBLAS")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([n for n, _ in base], [f"{n}³" for n, _ in base])
+        ax.set_xlabel("M = N = K")
+        ax.set_ylabel("TFLOPS (kernel time)")
+        ax.grid(True, alpha=0.25)
+        ax.legend(fontsize=8, ncol=2)
+        ax.set_title(f"{dtype} inputs", fontsize=10, loc="left")
+    fig.suptitle(f"TFLOPS against size. Measured: {_prov_line(prov)}", fontsize=11)
+    _save(fig, path)
+
+
 FIGURES = {
     "segments": ("k1_k2_segments.png", draw_segments),
     "tiles": ("k3_tiles.png", draw_tiles),
@@ -755,8 +786,9 @@ FIGURES = {
     "pipelines": ("v7_v10_pipelines.png", draw_pipelines),
     "roofline": ("roofline.png", draw_roofline),
     "ladder": ("ladder.png", draw_ladder),
+    "curve": ("size_curve.png", draw_curve),
 }
-MEASURED = ("roofline", "ladder")
+MEASURED = ("roofline", "ladder")   # drawn from --results; the curve from CURVE_JSON
 
 
 def build(names=None, out: Path = FIGURES_DIR, results: Path = RESULTS_JSON) -> list[Path]:
