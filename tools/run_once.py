@@ -22,7 +22,7 @@ from numba_gemm import check, registry
 
 
 class Baseline:
-    """cuBLAS behind the level interface this script uses (name, family, dtypes, run)."""
+    """cuBLAS behind the level interface this script uses (name, family, run)."""
     name = "cublas"
 
     def __init__(self, dtype_name: str):
@@ -31,7 +31,6 @@ class Baseline:
 
         self.dtype = next(d for d in map(np.dtype, (np.float32,) + DTYPES) if d.name == dtype_name)
         self.family = "sgemm" if self.dtype == np.float32 else "hgemm"
-        self.dtypes = (self.dtype,)
         self.blas = Cublas()
 
     def run(self, A, B, C, alpha, beta):
@@ -53,9 +52,13 @@ def main():
     M, N, K = (int(x) for x in args.shape.split(",")) if args.shape else (args.size,) * 3
     wrong = []
     for name in args.level.split(","):
-        lv = Baseline(args.dtype) if name == "cublas" else registry.get(name)
-        dtype = np.dtype(np.float32) if lv.family == "sgemm" and name != "cublas" else next(
-            d for d in lv.dtypes if d.name == args.dtype)
+        if name == "cublas":
+            lv = Baseline(args.dtype)
+            dtype = lv.dtype
+        else:
+            lv = registry.get(name)
+            dtype = np.dtype(np.float32) if lv.family == "sgemm" else next(
+                d for d in lv.dtypes if d.name == args.dtype)
         A, B, C = check.random_inputs(M, N, K, dtype=dtype)
         dA = cuda.to_device(A.view(transfer_dtype(dtype)))
         dB = cuda.to_device(B.view(transfer_dtype(dtype)))

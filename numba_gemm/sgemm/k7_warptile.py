@@ -118,7 +118,7 @@ def jit(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
 # (A 128-bit, B and C 128-bit) -> (name, kernel). Every load and store is checked: one
 # predicate per float4 (or per float in the 32-bit forms). k6's interior/border split is
 # left out: here it would cost registers (the split edge kernels spilled under the 128-register
-# cap) to save ~2% of the loop's instructions (1246 vs 1179 per phase for k8_edge vs k8).
+# cap) to save ~2% of the loop's instructions.
 SPECIALISATIONS = {
     (True, True): ("k7", jit(TILING, True, True)),
     (False, False): ("k7_edge", jit(TILING, False, False)),
@@ -136,8 +136,6 @@ def unsupported(M: int, N: int, K: int):
 def run(A, B, C, alpha, beta, stream=None):
     k7 = SPECIALISATIONS[vector_operands(A, B, C)][1]
     launch(k7, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
-
-
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:

@@ -144,6 +144,6 @@ def run(A, B, C, alpha, beta, stream=None):
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
     """k7's accesses for phase ph, whose tiles live in buffer ph % 2 (stored there during
-    phase ph - 1). A buffer is 16·132·4 bytes, a multiple of 128: the same banks as k7."""
+    phase ph - 1). A buffer is TILE_K·132·4 bytes, a multiple of 128: the same banks as k7."""
     kb = ph % 2 * TILE_K
     return _k7_parts.warp_step(TILING, g, M, N, K, bx, by, warp, ph, buffers=2, load_kb=kb, store_kb=kb)
