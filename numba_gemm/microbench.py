@@ -17,8 +17,9 @@ An FFMA loop is measured the same way as a yardstick (128 FP32 lanes per SM: 0.2
 
 Global loads read a 32 KB array that stays in L1 after the first pass, as k2's and the tiled
 levels' loads mostly do; `ldg_x32` sends each lane to its own 128-byte line (k1's A load);
-`ldg128_x8` is k7's and k8's float4 load of A: 4 lanes per row, 64 bytes from each of 8 rows
-(8 lines, where a coalesced `ldg128` touches 4).
+`ldg128_x8` is k7's (and the 16-deep k8's) float4 load of A: 4 lanes per row, 64 bytes from
+each of 8 rows (8 lines, where a coalesced `ldg128` touches 4); `ldg128_x16` is the 8-deep k8's:
+2 lanes per row, 32 bytes from each of 16 rows (16 lines, the same 16 sectors).
 
 Also measured: the device-to-device copy bandwidth (bytes read + written per second, the
 bytes ledger's ceiling) and the SM clock (clock64 cycles over CUDA-event time).
@@ -42,7 +43,7 @@ go into the costs file's tensor section; a file without them is "not yet measure
     python -m numba_gemm.microbench --tensor          # tensor ceilings and ldmatrix prices only
     python -m numba_gemm.microbench --tensor ldmatrix_x4,ldmatrix_x4_trans \
         --update numba_gemm/data/h200_costs.json      # measure some, merge them into a costs file
-    python -m numba_gemm.microbench --kinds ldg128_x8 --update numba_gemm/data/h200_costs.json
+    python -m numba_gemm.microbench --kinds ldg128_x16 --update numba_gemm/data/h200_costs.json
 
 In the Numba CUDA simulator (no GPU) `run_all(smoke=True)` runs each kernel once at a tiny
 size and checks the values it loaded, so the index patterns are tested in CI; the timings
@@ -76,7 +77,7 @@ UNROLL = 8                 # loads per loop iteration (kept in sync with the ker
 WARP = 32
 SMEM_ALIGN = 16           # bytes: the 128-bit shared loads need it
 
-# kind -> (kernel family, lane stride, column multiplier, or for ldg128_x8 lanes per row)
+# kind -> (kernel family, lane stride, column multiplier, or for ldg128_x* lanes per row)
 KINDS = {
     "ffma": ("ffma", 0),
     "lds_bcast": ("lds32", 0),
@@ -92,7 +93,9 @@ KINDS = {
     "ldg_x32": ("ldg32", 32),
     "ldg128": ("ldg128", 4),
     "ldg128_x8": ("ldg128_x8", 4),
+    "ldg128_x16": ("ldg128_x16", 2),
 }
+ROW_WINDOWS = ("ldg128_x8", "ldg128_x16")   # the families of rows_element's pattern
 
 
 # ---------------------------------------------------------------------------------------
@@ -109,19 +112,29 @@ def lane_addresses(kind: str, j: int = 0, it: int = 0) -> tuple[list[int], int]:
     if fam in ("lds128", "ldg128"):
         row = (it * UNROLL + j) & (ROWS128 - 1)
         return [4 * (row * 128 + lane * p) for lane in lanes], 16
-    if fam == "ldg128_x8":
-        return [4 * x8_element(lane, j, it) for lane in lanes], 16
+    if fam in ROW_WINDOWS:
+        return [4 * rows_element(kind, lane, j, it) for lane in lanes], 16
     raise ValueError(f"{kind} is not a load")
 
 
-def x8_element(lane: int, j: int, it: int) -> int:
-    """ldg128_x8, k7/k8's A load: lane l reads the float4 at row l // 4, column 4 (l % 4) of an
-    8-row window, so a warp takes 64 bytes from each of 8 rows 512 bytes apart (8 lines, 16
-    sectors). Load j of an iteration moves the window 8 rows down (j % 4) and 16 columns right
-    (j // 4); odd iterations start 64 columns further, so no load repeats its predecessor's."""
-    per_row = KINDS["ldg128_x8"][1]          # 4 lanes per row: 8 rows per warp
-    row = lane // per_row + (WARP // per_row) * (j % 4)
-    col = 4 * (lane % per_row) + 16 * (j // 4) + 64 * (it % 2)
+def row_window(per_row: int) -> tuple[int, int]:
+    """(rows, windows): a warp with per_row lanes per row covers 32 / per_row rows; the 32-row
+    array holds that many such windows one above the other."""
+    rows = WARP // per_row
+    return rows, ROWS128 // rows
+
+
+def rows_element(kind: str, lane: int, j: int, it: int) -> int:
+    """ldg128_x8 / ldg128_x16, k7's and k8's A loads: with p lanes per row (KINDS), lane l reads
+    the float4 at row l // p, column 4 (l % p) of a window of 32 / p rows, so a warp takes 16 p
+    bytes from each of 32 / p rows 512 bytes apart (x8: 8 lines, x16: 16 lines; 16 sectors
+    either way). Load j of an iteration moves the window down by its height (j % windows) and
+    right by its width (j // windows); odd iterations start 64 columns further, so no load
+    repeats its predecessor's."""
+    per_row = KINDS[kind][1]
+    rows, windows = row_window(per_row)
+    row = lane // per_row + rows * (j % windows)
+    col = 4 * (lane % per_row) + 4 * per_row * (j // windows) + 64 * (it % 2)
     return row * 128 + col
 
 
@@ -297,29 +310,34 @@ def _build_vector_kernels():
         t1 = clock64()
         _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
 
-    @cuda.jit
-    def _ldg128_x8(g, out, cyc, sm, iters, lanes_per_row):
-        t = cuda.threadIdx.x
-        lane = u64(t & 31)
-        # x8_element: the lane's float4 in the 8-row window, then an offset per load (constant)
-        off = (lane // u64(lanes_per_row)) * u64(128) + u64(4) * (lane % u64(lanes_per_row))
-        a0 = float32(0); a1 = float32(0); a2 = float32(0); a3 = float32(0)   # noqa: E702
-        cuda.syncthreads()
-        t0 = clock64()
-        it = u64(0)
-        while it < u64(iters):
-            o = off + u64(64) * (it & u64(1))
-            for j in range(UNROLL):
-                v = load4_global(g, o + u64(8 * 128 * (j % 4) + 16 * (j // 4)))
-                a0 += v[0]; a1 += v[1]; a2 += v[2]; a3 += v[3]   # noqa: E702
-            it += u64(1)
-        cuda.syncthreads()
-        t1 = clock64()
-        _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
+    def _ldg128_rows(per_row):
+        rows, windows = row_window(per_row)   # compile-time constants of each kernel
+
+        @cuda.jit
+        def kernel(g, out, cyc, sm, iters, lanes_per_row):
+            t = cuda.threadIdx.x
+            lane = u64(t & 31)
+            # rows_element: the lane's float4 in the window, then an offset per load (constant)
+            off = (lane // u64(lanes_per_row)) * u64(128) + u64(4) * (lane % u64(lanes_per_row))
+            a0 = float32(0); a1 = float32(0); a2 = float32(0); a3 = float32(0)   # noqa: E702
+            cuda.syncthreads()
+            t0 = clock64()
+            it = u64(0)
+            while it < u64(iters):
+                o = off + u64(64) * (it & u64(1))
+                for j in range(UNROLL):
+                    v = load4_global(g, o + u64(rows * 128 * (j % windows) + 4 * per_row * (j // windows)))
+                    a0 += v[0]; a1 += v[1]; a2 += v[2]; a3 += v[3]   # noqa: E702
+                it += u64(1)
+            cuda.syncthreads()
+            t1 = clock64()
+            _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
+        return kernel
 
     _KERNELS["lds128"] = _lds128
     _KERNELS["ldg128"] = _ldg128
-    _KERNELS["ldg128_x8"] = _ldg128_x8
+    for fam in ROW_WINDOWS:
+        _KERNELS[fam] = _ldg128_rows(KINDS[fam][1])   # family and kind share the name
     return None
 
 
@@ -341,8 +359,8 @@ def expected_out(kind: str, threads: int, iters: int) -> np.ndarray:
                 if fam in ("lds32", "ldg32"):
                     mask = 2047 if fam == "lds32" else 4095
                     acc += (t & 31) * p + ((it * 256) & mask) + j * 32
-                elif fam == "ldg128_x8":
-                    acc += 4 * x8_element(t & 31, j, it) + 6
+                elif fam in ROW_WINDOWS:
+                    acc += 4 * rows_element(kind, t & 31, j, it) + 6
                 else:
                     row = (it * UNROLL + j) & (ROWS128 - 1)
                     acc += 4 * (row * 128 + (t & 31) * p) + 6   # x + y + z + w of 4 consecutive
@@ -358,7 +376,7 @@ def _launch(kind: str, blocks: int, threads: int, iters: int, garr, garr128):
     sm = cuda.device_array(blocks, np.uint32)
     if fam == "ldg32":
         k[blocks, threads](garr, out, cyc, sm, np.int32(iters), np.int32(p))
-    elif fam in ("ldg128", "ldg128_x8"):
+    elif fam == "ldg128" or fam in ROW_WINDOWS:
         k[blocks, threads](garr128, out, cyc, sm, np.int32(iters), np.int32(p))
     else:
         k[blocks, threads](out, cyc, sm, np.int32(iters), np.int32(p))

@@ -51,6 +51,7 @@ def test_measured_costs_are_sane(tmp_path):
     assert c["lds_conflict8"] < c["lds_conflict32"]
     assert c["ldg_x32"] > 2 * c["ldg"]
     assert 0.9 * c["ldg128"] <= c["ldg128_x8"] < c["ldg_x32"]   # 8 lines: at least ldg128's 4
+    assert 0.9 * c["ldg128_x8"] <= c["ldg128_x16"] < c["ldg_x32"]   # 16 lines: at least x8's 8
     assert 1e12 < data["copy_bandwidth_Bps"] < 1e13
     assert 0.5 < data["clock_ghz"] < 3.0
     assert data["tensor_flops"] == pytest.approx(data["tensor_tflops"]["mma_sync"] * 1e12, rel=1e-3)
