@@ -177,6 +177,25 @@ def test_bench_holds_the_gpu_until_the_call_is_enqueued(monkeypatch):
     assert t.hold_ms == 0.0 and holds_ns == [2e5, 4e5, 8e5, 1.6e6]
 
 
+def test_the_holds_occupancy_warning_is_silenced_and_only_it():
+    """Numba warns about a one-block grid, its message in terminal bold where colour is on; the
+    hold's launch must not print it, and any other warning must still get through."""
+    import warnings
+
+    from numba.cuda.core.errors import NumbaPerformanceWarning as Perf
+
+    from numba_gemm import timing
+
+    low = "Grid size {} will likely result in GPU under-utilization due to low occupancy."
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with timing.one_thread_on_purpose():
+            warnings.warn(Perf(low.format(1)))                                  # as Numba says it
+            warnings.warn(Perf(f"\x1b[1m{low.format(1)}\x1b[0m", highlighting=False))   # in bold
+            warnings.warn(Perf(low.format(2)))
+    assert [str(w.message) for w in seen] == [str(Perf(low.format(2)))]
+
+
 def test_plot_draws_bars_cublas_and_rooflines(tmp_path):
     pytest.importorskip("matplotlib")
     from numba_gemm.plot import plot_ladder, roofline_tflops
