@@ -24,10 +24,9 @@ H200_COSTS = DATA_DIR / "h200_costs.json"
 # ("priced as ..."). ldg128_x8 (k7/k8: a warp's float4 loads of A span 8 rows of 64 bytes) moves
 # the same 16 sectors as a coalesced ldg128 but touches 8 lines instead of 4; microbench measures
 # it (kind ldg128_x8), and a costs file written before that kind existed prices it as ldg128.
-# ldg128_x16 (k8 with its 8-deep tiles: 2 lanes per row, 16 rows of 32 bytes) has no
-# microbenchmark yet and is priced as ldg128_x8 — likely low: ldg128 (4 lines) measured 4.05
-# cycles and ldg128_x8 (8 lines) 8.00, so 16 lines may cost ~16. It is 1/512 of a load per
-# FMA: 8 cycles more would add 0.016 cycles per FMA to k8's ledger (of ~0.57).
+# ldg128_x16 (the 8-deep k8: 2 lanes per row, 16 rows of 32 bytes) is measured too (16.00
+# cycles on the H200: about one cycle per line, as ldg128 4.05 and ldg128_x8 8.00); a file
+# without it prices it as ldg128_x8.
 PRICE_FALLBACK = {"ldg_bcast": "ldg", "ldg128_x8": "ldg128", "ldg128_x16": "ldg128_x8"}
 
 
@@ -99,8 +98,11 @@ def load(key: str, measured: str | os.PathLike | None = None) -> Card:
                          + (f"measured, {path.name}" if data.get("tensor_flops") else
                             "cards.json (not in the measured file yet)"))
         if kw["costs"]:
+            updated = sorted({stamp[:10] for stamp in data.get("updated", {}).values()})
             kw["costs_source"] = (f"measured by numba_gemm.microbench on {data.get('device', '?')}"
-                                  + (f", {data['measured_utc']}" if data.get("measured_utc") else ""))
+                                  + (f", {data['measured_utc']}" if data.get("measured_utc") else "")
+                                  + (f"; {len(data['updated'])} entries re-measured "
+                                     f"{', '.join(updated)}" if updated else ""))
         notes.insert(0, f"SMs, clock {kw['clock_ghz']:.3f} GHz and bandwidth "
                         f"{kw['bandwidth'] / 1e12:.2f} TB/s (device-to-device copy, read + write): "
                         f"measured, {path.name}")
