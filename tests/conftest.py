@@ -11,6 +11,21 @@ GPU = has_gpu() and not SIMULATOR
 gpu_only = pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
 
 
+def sgemm_case(M, N, K, beta, seed=0):
+    """Fresh float32 inputs (A, B, C, C_in): C_in is what the reference sees; with beta == 0
+    the C handed to the level is NaN, which must never leak into the result (C is not read;
+    gemm()'s NumPy path does not even upload it, the device path hands it to the kernel)."""
+    import numpy as np
+
+    from numba_gemm import check
+
+    A, B, C = check.random_inputs(M, N, K, rng=np.random.default_rng(seed))
+    C_in = C.copy()
+    if beta == 0:
+        C[...] = np.nan
+    return A, B, C, C_in
+
+
 def pytest_report_header(config):
     mode = "CUDA GPU" if GPU else "Numba CUDA simulator (no GPU: GPU-only tests skip)"
     return f"numba_gemm: running on {mode}"

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import GPU
+from tests.conftest import GPU, sgemm_case
 
 import numba_gemm
 from numba_gemm import check
@@ -37,21 +37,12 @@ SHAPES = {
 }
 
 
-def _case(M, N, K, beta, seed=0):
-    rng = np.random.default_rng(seed)
-    A, B, C = check.random_inputs(M, N, K, rng=rng)
-    C_in = C.copy()
-    if beta == 0:
-        C[...] = np.nan           # beta == 0 must never read C
-    return A, B, C, C_in
-
-
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("shape", list(SHAPES), ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
 def test_exact(level, shape):
     M, N, K = shape
     for alpha, beta in [(1.0, 0.0), (-0.75, 2.5)]:
-        A, B, C, C_in = _case(M, N, K, beta, seed=M * N + K)
+        A, B, C, C_in = sgemm_case(M, N, K, beta, seed=M * N + K)
         out = numba_gemm.gemm(A, B, C, alpha=alpha, beta=beta, level=level)
         v = check.verify(out, A, B, C_in, alpha, beta)
         assert v.ok, f"{level} {shape} alpha={alpha} beta={beta}: {v}"
@@ -212,7 +203,7 @@ def test_main_loop_close_to_the_twin(census, level):
 def test_gpu_ragged_and_large(level):
     for M, N, K in [(4097, 4097, 257), (1031, 997, 1009), (128, 128, 4096), (1, 4096, 4)]:
         for beta in (0.0, -0.5):
-            A, B, C, C_in = _case(M, N, K, beta, seed=K)
+            A, B, C, C_in = sgemm_case(M, N, K, beta, seed=K)
             out = numba_gemm.gemm(A, B, C, alpha=0.5, beta=beta, level=level)
             v = check.verify(out, A, B, C_in, 0.5, beta)
             assert v.ok, f"{level} {(M, N, K)}: {v}"

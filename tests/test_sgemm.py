@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import GPU, gpu_only
+from tests.conftest import GPU, gpu_only, sgemm_case
 
 import numba_gemm
 from numba_gemm import check
@@ -60,17 +60,6 @@ def _settings(lv):
     )
 
 
-def _case(M, N, K, beta, seed):
-    rng = np.random.default_rng(seed)
-    A, B, C = check.random_inputs(M, N, K, rng=rng)
-    C_in = C.copy()
-    if beta == 0:
-        # beta == 0: C must never be read, so NaN must not leak. (gemm()'s NumPy path does not
-        # upload C when beta == 0; the device path hands this poisoned C to the kernel.)
-        C[...] = np.nan
-    return A, B, C, C_in
-
-
 def _assert_ok(out, A, B, C_in, alpha, beta, lv, shape):
     v = check.verify(out, A, B, C_in, alpha, beta)
     assert v.ok, f"{lv.name} M,N,K={shape} alpha={alpha} beta={beta}: {v}"
@@ -82,7 +71,7 @@ def test_numpy_path(lv):
     @given(shape=_shapes(lv), alpha=ALPHAS, beta=BETAS, seed=st.integers(0, 2**32 - 1))
     def prop(shape, alpha, beta, seed):
         M, N, K = shape
-        A, B, C, C_in = _case(M, N, K, beta, seed)
+        A, B, C, C_in = sgemm_case(M, N, K, beta, seed)
         out = numba_gemm.gemm(A, B, C, alpha=alpha, beta=beta, level=lv.name)
         assert out is C
         _assert_ok(out, A, B, C_in, alpha, beta, lv, shape)
@@ -98,7 +87,7 @@ def test_device_path(lv):
     @given(shape=_shapes(lv), alpha=ALPHAS, beta=BETAS, seed=st.integers(0, 2**32 - 1))
     def prop(shape, alpha, beta, seed):
         M, N, K = shape
-        A, B, C, C_in = _case(M, N, K, beta, seed)
+        A, B, C, C_in = sgemm_case(M, N, K, beta, seed)
         dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
         ret = numba_gemm.gemm(dA, dB, dC, alpha=alpha, beta=beta, level=lv.name)
         assert ret is dC      # device arrays are used in place
@@ -117,7 +106,7 @@ def test_smallest_and_one_past_each_tile(lv):
         shapes.append((3, tn + 1, 2))
     for M, N, K in shapes:
         for alpha, beta in [(1.0, 0.0), (-1.5, 2.0)]:
-            A, B, C, C_in = _case(M, N, K, beta, None)
+            A, B, C, C_in = sgemm_case(M, N, K, beta, None)
             out = numba_gemm.gemm(A, B, C, alpha=alpha, beta=beta, level=lv.name)
             _assert_ok(out, A, B, C_in, alpha, beta, lv, (M, N, K))
 
@@ -127,7 +116,7 @@ def test_smallest_and_one_past_each_tile(lv):
 def test_thousand_cube(lv):
     M, N, K = 1031, 997, 1009
     for beta in (0.0, -0.75):
-        A, B, C, C_in = _case(M, N, K, beta, 7)
+        A, B, C, C_in = sgemm_case(M, N, K, beta, 7)
         out = numba_gemm.gemm(A, B, C, alpha=1.25, beta=beta, level=lv.name)
         _assert_ok(out, A, B, C_in, 1.25, beta, lv, (M, N, K))
 

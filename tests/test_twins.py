@@ -1,9 +1,8 @@
 """The CUDA C twins (numba_gemm.twins): one per SGEMM level, compiled by NVRTC to the same
 instructions the level exists for, and exact like the level on a GPU."""
-import numpy as np
 import pytest
 
-from tests.conftest import GPU, gpu_only
+from tests.conftest import GPU, gpu_only, sgemm_case
 
 import numba_gemm
 from numba_gemm import check, sass, twins
@@ -43,14 +42,6 @@ def test_twin_compiles_to_the_levels_instructions(level):
 
 # ---- on a GPU: exact like the levels ------------------------------------------------------
 
-def _case(M, N, K, beta, seed):
-    rng = np.random.default_rng(seed)
-    A, B, C = check.random_inputs(M, N, K, rng=rng)
-    C_in = C.copy()
-    if beta == 0:
-        C[...] = np.nan
-    return A, B, C, C_in
-
 
 SHAPES = [(1, 1, 1), (5, 7, 3), (130, 129, 17), (136, 132, 20), (9, 8, 18), (9, 10, 20),
           (1031, 997, 1009), (512, 512, 512), (4097, 33, 65)]
@@ -64,7 +55,7 @@ def test_twin_exact(level):
     t = twins.twin(level)
     for i, (M, N, K) in enumerate(SHAPES):
         for alpha, beta in [(1.0, 0.0), (0.5, -1.5)]:
-            A, B, C, C_in = _case(M, N, K, beta, i)
+            A, B, C, C_in = sgemm_case(M, N, K, beta, i)
             dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
             t.run(dA, dB, dC, alpha, beta)
             v = check.verify(dC.copy_to_host(), A, B, C_in, alpha, beta)

@@ -94,7 +94,7 @@ def census(levels):
                 continue
             t0 = time.time()
             ptx, _ = cuda.compile_ptx(mod.make_kernel(t, True, True), SIGNATURE, cc=(9, 0),
-                                      launch_bounds=(t.threads, mod.MIN_BLOCKS))
+                                      launch_bounds=(t.threads, _k7_parts.MIN_BLOCKS))
             cubin, log = sass.link_ptx(ptx)
             (c,) = sass.census_cubin(cubin, level, log)
             loop = main_loop(sass.disassemble(cubin))
@@ -138,7 +138,7 @@ def search(levels, n, budget_s, reps):
                 print(line(out[-1], None), flush=True)
                 continue
             t0 = time.time()
-            kern = mod.jit(t, True, True)
+            kern = _k7_parts.jit(mod.make_kernel, t, True, True)
             grid = mod.grid(n, n, t)
 
             def run():

@@ -72,7 +72,8 @@ def _load4_strided_in(X, off):
 
 
 @cuda.jit(device=True, inline="always")
-def _store4_scalar(X, off, row_ok, col, ncols, v):
+def store4_scalar(X, off, row_ok, col, ncols, v):
+    """The float4 v into X[off:off+4] one float at a time, each column checked (k6-k8's C edge)."""
     if row_ok & (col < ncols):
         X[off] = v[0]
     if row_ok & (u32(col + 1) < ncols):
@@ -127,7 +128,7 @@ def _make_kernel(k6, a_vec: bool, bc_vec: bool):
     load_b_in = _load4_vector_in if bc_vec else _load4_strided_in
     load_c = k6._load4 if bc_vec else _load4_scalar
     load_c_in = _load4_vector_in if bc_vec else _load4_scalar_in
-    store_c = k6._store4 if bc_vec else _store4_scalar
+    store_c = k6._store4 if bc_vec else store4_scalar
     store_c_in = _store4_vector_in if bc_vec else _store4_scalar_in
     store_b = _store4_bs_vector if bc_vec else _store4_bs_strided
 

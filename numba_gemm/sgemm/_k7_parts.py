@@ -28,12 +28,14 @@ from types import SimpleNamespace
 
 from numba import cuda
 
-from ..intrinsics import (load4_global, load4_readonly, load4_shared, load_readonly, store4_global,
+from ..intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_readonly, store4_global,
                           store4_shared, unrolled)
 from ..ledgers.access import F32, WARP, Geometry, Step, global_load, shared_access
-from ._common import float32, u32, u64
+from ._common import ceil_div, float32, u32, u64
+from ._k6_edges import store4_scalar
 
 A_PAD = 4          # floats: keeps As rows 16-byte aligned (LDS.128) while spreading the banks
+MIN_BLOCKS = 2     # blocks of 256 threads per SM: ptxas may use up to 128 registers per thread
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,29 @@ class WarpTiling:
         return out
 
 
+def grid(M: int, N: int, t: WarpTiling) -> tuple[int, int]:
+    return (ceil_div(N, t.tile_n), ceil_div(M, t.tile_m))
+
+
+def jit(make_kernel, t: WarpTiling, a_vec: bool, bc_vec: bool):
+    """make_kernel(t, a_vec, bc_vec) compiled with the launch bounds (the simulator takes none)."""
+    f = make_kernel(t, a_vec, bc_vec)
+    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, MIN_BLOCKS))(f)
+
+
+def specialisations(level: str, make_kernel, t: WarpTiling) -> dict:
+    """(A 128-bit, B and C 128-bit) -> (name, kernel), the key vector_operands gives. Every load
+    and store is checked: one predicate per float4 (or per float in the 32-bit forms). k6's
+    interior/border split is left out: here it would cost registers (the split edge kernels
+    spilled under the 128-register cap) to save ~2% of the loop's instructions."""
+    return {
+        (True, True): (level, jit(make_kernel, t, True, True)),
+        (False, False): (f"{level}_edge", jit(make_kernel, t, False, False)),
+        (False, True): (f"{level}_bc", jit(make_kernel, t, False, True)),     # K % 4 != 0
+        (True, False): (f"{level}_a", jit(make_kernel, t, True, False)),      # N % 4 != 0
+    }
+
+
 def _inline(f):
     return cuda.jit(device=True, inline="always")(f)
 
@@ -162,17 +187,6 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
             store4_global(X, off, v)
 
     @_inline
-    def store_scalar(X, off, row_ok, col, ncols, v):
-        if row_ok & (col < ncols):
-            X[off] = v[0]
-        if row_ok & (u32(col + 1) < ncols):
-            X[off + u64(1)] = v[1]
-        if row_ok & (u32(col + 2) < ncols):
-            X[off + u64(2)] = v[2]
-        if row_ok & (u32(col + 3) < ncols):
-            X[off + u64(3)] = v[3]
-
-    @_inline
     def bs_vector(Bs, r, c, v0, v1, v2, v3):
         store4_shared(Bs, (r, c), (v0, v1, v2, v3))       # one STS.128
 
@@ -186,7 +200,7 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     load_a = vector_load(load4_readonly) if a_vec else scalar_load(load_readonly, 1)
     load_b = vector_load(load4_readonly) if bc_vec else scalar_load(load_readonly, SPREAD)
     load_c = vector_load(load4_global) if bc_vec else scalar_load(plain, 1)
-    store_c = store_vector if bc_vec else store_scalar
+    store_c = store_vector if bc_vec else store4_scalar
     store_bs = bs_vector if bc_vec else bs_spread
 
     @_inline

@@ -30,10 +30,9 @@ timed on a GPU.
 import numpy as np
 from numba import cuda
 
-from ..intrinsics import SIMULATOR
 from ..ledgers.access import Geometry, Step
 from . import _k7_parts
-from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, launch, u32, u64
 from ._k6_edges import vector_operands     # which operands may move as float4 (k6's rule)
 
 LEVEL = "k7"
@@ -52,12 +51,10 @@ THREAD_M, THREAD_N = TILING.thread_m, TILING.thread_n
 BLOCK = TILING.block                     # (32 lanes, 8 warps)
 THREADS = TILING.threads
 GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
-# 256 threads, 2 blocks per SM: ptxas may use up to 128 registers per thread
-MIN_BLOCKS = 2
 
 
 def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
-    return (ceil_div(N, t.tile_n), ceil_div(M, t.tile_m))
+    return _k7_parts.grid(M, N, t)
 
 
 def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
@@ -110,21 +107,7 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
     return k7
 
 
-def jit(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
-    f = make_kernel(t, a_vec, bc_vec)
-    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, MIN_BLOCKS))(f)
-
-
-# (A 128-bit, B and C 128-bit) -> (name, kernel). Every load and store is checked: one
-# predicate per float4 (or per float in the 32-bit forms). k6's interior/border split is
-# left out: here it would cost registers (the split edge kernels spilled under the 128-register
-# cap) to save ~2% of the loop's instructions.
-SPECIALISATIONS = {
-    (True, True): ("k7", jit(TILING, True, True)),
-    (False, False): ("k7_edge", jit(TILING, False, False)),
-    (False, True): ("k7_bc", jit(TILING, False, True)),     # K % 4 != 0
-    (True, False): ("k7_a", jit(TILING, True, False)),      # N % 4 != 0
-}
+SPECIALISATIONS = _k7_parts.specialisations(LEVEL, make_kernel, TILING)
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 

@@ -20,8 +20,10 @@ Same warp tiling, specialisations and edge handling as k7 (numba_gemm.sgemm._k7_
 it keeps 8 floats per thread in flight instead of 16 — at 16 the kernel sat at the
 128-register cap and k8_edge spilled 8 bytes under ptxas 13.0. Shared memory: 2 copies of
 8-deep tiles, 16.6 KB.
-The cycles ledger does not move (same instructions per FMA); what moves is the stall
-between them: the load latency now overlaps the FFMAs of the same block.
+The instructions per FMA are k7's, but the 8-deep A load spans 16 rows (ldg128_x16, 16.00
+cycles against ldg128_x8's 8.00 on the H200), so the cycles ledger predicts 0.95× k7; what
+moves the other way is the stall it does not model: the load latency now overlaps the FFMAs
+of the same block.
 
 Statically (`python tools/twin_census.py k8`, sm_90): the main loop is 587 instructions for
 512 FFMA per phase, 124 registers, no local memory (the CUDA C twin: 590, and 6 local-memory
@@ -31,10 +33,9 @@ RESULTS.md): 46.9 TFLOPS at 4096³ (0.92× cuBLAS), 47.8 at 8192³ (0.94×), 36.
 import numpy as np
 from numba import cuda
 
-from ..intrinsics import SIMULATOR
 from ..ledgers.access import Geometry, Step
 from . import _k7_parts
-from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
+from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, launch, u32, u64
 from ._k6_edges import vector_operands     # which operands may move as float4 (k6's rule)
 
 LEVEL = "k8"
@@ -53,11 +54,10 @@ THREAD_M, THREAD_N = TILING.thread_m, TILING.thread_n
 BLOCK = TILING.block
 THREADS = TILING.threads
 GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
-MIN_BLOCKS = 2                # as k7: 2 blocks of 256 threads per SM, <= 128 registers
 
 
 def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
-    return (ceil_div(N, t.tile_n), ceil_div(M, t.tile_m))
+    return _k7_parts.grid(M, N, t)
 
 
 def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
@@ -118,17 +118,7 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
     return k8
 
 
-def jit(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
-    f = make_kernel(t, a_vec, bc_vec)
-    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, MIN_BLOCKS))(f)
-
-
-SPECIALISATIONS = {
-    (True, True): ("k8", jit(TILING, True, True)),
-    (False, False): ("k8_edge", jit(TILING, False, False)),
-    (False, True): ("k8_bc", jit(TILING, False, True)),     # K % 4 != 0
-    (True, False): ("k8_a", jit(TILING, True, False)),      # N % 4 != 0
-}
+SPECIALISATIONS = _k7_parts.specialisations(LEVEL, make_kernel, TILING)
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
