@@ -1,0 +1,88 @@
+"""Split-K, shared by the split-K levels of both families: how many K slices, and the
+deterministic reduction of their partial products.
+
+A shape with few output tiles (M·N small against 132 SMs, e.g. 16×8192 with 128×256 tiles: 32
+tiles) leaves most SMs idle, and nothing else splits the work: K is the only long axis left.
+A split-K level gives each of S CTAs per tile one contiguous slice of K (a whole number of
+its K tiles), writes each slice's fp32 product to a workspace (numba_gemm.workspace: S × M × N
+floats), then one more kernel reduces the S partials **in a fixed order** (z = 0, 1, …, S-1)
+and applies the epilogue once: C = alpha·Σ + beta·C, with C never read when beta == 0. No
+float atomics: the result has the same bits on every run, and a captured call replays
+exactly.
+
+The extra traffic is the workspace: S·M·N·4 bytes written and read back (plus C). It pays
+when M·N is small and K long; `choose_splits` never splits a shape whose tiles already fill
+the GPU, and caps the workspace.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, uint64
+
+from .util import ceil_div
+
+MAX_SPLITS = 16
+MIN_K_TILES_PER_SPLIT = 4          # each slice long enough to fill its pipeline and amortise the fill
+WORKSPACE_LIMIT = 256 * 2**20      # bytes of partials a call may use
+
+
+def choose_splits(tiles: int, k_tiles: int, M: int, N: int, sms: int = 132,
+                  max_splits: int = MAX_SPLITS) -> int:
+    """The number of K slices for a grid of `tiles` output tiles and `k_tiles` K tiles each:
+    enough CTAs to cover `sms` once (S = sms // tiles, so tiles·S ≤ sms: one wave), each
+    slice at least MIN_K_TILES_PER_SPLIT K tiles, the partials within WORKSPACE_LIMIT.
+    1 means no split (the shape already fills the GPU, or K is short)."""
+    if tiles >= sms // 2 or k_tiles < 2 * MIN_K_TILES_PER_SPLIT:
+        return 1
+    s = min(sms // tiles, k_tiles // MIN_K_TILES_PER_SPLIT, max_splits,
+            WORKSPACE_LIMIT // max(1, 4 * M * N))
+    return max(1, s)
+
+
+def slice_k_tiles(k_tiles: int, splits: int) -> int:
+    """K tiles per slice: slices are equal except the last, which may be shorter (never
+    empty: choose a split count for which it holds, see `effective_splits`)."""
+    return ceil_div(k_tiles, splits)
+
+
+def effective_splits(k_tiles: int, splits: int) -> int:
+    """The slice count after rounding: ceil(k_tiles / per_slice) (so no slice is empty)."""
+    return ceil_div(k_tiles, slice_k_tiles(k_tiles, splits))
+
+
+# ---------------------------------------------------------------------------- the reduction
+
+REDUCE_THREADS = 256
+REDUCE_PER_THREAD = 4      # elements each thread sums (grid-strided: coalesced per step)
+
+
+@cuda.jit
+def reduce_partials(P, splits, MN, alpha, beta, C):
+    """C[i] = alpha · (P[i] + P[MN + i] + … + P[(splits-1)·MN + i]) + beta · C[i], summed in
+    that order (bit-identical on every run); beta == 0 never reads C. P, C: flat float32."""
+    n = uint64(MN)
+    step = uint64(cuda.gridDim.x) * uint64(cuda.blockDim.x)
+    i = uint64(cuda.blockIdx.x) * uint64(cuda.blockDim.x) + uint64(cuda.threadIdx.x)
+    while i < n:
+        acc = P[i]
+        z = uint64(1)
+        while z < uint64(splits):
+            acc += P[z * n + i]
+            z += uint64(1)
+        if beta == 0:
+            C[i] = alpha * acc
+        else:
+            C[i] = alpha * acc + beta * C[i]
+        i += step
+
+
+def reduce(P, C, splits: int, M: int, N: int, alpha: float, beta: float, stream=None) -> None:
+    """Launch reduce_partials for partials P (workspace) into C (M×N, a device array or an
+    operand record)."""
+    from .launch import launch_numba
+
+    MN = M * N
+    blocks = max(1, min(ceil_div(MN, REDUCE_THREADS * REDUCE_PER_THREAD), 2**31 - 1))
+    args = (P, np.int32(splits), np.int64(MN), np.float32(alpha), np.float32(beta), C.reshape(MN))
+    launch_numba(reduce_partials, (blocks,), (REDUCE_THREADS,), args, stream)
+

@@ -1,0 +1,45 @@
+"""Scratch device memory for the split-K levels: their fp32 partial products.
+
+A split-K level writes S partial products of C (S × M × N float32) and then reduces them in a
+fixed order, so the result has the same bits on every run. The scratch buffer belongs to the
+output: it is looked up by (device, C's address, size), so the first call that writes a given C
+allocates it and every later call reuses it — outside any timed loop, and outside a CUDA graph
+capture once the call has been warmed up (gemm() and plan() record launches whose arguments
+keep the buffer alive, so a replayed call or graph writes the same memory). Two outputs never
+share a buffer; two calls writing the same C at once on two streams race on C itself anyway.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+CACHE_BYTES = 2**30   # buffers kept, in bytes; the oldest go first (a recorded launch keeps its own)
+_cache: dict = {}
+_lock = threading.Lock()
+
+
+def _address(c) -> int:
+    """C's device address: an operand record's pointer, or a device array's interface (a
+    simulator array has none: its identity stands in)."""
+    ptr = getattr(c, "ptr", None)
+    if ptr is None:
+        cai = getattr(c, "__cuda_array_interface__", None)
+        ptr = cai["data"][0] if cai else id(c)
+    return int(ptr)
+
+
+def partials(c, splits: int, M: int, N: int):
+    """A float32 device array of splits·M·N elements for partial products of output `c`
+    (a device array or an operand record), on the current device."""
+    from numba import cuda
+
+    n = splits * M * N
+    key = (getattr(cuda.get_current_device(), "id", 0), _address(c), n)
+    with _lock:
+        buf = _cache.get(key)
+        if buf is None:
+            while _cache and 4 * (n + sum(b.size for b in _cache.values())) > CACHE_BYTES:
+                del _cache[next(iter(_cache))]
+            buf = _cache[key] = cuda.device_array(n, np.float32)
+    return buf
