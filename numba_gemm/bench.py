@@ -123,12 +123,13 @@ class Runner:
     def run(self, level, M, N, K, dtype_name=None) -> Result:
         dtype = _host_dtype(level, dtype_name)
         res = Result(level.name, M, N, K, dtype.name, "simulator" if self.simulator else "gpu")
+        # the first reason that applies here: without a GPU a native level's shape rules are moot
+        if self.simulator and level.native:
+            res.note = "skipped: native CUDA levels need a GPU (see --sass for the static census)"
+            return res
         reason = level.unsupported(M, N, K)
         if reason:
             res.note = f"skipped: {reason}"
-            return res
-        if self.simulator and level.native:
-            res.note = "skipped: native CUDA levels need a GPU (see --sass for the static census)"
             return res
         A, B, C, (dA, dB, dC) = self.inputs(M, N, K, dtype)
 

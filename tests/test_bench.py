@@ -63,6 +63,14 @@ def test_native_level_is_skipped_not_failed_in_the_simulator():
     assert r.ok is None and "need a GPU" in r.note
 
 
+@pytest.mark.parametrize("lv", [lv for lv in LEVELS if lv.native], ids=lambda lv: lv.name)
+def test_without_a_gpu_the_gpu_is_the_reason_a_native_level_is_skipped(lv):
+    """At the simulator's ragged shape the TMA levels' stride rule also applies; the reason
+    given is the one that applies first here: no GPU."""
+    r = nb.Runner(simulator=True).run(lv, *nb.SIM_SHAPE)
+    assert r.ok is None and r.note == "skipped: native CUDA levels need a GPU (see --sass for the static census)"
+
+
 def test_speedups_are_over_the_parent():
     # a level whose parent is not the level before it on the ladder (k4 after the k3c side branch)
     names = list(registry())
@@ -237,3 +245,16 @@ def test_explain_without_a_gpu_explains_4096_without_a_run(capsys):
     roof = 1e3 * ledgers.bytes_ledger("k1", "h200", 4096).roofline_s
     assert f"roofline {roof:.3f} ms" in out and "0.000 ms" not in out and "missing" not in out
     assert "max rel err" not in out            # no simulator run, no results table
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=lambda lv: lv.name)
+def test_overhead_gives_each_level_operands_of_its_own_dtype(lv):
+    """bench.py --overhead builds every level's operands (NumPy to Numba arrays here, as on a GPU
+    without torch); each must pass that level's validation (v8py is Numba yet takes fp16)."""
+    from numba_gemm import api, operands, overhead
+
+    dtype = overhead.operand_dtype(lv)
+    assert dtype in lv.dtypes
+    A, B, C = overhead._operands(dtype, None)
+    recs = [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))]
+    assert api.validate(*recs, 0.0, lv) == (overhead.N,) * 3
