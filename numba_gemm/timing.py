@@ -124,3 +124,26 @@ def one_thread_on_purpose():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Grid size 1 will likely")
         yield
+
+
+def loop(fn, *, calls: int = 20, reps: int = 5, warmup: int = 2) -> Timing:
+    """Back-to-back time per call, in ms: `calls` calls of fn() between two events on the
+    default stream, median over `reps` such loops. What a training loop sees: the host enqueues
+    while the GPU runs, the clock and power settle at their loop values, and a call whose host
+    cost exceeds its kernel time shows that cost."""
+    import statistics
+
+    from numba import cuda
+
+    for _ in range(warmup):
+        fn()
+    start, stop = cuda.event(), cuda.event()
+    per_call = []
+    for _ in range(reps):
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        stop.synchronize()
+        per_call.append(start.elapsed_time(stop) / calls)
+    return Timing(statistics.median(per_call), min(per_call), max(per_call), reps * calls, False)

@@ -1,0 +1,201 @@
+"""level="auto" as a cost model: rank the levels that can serve a shape by predicted time.
+
+For a level with output tile bm × bn and a K split S (1 for most levels; the split-K levels
+say theirs through `plan_splits`), a shape M × N × K gives
+
+    ctas   = ceil(M / bm) · ceil(N / bn) · S              the CTAs of the launch
+    slots  = sms · blocks_per_sm                          CTAs resident at once
+    waves  = ceil(ctas / slots)
+    t_mma  = waves · slots · (2 · bm · bn · K / S) / rate    every slot of every wave priced,
+                                                          padding rows and idle SMs included
+    t_mem  = bytes / (bandwidth · bw_eff)                 A, B, C once (+ C read when beta != 0),
+                                                          + the split partials written and read
+    t      = t0 + max(t_mma, t_mem)  (+ the reduction launch's t0 when S > 1)
+
+`rate` (FLOP/s of the whole GPU when every slot is busy), `t0` (the fixed cost of a launch:
+fill, drain, epilogue), `blocks_per_sm` and `bw_eff` are per level and per input type, in
+numba_gemm/data/h200_auto.json: fitted to the shape suite's measurements
+(tools/calibrate_auto.py reads a `bench.py --suite shapes --json` run), not written by hand.
+A level with no calibration is ranked after those with one, in ladder order (highest first),
+so a new level runs under auto only once it has been measured.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import registry as _levels
+from .util import ceil_div
+
+CALIBRATION = Path(__file__).resolve().parent / "data" / "h200_auto.json"
+DEFAULT_SMS = 132
+DEFAULT_BANDWIDTH = 4.133e12
+
+
+def as_dtype(x) -> np.dtype:
+    """A NumPy dtype from a dtype or its name, "bfloat16" included (ml_dtypes)."""
+    if isinstance(x, str) and x.lower() in ("bfloat16", "bf16"):
+        from .operands import BFLOAT16
+
+        return BFLOAT16
+    return np.dtype(x)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What the model needs of a level at a shape: its output tile and its K split."""
+    bm: int
+    bn: int
+    splits: int = 1
+
+
+def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
+    """The level's tile and split at this shape, from its module's own facts: plan_splits()
+    (split-K levels: a split count, or (tile, splits)), else GEOMETRY (SGEMM) or CONFIG (HGEMM)."""
+    mod = lv.module
+    tile, splits = None, 1
+    plan = getattr(mod, "plan_splits", None)
+    if plan is not None:
+        got = plan(M, N, K, sms=sms)
+        tile, splits = got if isinstance(got, tuple) else (None, got)
+    if tile is None:
+        tile = getattr(mod, "GEOMETRY", None) or getattr(mod, "CONFIG")
+    bm = getattr(tile, "tile_m", None) or tile.bm
+    bn = getattr(tile, "tile_n", None) or tile.bn
+    return Geometry(int(bm), int(bn), int(splits))
+
+
+def _load(path=CALIBRATION) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {"levels": {}}
+
+
+_calibration = None
+
+
+def calibration() -> dict:
+    global _calibration
+    if _calibration is None:
+        _calibration = _load()
+    return _calibration
+
+
+def params(level: str, dtype) -> dict | None:
+    """The fitted constants of `level` for input dtype, or None when it has none."""
+    return calibration().get("levels", {}).get(level, {}).get(as_dtype(dtype).name)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    level: str
+    ms: float | None          # None: no calibration for this level and dtype
+    geometry: Geometry
+    why: str
+
+    def __str__(self):
+        t = f"{self.ms * 1e3:8.1f} µs" if self.ms is not None else "   (not calibrated)"
+        return f"{self.level:>6} {t}  {self.why}"
+
+
+def _terms(g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float, sms: int,
+           blocks_per_sm: int) -> tuple[float, float, int, int, int]:
+    """(FLOPs the slots are priced for, bytes moved, launches, CTAs, slots) at geometry g."""
+    ctas = ceil_div(M, g.bm) * ceil_div(N, g.bn) * g.splits
+    slots = sms * blocks_per_sm
+    priced = ceil_div(ctas, slots) * slots * 2.0 * g.bm * g.bn * K / g.splits
+    part = 2 * 4 * M * N * g.splits if g.splits > 1 else 0
+    nbytes = (M * K + K * N) * elem_bytes + 4 * M * N * (2 if beta else 1) + part
+    return priced, nbytes, 2 if g.splits > 1 else 1, ctas, slots
+
+
+def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float = 0.0,
+               sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_BANDWIDTH) -> tuple[float, str]:
+    """(predicted ms, a one-line account) for constants p at geometry g (the module docstring)."""
+    priced, nbytes, launches, ctas, slots = _terms(g, M, N, K, elem_bytes, beta, sms, p["blocks_per_sm"])
+    t_mma = priced / (p["tflops"] * 1e12)
+    t_mem = nbytes / (bandwidth * p["bw_eff"])
+    t = p["t0_us"] * 1e-6 * launches + max(t_mma, t_mem)
+    waves = ceil_div(ctas, slots)
+    split = f", split {g.splits}" if g.splits > 1 else ""
+    why = (f"{g.bm}x{g.bn} tiles{split}: {ctas} CTAs in {waves} wave{'s' * (waves != 1)} of "
+           f"{slots} ({100 * ctas / (waves * slots):.0f} % full), "
+           f"{'compute' if t_mma >= t_mem else 'memory'}-bound")
+    return t * 1e3, why
+
+
+def rank(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
+         sms: int = DEFAULT_SMS) -> list[Prediction]:
+    """Every level that takes dtype and serves M×N×K here (native: whether native levels can
+    run), fastest predicted first; uncalibrated levels last, highest rung first."""
+    dtype = as_dtype(dtype)
+    out = []
+    for lv in reversed(list(_levels.registry().values())):
+        if dtype not in lv.dtypes or not getattr(lv.module, "AUTO", True):
+            continue
+        if lv.native and not native:
+            continue
+        if lv.unsupported(M, N, K) is not None:
+            continue
+        g = geometry(lv, M, N, K, sms)
+        p = params(lv.name, dtype)
+        if p is None:
+            out.append(Prediction(lv.name, None, g, "no calibration for this level and dtype"))
+            continue
+        ms, why = predict_ms(p, g, M, N, K, dtype.itemsize, beta, sms)
+        out.append(Prediction(lv.name, ms, g, why))
+    # stable: uncalibrated keep ladder order (highest first) after the calibrated ones
+    return sorted(out, key=lambda q: (q.ms is None, q.ms if q.ms is not None else 0.0))
+
+
+def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top: int = 3) -> str:
+    """Auto's choice for this shape and the runners-up, with predicted times and why."""
+    ranked = rank(dtype, M, N, K, native, beta)
+    if not ranked:
+        return f"no level serves {as_dtype(dtype).name} {M}x{N}x{K} here"
+    lines = [f"auto for {as_dtype(dtype).name} {M}x{N}x{K}: {ranked[0].level}"]
+    lines += [("  -> " if i == 0 else "     ") + str(q) for i, q in enumerate(ranked[:top])]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- fitting
+
+# Grids the fit searches (log-spaced rates; the fixed cost in µs; bandwidth efficiency).
+_BLOCKS = (1, 2, 3, 4, 6, 8)
+_T0_US = tuple(float(x) for x in np.concatenate([np.arange(2, 20, 1), np.arange(20, 80, 4)]))
+_BW_EFF = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+
+
+def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_BANDWIDTH) -> dict:
+    """Constants of one level and dtype that minimise the squared log error of predicted
+    against measured time over samples ({"M", "N", "K", "elem_bytes", "ms", "geometry"}):
+    a grid search, every point of the grid evaluated (no local minimum to get stuck in)."""
+    meas = np.log([s["ms"] * 1e-3 for s in samples])
+    peak = max(2.0 * s["M"] * s["N"] * s["K"] / (s["ms"] * 1e-3) for s in samples)
+    rates = peak * np.geomspace(0.9, 2.0, 24)                      # FLOP/s
+    t0 = np.array(_T0_US) * 1e-6
+    best = None
+    for bps in _BLOCKS:
+        terms = [_terms(s["geometry"], s["M"], s["N"], s["K"], s["elem_bytes"], 0.0, sms, bps)
+                 for s in samples]
+        priced = np.array([t[0] for t in terms])
+        nbytes = np.array([t[1] for t in terms])
+        launches = np.array([t[2] for t in terms])
+        for eff in _BW_EFF:
+            # [rate, t0, sample]
+            busy = np.maximum(priced[None, None, :] / rates[:, None, None],
+                              (nbytes / (bandwidth * eff))[None, None, :])
+            pred = np.log(t0[None, :, None] * launches[None, None, :] + busy)
+            err = np.sum((pred - meas[None, None, :]) ** 2, axis=2)
+            i, j = np.unravel_index(np.argmin(err), err.shape)
+            if best is None or err[i, j] < best[0]:
+                best = (float(err[i, j]), bps, eff, float(rates[i]), float(_T0_US[j]))
+    err, bps, eff, rate, t0_us = best
+    return {"blocks_per_sm": bps, "bw_eff": eff, "tflops": round(rate / 1e12, 2), "t0_us": t0_us,
+            "fit_rms_log_error": round(math.sqrt(err / len(samples)), 4), "samples": len(samples)}

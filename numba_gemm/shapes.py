@@ -1,0 +1,337 @@
+"""The shape suite: the shapes users call gemm() with, each against its roofline and cuBLAS.
+
+    python bench.py --suite shapes --dtype bf16          # run it (GPU)
+    python bench.py --suite shapes --dtype fp32 --explain  # roofline + auto's choice, nothing run
+
+A shape's roofline time is the larger of its FLOPs over the compute ceiling (wgmma for
+fp16/bf16, the FFMA peak for float32, both from numba_gemm/data/h200_costs.json, measured by
+numba_gemm.microbench) and its compulsory bytes over the measured DRAM bandwidth (A and B read
+once, C written once). M ≤ ~128 against large N·K is bound by the bytes: each B element
+feeds only M multiply-adds.
+
+Per shape the suite checks and times auto's level and the other levels worth timing there (the
+cost model's candidates within PRUNE of its best guess, numba_gemm.choose), each in two modes —
+isolated kernel time (a sleeping kernel queued before each call hides the host) and
+back-to-back loops (the recorded launches called LOOP_CALLS times between two events) — and
+cuBLAS on the same buffers in the same process, in both modes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import choose, registry as _levels
+
+# (name, M, N, K): squares, transformer projections (decode to prefill against the (N, K) of
+# 7B-70B models' layers), short K, narrow N, and rows TMA cannot describe.
+SUITE = (
+    ("square 512", 512, 512, 512),
+    ("square 1024", 1024, 1024, 1024),
+    ("square 2048", 2048, 2048, 2048),
+    ("square 4096", 4096, 4096, 4096),
+    ("square 8192", 8192, 8192, 8192),
+    ("decode M=1", 1, 4096, 4096),
+    ("decode M=16", 16, 8192, 8192),
+    ("decode M=16, up-proj", 16, 14336, 4096),
+    ("M=128", 128, 4096, 4096),
+    ("M=128, wide", 128, 28672, 8192),
+    ("M=512", 512, 4096, 4096),
+    ("M=512, down-proj", 512, 4096, 14336),
+    ("prefill up-proj", 4096, 14336, 4096),
+    ("prefill down-proj", 4096, 4096, 14336),
+    ("short K 512", 4096, 4096, 512),
+    ("short K 256", 8192, 8192, 256),
+    ("narrow N 128", 4096, 128, 4096),
+    ("narrow N 64", 8192, 64, 8192),
+    ("ragged cube 4097", 4097, 4097, 4097),
+    ("ragged rows", 777, 5000, 3001),
+)
+
+PRUNE = 3.0          # time the levels predicted within 3x of the best prediction
+LOOP_CALLS = 20
+CHECK_ROWS = 32      # rows of C checked against float64 per level (the test suites check more)
+
+
+# ---------------------------------------------------------------------------- roofline
+
+@dataclass(frozen=True)
+class Roofline:
+    flops: float
+    bytes: float
+    compute_s: float
+    memory_s: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.compute_s, self.memory_s)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+
+def ceilings(dtype, costs: dict | None = None) -> tuple[float, float, str]:
+    """(FLOP/s, bytes/s, what the compute ceiling is) measured on the H200 by the project."""
+    from .ledgers.card import H200_COSTS, card
+
+    c = card("h200")
+    if choose.as_dtype(dtype) == np.float32:
+        return c.fp32_flops, c.bandwidth, f"FFMA peak ({c.sms} SMs x 128 lanes x {c.clock_ghz} GHz)"
+    if costs is None:
+        import json
+
+        with open(H200_COSTS) as f:
+            costs = json.load(f)
+    return (costs["tensor_tflops"]["wgmma"] * 1e12, c.bandwidth,
+            "wgmma m64n256k16 register-free loop (numba_gemm.microbench)")
+
+
+def roofline(M: int, N: int, K: int, dtype, beta: float = 0.0) -> Roofline:
+    flops, bw, _ = ceilings(dtype)
+    es = choose.as_dtype(dtype).itemsize
+    nbytes = (M * K + K * N) * es + 4 * M * N * (2 if beta else 1)
+    work = 2.0 * M * N * K
+    return Roofline(work, nbytes, work / flops, nbytes / bw)
+
+
+# ---------------------------------------------------------------------------- explain (no GPU)
+
+def explain(dtype, native: bool = True) -> str:
+    """Each suite shape's roofline and the level auto would choose there, and why: nothing run."""
+    dtype = choose.as_dtype(dtype)
+    flops, bw, what = ceilings(dtype)
+    lines = [f"shape suite, {dtype.name} in, float32 out: roofline = max(FLOPs / {flops / 1e12:.1f} "
+             f"TFLOPS [{what}], bytes / {bw / 1e12:.2f} TB/s [measured copy bandwidth])",
+             f"auto ranks levels by predicted time (numba_gemm.choose, constants from "
+             f"{choose.CALIBRATION.name}); nothing is run.", ""]
+    for name, M, N, K in SUITE:
+        r = roofline(M, N, K, dtype)
+        lines.append(f"{name}: {M}x{N}x{K}  roofline {r.seconds * 1e6:.1f} µs ({r.bound}-bound: "
+                     f"{r.flops / 1e9:.2f} GFLOP, {r.bytes / 2**20:.1f} MiB)")
+        lines += ["  " + ln for ln in choose.explain(dtype, M, N, K, native).splitlines()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- run (GPU)
+
+@dataclass
+class Timed:
+    level: str
+    ok: bool
+    rel_err: float
+    kernel_ms: float
+    loop_ms: float
+    predicted_ms: float | None
+    splits: int = 1
+
+
+@dataclass
+class ShapeResult:
+    name: str
+    M: int
+    N: int
+    K: int
+    dtype: str
+    roofline_ms: float
+    bound: str
+    auto: str
+    levels: list = field(default_factory=list)       # Timed, as measured
+    cublas_ms: float | None = None
+    cublas_loop_ms: float | None = None
+    note: str = ""
+
+    def _timed(self, level):
+        return next((t for t in self.levels if t.level == level), None)
+
+    @property
+    def best(self) -> Timed | None:
+        ok = [t for t in self.levels if t.ok]
+        return min(ok, key=lambda t: t.kernel_ms) if ok else None
+
+    def ratio(self, level: str | None = None, loop: bool = False) -> float | None:
+        """cuBLAS time / the level's time (auto's by default): above 1 is faster than cuBLAS."""
+        t = self._timed(level or self.auto)
+        base = self.cublas_loop_ms if loop else self.cublas_ms
+        if t is None or not base:
+            return None
+        return base / (t.loop_ms if loop else t.kernel_ms)
+
+    def as_dict(self):
+        d = asdict(self)
+        d["best"] = self.best.level if self.best else None
+        d["auto_vs_cublas"] = self.ratio()
+        d["auto_vs_cublas_loop"] = self.ratio(loop=True)
+        return d
+
+
+def _record(level, dA, dB, dC):
+    """The launches level.run makes on these buffers, recorded once (what gemm()/plan() do)."""
+    from . import launch
+
+    with launch.recording() as rec:
+        level.run(dA, dB, dC, 1.0, 0.0)
+    return rec.launches
+
+
+def run_shape(runner, name: str, M: int, N: int, K: int, dtype, levels=None,
+              progress=None) -> ShapeResult:
+    """Check and time one suite shape: auto's candidates (or `levels`) and cuBLAS."""
+    from numba import cuda
+
+    from . import check
+    from .timing import bench, loop
+
+    dtype = choose.as_dtype(dtype)
+    roof = roofline(M, N, K, dtype)
+    ranked = choose.rank(dtype, M, N, K, native=True)
+    res = ShapeResult(name, M, N, K, dtype.name, roof.seconds * 1e3, roof.bound,
+                      ranked[0].level if ranked else "-")
+    if levels is None:
+        best = next((q.ms for q in ranked if q.ms is not None), None)
+        levels = [q for q in ranked if q.ms is None or best is None or q.ms <= PRUNE * best]
+    else:
+        levels = [q for q in ranked if q.level in levels]
+    A, B, C, (dA, dB, dC) = runner.inputs(M, N, K, dtype)
+    rows = np.arange(M) if M <= CHECK_ROWS else np.sort(runner.rng.choice(M, CHECK_ROWS, replace=False))
+    ref = check.reference(A[rows], B, None, 1.0, 0.0)
+    allowed = check.RTOL["sgemm" if dtype == np.float32 else "hgemm"] * \
+        check.scale(A[rows], B, None, 1.0, 0.0) + np.finfo(np.float32).tiny
+    poison = np.full((M, N), np.nan, np.float32)
+    for q in levels:
+        if progress:
+            progress(f"{name}: {q.level}")
+        lv = _levels.get(q.level)
+        cuda.to_device(poison, to=dC)                 # beta == 0: unwritten or read C shows as NaN
+        launches = _record(lv, dA, dB, dC)
+        for L in launches:
+            L(0)
+        out = dC.copy_to_host()[rows].astype(np.float64)
+        err = np.abs(out - ref)
+        err[~np.isfinite(out)] = np.inf
+        ok = bool(np.all(err <= allowed))
+        rel = float(err.max() / max(np.abs(ref).max(), 1e-30))
+        t = Timed(q.level, ok, rel, math.nan, math.nan, q.ms, q.geometry.splits)
+        if ok:
+            def call(launches=launches):
+                for L in launches:
+                    L(0)
+            t.kernel_ms = bench(call, reps=runner.reps).median_ms
+            t.loop_ms = loop(call, calls=LOOP_CALLS).median_ms
+        else:
+            res.note += f" {q.level} WRONG ({rel:.2e});"
+        res.levels.append(t)
+    try:
+        res.cublas_ms = runner.cublas_ms(M, N, K, dtype, dA, dB, dC)
+        blas = runner._cublas
+        res.cublas_loop_ms = loop(lambda: blas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype),
+                                  calls=LOOP_CALLS).median_ms
+    except Exception as exc:  # the levels' figures stand without the baseline
+        res.note += f" cuBLAS unavailable: {exc}"
+    return res
+
+
+def geomean(xs) -> float | None:
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def format_table(results: list[ShapeResult]) -> str:
+    head = ["shape", "M×N×K", "auto", "auto µs", "best", "best µs", "cuBLAS µs", "auto/cuBLAS",
+            "loop: auto/cuBLAS", "roofline µs", "bound", "% roofline"]
+    rows = [head]
+    for r in results:
+        a, b = r._timed(r.auto), r.best
+        us = lambda ms: "-" if ms is None or not math.isfinite(ms) else f"{ms * 1e3:.1f}"  # noqa: E731
+        ratio, lratio = r.ratio(), r.ratio(loop=True)
+        rows.append([r.name, f"{r.M}×{r.N}×{r.K}", r.auto, us(a and a.kernel_ms),
+                     b.level if b else "-", us(b and b.kernel_ms), us(r.cublas_ms),
+                     f"{ratio:.3f}" if ratio else "-", f"{lratio:.3f}" if lratio else "-",
+                     us(r.roofline_ms), r.bound,
+                     f"{100 * r.roofline_ms / a.kernel_ms:.0f}" if a and a.ok else "-"])
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(str(c).rjust(w) for c, w in zip(row, widths)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    ratios = [r.ratio() for r in results]
+    loops = [r.ratio(loop=True) for r in results]
+    misses = [(r.name, r._timed(r.auto).kernel_ms / r.best.kernel_ms) for r in results
+              if r.best and r._timed(r.auto) and r._timed(r.auto).ok]
+    if any(ratios):
+        worst = min((x, r.name) for x, r in zip(ratios, results) if x)
+        lines.append(f"geomean auto/cuBLAS: {geomean(ratios):.3f} kernel time, "
+                     f"{geomean(loops) or float('nan'):.3f} back-to-back; worst {worst[0]:.3f} ({worst[1]})")
+    if misses:
+        name, x = max(misses, key=lambda m: m[1])
+        lines.append(f"auto vs the best level timed: worst {x:.3f}x its time ({name})")
+    notes = [f"  {r.name}: {r.note.strip()}" for r in results if r.note.strip()]
+    return "\n".join(lines + (["notes:"] + notes if notes else []))
+
+
+# ---------------------------------------------------------------------------- bench.py --suite shapes
+
+DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def provenance(command: str) -> dict:
+    """Card, date, commit and command of a run (the commit from git, else NUMBA_GEMM_COMMIT)."""
+    import datetime
+    import os
+    import subprocess
+
+    commit = os.environ.get("NUMBA_GEMM_COMMIT")
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True, timeout=10, cwd=os.path.dirname(__file__)).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            commit = ""
+    card = ""
+    try:
+        from numba import cuda
+
+        dev = cuda.get_current_device()
+        card = f"{dev.name.decode() if isinstance(dev.name, bytes) else dev.name} (sm_{dev.compute_capability[0]}{dev.compute_capability[1]})"
+    except Exception:  # noqa: BLE001 - provenance must not stop a finished run from being written
+        pass
+    return {"card": card, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%MZ"),
+            "commit": commit or "unknown", "command": command}
+
+
+def cli(dtype_name: str, *, explain_only: bool, simulator: bool, json_path: str | None,
+        reps: int | None, seed: int | None, command: str, only: list | None = None) -> int:
+    """bench.py --suite shapes: explain (any machine) or run (GPU) the suite for one dtype."""
+    import json
+    import sys
+
+    from .bench import Progress, Runner
+
+    dtype = choose.as_dtype(DTYPES.get(dtype_name, dtype_name))
+    if explain_only:
+        print(explain(dtype, native=not simulator))
+        return 0
+    if simulator:
+        print("bench.py --suite shapes times ~20 large shapes: it needs a GPU. Without one, "
+              "`--suite shapes --explain` prints each shape's roofline and auto's choice.",
+              file=sys.stderr)
+        return 2
+    runner = Runner(False, reps=reps, seed=seed)
+    suite = [s for s in SUITE if not only or s[0] in only]
+    bar = Progress(len(suite))
+    results = []
+    for name, M, N, K in suite:
+        bar.step(name)
+        results.append(run_shape(runner, name, M, N, K, dtype))
+    bar.close()
+    print(format_table(results))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(dict(provenance(command), dtype=dtype.name,
+                           method=("kernel_ms: isolated (a sleeping kernel before each call, median); "
+                                   f"loop_ms: {LOOP_CALLS} back-to-back calls of the recorded launches "
+                                   "between two events, median of 5; cuBLAS (nvmath-python) on the same "
+                                   f"buffers, both modes; {CHECK_ROWS} rows of C checked against float64 "
+                                   "per level with C poisoned (NaN)"),
+                           results=[r.as_dict() for r in results]), f, indent=1)
+    return 1 if any(not t.ok for r in results for t in r.levels) else 0

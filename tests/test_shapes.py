@@ -1,0 +1,151 @@
+"""The shape suite and auto's cost model, without a GPU: rooflines, the model's arithmetic, the
+fit, the calibration data against the runs it was fitted to, and --suite shapes --explain."""
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from numba_gemm import choose, registry, shapes
+from numba_gemm.ledgers.card import DATA_DIR
+
+DOCS_DATA = DATA_DIR.parent.parent / "docs" / "data"
+
+
+def test_suite_covers_what_users_call():
+    names = [s[0] for s in shapes.SUITE]
+    assert len(names) == len(set(names)) and 18 <= len(names) <= 24
+    dims = [s[1:] for s in shapes.SUITE]
+    assert any(M == 1 for M, N, K in dims) and any(M == 16 for M, N, K in dims)
+    assert any(K <= 1024 and M >= 4096 and N >= 4096 for M, N, K in dims)      # short K
+    assert any(N <= 128 for M, N, K in dims)                                   # narrow N
+    assert any(K % 8 or N % 8 for M, N, K in dims)                             # rows TMA refuses
+    assert {4096, 8192, 4097} <= {M for M, N, K in dims if M == N == K}
+
+
+def test_roofline_bounds():
+    # 16x8192x8192 bf16: B (128 MiB) dominates; 4096^3 is compute-bound
+    r = shapes.roofline(16, 8192, 8192, "bfloat16")
+    assert r.bound == "memory"
+    assert r.bytes == (16 * 8192 + 8192 * 8192) * 2 + 4 * 16 * 8192
+    flops, bw, _ = shapes.ceilings("bfloat16")
+    assert r.seconds == pytest.approx(r.bytes / bw)
+    assert shapes.roofline(4096, 4096, 4096, np.float32).bound == "compute"
+    # beta != 0 reads C too
+    assert shapes.roofline(64, 64, 64, np.float32, beta=1.0).bytes - \
+        shapes.roofline(64, 64, 64, np.float32).bytes == 4 * 64 * 64
+
+
+def test_geometry_of_every_level():
+    for lv in registry.registry().values():
+        g = choose.geometry(lv, 4096, 4096, 4096)
+        assert g.bm >= 1 and g.bn >= 1 and g.splits >= 1, lv.name
+
+
+P = {"blocks_per_sm": 2, "bw_eff": 0.8, "tflops": 40.0, "t0_us": 10.0}
+
+
+@given(M=st.integers(1, 128), N=st.integers(1, 4096), K=st.integers(1, 4096))
+@settings(max_examples=60, deadline=None)
+def test_padding_rows_are_priced(M, N, K):
+    """A 128-row tile costs the same slots for M = 1..128: the model charges the padding."""
+    g = choose.Geometry(128, 128)
+    a, _ = choose.predict_ms(dict(P, bw_eff=1e9), g, M, N, K, 4)   # memory term out of the way
+    b, _ = choose.predict_ms(dict(P, bw_eff=1e9), g, 128, N, K, 4)
+    assert a == pytest.approx(b)
+
+
+def test_waves_quantise():
+    g = choose.Geometry(128, 128)
+    one, _ = choose.predict_ms(P, g, 128 * 264, 128, 4096, 4)       # 264 CTAs: one full wave of 2x132
+    more, why = choose.predict_ms(P, g, 128 * 265, 128, 4096, 4)    # one more CTA: a second wave
+    assert more - P["t0_us"] / 1e3 == pytest.approx(2 * (one - P["t0_us"] / 1e3), rel=1e-6)
+    assert "265 CTAs in 2 waves" in why
+
+
+def test_split_adds_partials_and_a_launch():
+    p = dict(P, tflops=1e9)          # compute term out of the way: bytes and launches only
+    plain, _ = choose.predict_ms(p, choose.Geometry(128, 128, 1), 16, 8192, 8192, 2)
+    split, why = choose.predict_ms(p, choose.Geometry(128, 128, 4), 16, 8192, 8192, 2)
+    extra_bytes = 2 * 4 * 16 * 8192 * 4
+    assert split - plain == pytest.approx(P["t0_us"] / 1e3 + extra_bytes / (4.133e12 * 0.8) * 1e3)
+    assert "split 4" in why
+
+
+def test_fit_recovers_known_constants():
+    truth = {"blocks_per_sm": 2, "bw_eff": 0.8, "tflops": 50.0, "t0_us": 12.0}
+    shapes_ = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
+               (16, 16384, 16384), (1, 16384, 8192), (8, 8192, 16384), (3000, 200, 1000)]
+    samples = []
+    for M, N, K in shapes_:            # a small tile: the skinny shapes are bound by their bytes
+        g = choose.Geometry(16, 64)
+        ms, _ = choose.predict_ms(truth, g, M, N, K, 4)
+        samples.append({"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": 4, "geometry": g})
+    got = choose.fit(samples)
+    assert got["blocks_per_sm"] == 2 and got["bw_eff"] == 0.8 and got["t0_us"] == 12.0
+    assert got["tflops"] == pytest.approx(50.0, rel=0.04)      # the rate grid's step
+    assert got["fit_rms_log_error"] < 0.04
+
+
+def test_calibration_names_real_levels_and_sources():
+    data = choose.calibration()
+    reg = registry.registry()
+    assert data["levels"]
+    for name, per_dtype in data["levels"].items():
+        assert name in reg
+        for dtype, p in per_dtype.items():
+            assert choose.as_dtype(dtype) in reg[name].dtypes
+            assert p["tflops"] > 0 and p["blocks_per_sm"] >= 1 and 0 < p["bw_eff"] <= 1
+    for src in data["sources"]:
+        assert (DOCS_DATA / src).exists(), src
+
+
+def _measured():
+    """{(dtype, M, N, K): {level: ms}} from the runs the calibration was fitted to."""
+    out = {}
+    for src in choose.calibration()["sources"]:
+        rows = json.loads((DOCS_DATA / src).read_text())
+        rows = rows["results"] if isinstance(rows, dict) else rows
+        for r in rows:
+            if "levels" in r:
+                for t in r["levels"]:
+                    if t["ok"] and math.isfinite(t["kernel_ms"]):
+                        out.setdefault((r["dtype"], r["M"], r["N"], r["K"]), {})[t["level"]] = t["kernel_ms"]
+            elif r.get("ms"):
+                out.setdefault((r["dtype"], r["M"], r["N"], r["K"]), {})[r["level"]] = r["ms"]
+    return out
+
+
+def test_auto_on_its_own_measurements():
+    """On every shape the calibration was fitted to, auto's pick among the levels measured
+    there is within 3 % of the fastest of them (the issue's bar, on the data we have)."""
+    worst = []
+    for (dtype, M, N, K), times in _measured().items():
+        ranked = [q for q in choose.rank(dtype, M, N, K, native=True) if q.level in times]
+        pick = ranked[0].level
+        worst.append((times[pick] / min(times.values()), dtype, M, pick))
+    assert max(worst)[0] <= 1.03, max(worst)
+
+
+def test_uncalibrated_levels_rank_last(monkeypatch):
+    monkeypatch.setattr(choose, "_calibration", {"levels": {"k5": {"float32": P}}})
+    ranked = choose.rank(np.float32, 64, 64, 64, native=False)
+    assert ranked[0].level == "k5" and ranked[0].ms is not None
+    assert all(q.ms is None for q in ranked[1:])
+    # the rest keep ladder order, highest rung first
+    order = list(registry.registry())
+    idx = [order.index(q.level) for q in ranked[1:]]
+    assert idx == sorted(idx, reverse=True)
+
+
+def test_explain_runs_nothing_and_names_every_shape():
+    text = shapes.explain("bfloat16", native=True)
+    for name, M, N, K in shapes.SUITE:
+        assert f"{name}: {M}x{N}x{K}" in text
+    assert "roofline" in text and "auto for bfloat16" in text
+    text32 = shapes.explain(np.float32, native=False)
+    assert "FFMA peak" in text32
+    for line in text32.splitlines():
+        if line.strip().startswith("->"):
+            assert line.split()[1].startswith("k")       # no native level without a GPU
