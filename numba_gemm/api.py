@@ -25,11 +25,15 @@ level="auto" (the default): the levels that take the dtype, in ladder order from
 registry's order; on the H200 each rung measured at least as fast as the one before it, within
 run-to-run spread, at 4096-8192: docs/RESULTS.md, docs/LADDER.md), and the first that serves
 this shape and these operands on this device: float32 -> the highest SGEMM level whose
-unsupported() is None (k6 today); float16/bfloat16 -> the highest native level that serves the
-shape and accepts the pointers (v13 today; the TMA levels v10+ need 16-byte rows, i.e. K and N
-multiples of 8 and an aligned base: else v9, which serves any shape). The native levels need a
-GPU of the architecture they are compiled for (sm_90a). A level module can opt out with
+unsupported() is None; float16/bfloat16 -> the highest native level that serves the shape and
+accepts the pointers (the TMA levels v10+ need 16-byte rows, i.e. K and N multiples of 8 and an
+aligned base: else the highest mma.sync level, which serves any shape). The native levels need
+a GPU of the architecture they are compiled for (sm_90a). A level module can opt out with
 `AUTO = False`. A new level needs no edit here: it is ranked by its place in the registry.
+In the simulator (no GPU) only the Numba levels run: when auto's ranking holds none for the
+dtype (float16/bfloat16), the highest Numba level that takes it and serves the shape, AUTO =
+False included: v8py, which stays out of the ranking on a GPU only because native v8 runs
+there. It takes seconds even at tiny shapes (one Python thread per GPU thread, 128×128 tiles).
 """
 from __future__ import annotations
 
@@ -43,14 +47,11 @@ import numpy as np
 
 from . import gpu, launch, operands
 from . import registry as _levels
-from .operands import BFLOAT16, HOST
+from .gpu import NoGPUError
+from .operands import BFLOAT16
 
 AUTO = "auto"
 SIM_WARN_FLOPS = 2 * 64**3 * 8   # above this the simulator takes minutes
-
-
-class NoGPUError(RuntimeError):
-    """No CUDA GPU, and Numba is not in simulator mode."""
 
 
 def transfer_dtype(dtype: np.dtype) -> np.dtype:
@@ -96,14 +97,23 @@ def mode() -> str:
         m = "simulator"
     elif gpu.has_gpu():
         m = "gpu"
+    elif gpu.cuda_target_chosen():
+        raise NoGPUError(
+            "numba_gemm: no CUDA GPU found, and numba.cuda is already imported without the "
+            "simulator, so this process cannot switch to it. The Numba levels (k*, v8py) run in "
+            "Numba's CUDA simulator when it is on before numba.cuda is imported: run with "
+            "NUMBA_ENABLE_CUDASIM=1 (e.g. NUMBA_ENABLE_CUDASIM=1 python script.py), or call "
+            "numba_gemm.use_simulator_if_no_gpu() before anything imports numba.cuda. "
+            "The native levels (the other v*) need a GPU."
+        )
     else:
         raise NoGPUError(
-            "numba_gemm: no CUDA GPU found. The Numba levels (k*) can run in Numba's CUDA "
-            "simulator: set NUMBA_ENABLE_CUDASIM=1 before numba is first imported (e.g. "
-            "NUMBA_ENABLE_CUDASIM=1 python script.py, or call numba_gemm.use_simulator_if_no_gpu() "
-            "first; bench.py does it by itself). The native levels (v*) need a GPU."
+            "numba_gemm: no CUDA GPU found. The Numba levels (k*, v8py) can run in Numba's CUDA "
+            "simulator: call numba_gemm.use_simulator_if_no_gpu() first, or set "
+            "NUMBA_ENABLE_CUDASIM=1 before numba.cuda is imported (e.g. NUMBA_ENABLE_CUDASIM=1 "
+            "python script.py; bench.py does it by itself). The native levels (the other v*) need a GPU."
         )
-    if "numba" in sys.modules:    # the choice is final once numba is imported
+    if gpu.cuda_target_chosen():    # the choice is final once numba.cuda is imported
         _mode = m
     return m
 
@@ -111,9 +121,9 @@ def mode() -> str:
 # ---------------------------------------------------------------------------- validation
 
 def _overlap(x, y) -> bool:
-    """Whether two 2-D C-contiguous device records share bytes."""
-    if x.device == HOST:
-        return False
+    """Whether two 2-D C-contiguous records in one memory (a device's, or the host's) share
+    bytes. Host operands too: their copies would make the result right, but the rule is the
+    same for every library (and a C-contiguous array spans one interval, so this is exact)."""
     x_end = x.ptr + x.shape[0] * x.shape[1] * x.dtype.itemsize
     y_end = y.ptr + y.shape[0] * y.shape[1] * y.dtype.itemsize
     return x.ptr < y_end and y.ptr < x_end
@@ -154,7 +164,8 @@ def validate(a, b, c, beta, level=None):
         if c.readonly:
             raise ValueError("C is read-only")
         if _overlap(c, a) or _overlap(c, b):
-            raise ValueError("C overlaps A or B in memory: the result would overwrite its own inputs")
+            raise ValueError("C overlaps A or B in memory: gemm() writes C while it reads A and B, "
+                             "so C must not share memory with them (pass a separate C)")
     elif beta != 0:
         raise ValueError(f"beta = {beta} needs an input C (beta != 0 adds beta·C); pass C, or beta=0")
     if level is not None:
@@ -190,23 +201,25 @@ def native_usable(device: int) -> bool:
 
 
 def auto_candidates(dtype, M: int, N: int, K: int, native: bool) -> list:
-    """The levels auto may pick for this dtype and shape, best first (the module docstring's
-    rule). native: whether native levels can run here."""
-    dtype = np.dtype(dtype)
-    out = []
-    for lv in reversed(list(_levels.registry().values())):
-        if dtype not in lv.dtypes or not getattr(lv.module, "AUTO", True):
-            continue
-        if lv.native and not native:
-            continue
-        if lv.unsupported(M, N, K) is None:
-            out.append(lv)
-    return out
+    """The levels auto may pick for this dtype and shape, best first: fastest predicted by
+    numba_gemm.choose's cost model, then the uncalibrated ones highest rung first. native:
+    whether native levels can run here."""
+    from . import choose
+
+    return [_levels.get(q.level) for q in choose.rank(dtype, M, N, K, native)]
 
 
 def _no_level(dtype, M, N, K, native):
     takers = [lv.name for lv in _levels.registry().values() if np.dtype(dtype) in lv.dtypes]
-    why = "" if native else " (the native levels need a GPU of arch sm_90a)"
+    why = ""
+    if not native:
+        why = " (the native levels need a GPU of arch sm_90a"
+        named = [lv.name for lv in _levels.registry().values() if np.dtype(dtype) in lv.dtypes
+                 and not lv.native and not getattr(lv.module, "AUTO", True)
+                 and lv.unsupported(M, N, K) is None]
+        if named:        # Numba levels auto leaves out on a GPU: they run here when named
+            why += "; " + ", ".join(f"level={n!r}" for n in named) + " is a Numba level: name it to run it"
+        why += ")"
     return ValueError(f"no level serves {np.dtype(dtype).name} M={M}, N={N}, K={K} here{why}; "
                       f"levels taking {np.dtype(dtype).name}: {', '.join(takers) or 'none'}")
 
@@ -466,9 +479,20 @@ def _host_level(lv, a, M, N, K, simulated):
 
         native = native_usable(cuda.get_current_device().id)
     cands = auto_candidates(a.dtype, M, N, K, native)
+    if not cands and simulated:
+        cands = _simulator_candidates(a.dtype, M, N, K)
     if not cands:
         raise _no_level(a.dtype, M, N, K, native)
     return cands[0]
+
+
+def _simulator_candidates(dtype, M, N, K) -> list:
+    """In the simulator, when auto's ranking has nothing that runs (fp16/bf16: only native
+    levels rank), the Numba levels that take the dtype and serve the shape, AUTO = False ones
+    included: v8py stays out of auto on a GPU only because native v8 runs there."""
+    dtype = np.dtype(dtype)
+    return [lv for lv in reversed(list(_levels.registry().values()))
+            if dtype in lv.dtypes and not lv.native and lv.unsupported(M, N, K) is None]
 
 
 # ---------------------------------------------------------------------------- public
@@ -488,8 +512,10 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
     says how it ranks) or a level name (numba_gemm.levels()). stream: any object with
     __cuda_stream__, a torch/CuPy/Numba stream or a raw handle; default: the stream A's
     library considers current. Device operands run on their own GPU.
-    Without a GPU, the Numba levels run in the CUDA simulator if Numba is in simulator mode
-    (NUMBA_ENABLE_CUDASIM=1 before numba is imported); otherwise NoGPUError says how.
+    C must not share memory with A or B (ValueError, NumPy operands included).
+    Without a GPU, the Numba levels (k*, v8py) run in the CUDA simulator if Numba is in
+    simulator mode (use_simulator_if_no_gpu(), or NUMBA_ENABLE_CUDASIM=1, before numba.cuda is
+    imported); otherwise NoGPUError says how.
     """
     lv = resolve_level(level)
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
@@ -536,7 +562,7 @@ class Plan:
         if m == "gpu":
             self._user = None if stream is None else launch.stream_handle(stream)
         a = operands.read(A, "A", self._user)
-        self.device = a.device
+        self.device, self.dtype, self._auto = a.device, a.dtype, lv is None
         if a.on_device and m == "gpu":
             S, _ = _call_stream(a.library, a.stream, a.device, self._user)
             b = operands.read(B, "B", S)
@@ -584,6 +610,21 @@ class Plan:
         return self.C
 
     __call__ = execute
+
+    def explain(self) -> str:
+        """Which level this plan runs and why: auto's ranking with predicted times and the
+        runners-up (numba_gemm.choose), or that the caller named the level."""
+        head = f"plan runs {self.level.name} for {self.dtype.name} {self.M}x{self.N}x{self.K}"
+        if not self._auto:
+            return head + ": the level was named (auto did not choose)"
+        from . import choose
+
+        native = mode() == "gpu" and native_usable(max(self.device, 0))
+        ranked = choose.explain(self.dtype, self.M, self.N, self.K, native, self.beta)
+        if ranked.split("\n")[0].endswith(": " + self.level.name):
+            return head + "\n" + ranked
+        return (head + f" (auto's first choice could not take these operands, e.g. an unaligned "
+                f"base for TMA)\n" + ranked)
 
     def __repr__(self):
         return f"Plan({self.level.name}, M={self.M}, N={self.N}, K={self.K}, alpha={self.alpha}, beta={self.beta})"

@@ -124,7 +124,7 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     t = p["t0_us"] * 1e-6 * launches + max(t_mma, t_mem)
     waves = ceil_div(ctas, slots)
     split = f", split {g.splits}" if g.splits > 1 else ""
-    why = (f"{g.bm}x{g.bn} tiles{split}: {ctas} CTAs in {waves} wave{'s' * (waves != 1)} of "
+    why = (f"{g.bm}x{g.bn} tiles{split}: {ctas} CTA{'s' * (ctas != 1)} in {waves} wave{'s' * (waves != 1)} of "
            f"{slots} ({100 * ctas / (waves * slots):.0f} % full), "
            f"{'compute' if t_mma >= t_mem else 'memory'}-bound")
     return t * 1e3, why

@@ -149,3 +149,18 @@ def test_explain_runs_nothing_and_names_every_shape():
     for line in text32.splitlines():
         if line.strip().startswith("->"):
             assert line.split()[1].startswith("k")       # no native level without a GPU
+
+
+@pytest.mark.gpu
+def test_run_shape_checks_and_times_on_a_gpu():
+    """The suite's runner on one small skinny shape: every candidate checked exact (C poisoned),
+    timed in both modes, cuBLAS beside it; auto is one of the levels timed."""
+    from numba_gemm.bench import Runner
+
+    for dtype in ("float32", "bfloat16"):
+        r = shapes.run_shape(Runner(False, seed=1), "small skinny", 16, 1024, 2048, dtype)
+        assert r.levels and all(t.ok for t in r.levels), r.note
+        assert r.auto in [t.level for t in r.levels]
+        assert all(t.kernel_ms > 0 and t.loop_ms > 0 for t in r.levels)
+        assert r.cublas_ms and r.cublas_loop_ms
+        assert "geomean auto/cuBLAS" in shapes.format_table([r])
