@@ -28,6 +28,14 @@ def plot_ladder(results, path: str, card: str = "h200") -> None:
     width = max(map(len, groups.values()))
     fig, axes = plt.subplots(1, len(groups), figsize=(len(groups) * (1.5 + 0.65 * width), 4.6),
                              squeeze=False)
+    try:
+        _draw(fig, axes, groups, card)
+        fig.savefig(path, dpi=120)
+    finally:   # pyplot keeps every open figure: a notebook would show it again, a loop leak it
+        plt.close(fig)
+
+
+def _draw(fig, axes, groups, card: str) -> None:
     for ax, ((M, N, K, dtype), rs) in zip(axes[0], groups.items()):
         ax.bar([r.level for r in rs], [r.tflops for r in rs], color="#4c72b0")
         for i, r in enumerate(rs):
@@ -43,4 +51,3 @@ def plot_ladder(results, path: str, card: str = "h200") -> None:
         ax.set_ylabel("TFLOPS")
         ax.legend(loc="lower right", fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)

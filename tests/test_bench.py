@@ -210,9 +210,13 @@ def test_plot_draws_bars_cublas_and_rooflines(tmp_path):
 
     rs = [nb.Result("k2", 4096, 4096, 4096, "float32", "gpu", ms=23.6, tflops=5.8, cublas_tflops=50.4),
           nb.Result("k3", 4096, 4096, 4096, "float32", "gpu", ms=16.3, tflops=8.4, cublas_tflops=50.4)]
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
     out = tmp_path / "ladder.png"
     plot_ladder(rs, str(out))
     assert out.stat().st_size > 1000
+    assert plt.get_fignums() == before           # closed: a notebook would display it again
     # k3's 32x32 tiles raise the bytes-ledger roofline 32-fold over k2's (7.969 vs 0.250 FLOP/B)
     assert roofline_tflops("k3", (4096,) * 3) / roofline_tflops("k2", (4096,) * 3) == pytest.approx(7.969 / 0.25, rel=1e-3)
 
