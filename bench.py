@@ -11,7 +11,10 @@ Each level is first checked against a float64 reference twice (alpha=0.5, beta=-
 random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events
 (warm-up, median of repeats), and cuBLAS runs on the same buffers in the same process. With no
 GPU, the Numba levels run in the Numba CUDA simulator at a small ragged shape and are checked
-only: timings need a GPU. The exit status is 1 if any checked level gives a wrong result.
+only: timings need a GPU. What cannot be delivered here is refused before anything runs, in one
+line (a shape the simulator would take minutes over, one that does not fit in memory, --plot or
+--no-check without a GPU); --explain without a GPU explains such a shape from the ledgers alone.
+The exit status is 1 if any checked level gives a wrong result, or if the run is refused.
 """
 import argparse
 import importlib.util
@@ -96,14 +99,16 @@ def parse_args(argv=None):
                         "a small ragged shape in the simulator)")
     p.add_argument("--shape", action="append", default=[], metavar="M,N,K", type=_shape,
                    help="a rectangular shape; repeat for several")
-    p.add_argument("--dtype", default="fp16", choices=["fp16", "bf16"],
+    p.add_argument("--dtype", default=None, choices=["fp16", "bf16"],
                    help="input type of the HGEMM levels (SGEMM levels are float32; default: fp16)")
     p.add_argument("--reps", type=_positive, default=None,
                    help="timed repeats per level (default: as many as fit ~0.4 s, 3..50)")
     p.add_argument("--flush-l2", action="store_true",
                    help="clear the L2 cache before every timed call (default: warm L2, as cuBLAS "
                         "sees it in a loop)")
-    p.add_argument("--no-check", action="store_true", help="skip the float64 correctness check")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the float64 correctness check (needs a GPU: without one the check is "
+                        "all a run does)")
     p.add_argument("--no-twins", action="store_true",
                    help="do not time the SGEMM levels' CUDA C twins (default: each SGEMM level's "
                         "twin is timed beside it, the 'Numba / C' column)")
@@ -112,12 +117,14 @@ def parse_args(argv=None):
     p.add_argument("--csv", metavar="FILE", help="write the results as CSV")
     p.add_argument("--explain", action="store_true",
                    help="print each level's three ledgers (bytes, requests, cycles) and what moved "
-                        "from its PARENT; without a GPU and without --size/--shape, at 4096³ with "
-                        "nothing run")
+                        "from its PARENT; without a GPU, from the ledgers alone with nothing run "
+                        "(at 4096³ unless --size/--shape) where a size is beyond the simulator, "
+                        "else checked in the simulator and explained")
     p.add_argument("--sass", action="store_true",
                    help="print the static SASS census of the levels (no GPU needed), then exit")
     p.add_argument("--plot", metavar="FILE.png",
-                   help="draw the ladder: TFLOPS per level with the cuBLAS line (needs matplotlib)")
+                   help="draw the ladder: TFLOPS per level with the cuBLAS line (needs matplotlib "
+                        "and a GPU)")
     p.add_argument("--overhead", action="store_true",
                    help="host cost per call at 64³ by stage (operand read, validate, launch) for "
                         "gemm() and plan() next to torch.mm (needs a GPU), then exit")
@@ -138,10 +145,77 @@ def shapes_from(args, simulator):
     if not shapes:
         from numba_gemm.bench import SIM_SHAPE
         shapes = [SIM_SHAPE] if simulator else [(4096, 4096, 4096)]
-    if simulator and max(max(s) for s in shapes) > 96:
-        print(f"note: the simulator runs one Python thread per GPU thread; {shapes} may take "
-              "a very long time (sizes up to ~64 are practical)", file=sys.stderr)
     return shapes
+
+
+def _fmt(shape):
+    return "×".join(map(str, shape))
+
+
+def ledgers_only(args, simulator, shapes) -> bool:
+    """--explain without a GPU where running is not worth it: no size given (explain the real
+    one, 4096³; the simulator's times mean nothing), or a size beyond the simulator."""
+    from numba_gemm.bench import too_big_for_simulator
+
+    return (args.explain and simulator
+            and (not (args.size or args.shape) or any(too_big_for_simulator(*s) for s in shapes)))
+
+
+def refusal(args, levels, shapes, simulator) -> str | None:
+    """Why this command cannot deliver what it asks, in one line, before anything runs."""
+    from numba_gemm import bench
+
+    if simulator and args.plot:
+        return ("--plot draws measured TFLOPS and timings need a GPU (none here); without --plot "
+                "the levels are checked in the CUDA simulator")
+    if args.overhead:
+        return "--overhead measures host time per launch: it needs a GPU" if simulator else None
+    if ledgers_only(args, simulator, shapes):
+        return None
+    if simulator and args.no_check:
+        return ("--no-check leaves nothing to do without a GPU: the simulator only checks (timings "
+                "need a GPU); drop --no-check")
+    why = bench.memory_refusal(shapes, levels, simulator, args.dtype)
+    if why:
+        return why
+    big = [s for s in shapes if bench.too_big_for_simulator(*s)] if simulator else []
+    if big:
+        return (f"{', '.join(map(_fmt, big))} {'is' if len(big) == 1 else 'are'} too large for the "
+                f"CUDA simulator (no GPU here; it runs one Python thread per GPU thread, and above "
+                f"2·M·N·K = {bench.SIM_MAX_FLOPS / 1e6:.1f} MFLOP, 128³, a level takes minutes): check a smaller "
+                f"size (--size 64), add --explain for the ledgers at {_fmt(big[0])} with nothing "
+                "run, or time it on a GPU")
+    return None
+
+
+def notes(args, levels) -> list[str]:
+    """Flags that do not apply to these levels: said, not an error."""
+    out = []
+    if args.dtype and not any(lv.family == "hgemm" for lv in levels):
+        out.append(f"note: --dtype {args.dtype} is the HGEMM levels' input type; "
+                   f"{', '.join(lv.name for lv in levels)} {'takes' if len(levels) == 1 else 'take'} "
+                   "float32 only, so it is ignored")
+    return out
+
+
+def explain_from_ledgers(levels, shapes, given: bool) -> None:
+    from numba_gemm import ledgers
+    from numba_gemm.bench import too_big_for_simulator
+
+    if given:
+        big = [s for s in shapes if too_big_for_simulator(*s)]
+        print(f"No CUDA GPU found, and {', '.join(map(_fmt, big))} {'is' if len(big) == 1 else 'are'} "
+              f"beyond what the CUDA simulator runs in reasonable time: the ledgers of each level at "
+              f"{', '.join(map(_fmt, shapes))}, computed from the level's code, nothing run.\n")
+    else:
+        shapes = [(4096, 4096, 4096)]
+        print("No CUDA GPU found: the ledgers of each level at 4096×4096×4096, computed from the "
+              "level's code, nothing run (give --size or --shape to check the levels in the "
+              "simulator and explain that size).\n")
+    for shape in shapes:
+        for lv in levels:
+            print(ledgers.explain(lv.name, "h200", n=shape))
+            print()
 
 
 def main(argv=None):
@@ -154,6 +228,8 @@ def main(argv=None):
         levels = bench.parse_levels(args.level or ("all" if args.overhead else "k4"))
     except ValueError as e:
         sys.exit(f"bench.py: {e}")
+    for line in notes(args, levels):
+        print(line, file=sys.stderr)
 
     if args.sass:
         from numba_gemm import sass
@@ -171,32 +247,24 @@ def main(argv=None):
         print(sass.format_table(rows))
         return 0
 
+    shapes = shapes_from(args, simulator)
+    why = refusal(args, levels, shapes, simulator)
+    if why:
+        sys.exit(f"bench.py: {why}")
+
     if args.overhead:
-        if simulator:
-            sys.exit("bench.py --overhead measures host time per launch: it needs a GPU")
         from numba_gemm import overhead
         command = " ".join(["python", os.path.basename(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])])
         print(overhead.report(levels, command=command))
         return 0
 
-    if args.explain and simulator and not (args.size or args.shape):
-        # No GPU and no size: explain the real one, 4096³, from the ledgers alone (running it
-        # would take the simulator hours, and its times mean nothing). With --size/--shape the
-        # levels are checked in the simulator at that size and explained there, as on a GPU.
-        from numba_gemm import ledgers
-        print("No CUDA GPU found: the ledgers of each level at 4096×4096×4096, computed from the "
-              "level's code, nothing run (give --size or --shape to check the levels in the "
-              "simulator and explain that size).\n")
-        for lv in levels:
-            print(ledgers.explain(lv.name, "h200", n=4096))
-            print()
+    if ledgers_only(args, simulator, shapes):
+        explain_from_ledgers(levels, shapes, given=bool(args.size or args.shape))
         return 0
 
-    shapes = shapes_from(args, simulator)
     if simulator:
         print("No CUDA GPU found: running the Numba levels in the Numba CUDA simulator at "
-              f"{' '.join('×'.join(map(str, s)) for s in shapes)} to check them. "
-              "Timings need a GPU.\n")
+              f"{' '.join(map(_fmt, shapes))} to check them. Timings need a GPU.\n")
 
     runner = bench.Runner(simulator, flush_l2=args.flush_l2, reps=args.reps,
                             verify=not args.no_check, seed=args.seed, twins=not args.no_twins)

@@ -1,17 +1,90 @@
 """Check and time levels against cuBLAS (the logic behind bench.py)."""
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from . import check, registry as _levels
-from .api import transfer_dtype
+from .api import SIM_WARN_FLOPS, transfer_dtype
 
 SIM_SHAPE = (40, 36, 33)   # ragged on purpose: every tile edge is exercised
 CHECK_ROWS = 128           # rows of C verified against float64 at large sizes
 CHECKED = ((0.5, -1.5), (1.0, 0.0))   # (alpha, beta) checked; the second is the timed one
+# One rule with gemm()'s warning: above 2·M·N·K = SIM_WARN_FLOPS (128³) a level takes the
+# simulator minutes (k1 at 96³: ~1.5 min for the two checks on one core).
+SIM_MAX_FLOPS = SIM_WARN_FLOPS
+DEVICE_HEADROOM = 512 << 20   # context, cuBLAS workspace, the L2-flush buffer (256 MiB)
+
+
+def too_big_for_simulator(M: int, N: int, K: int) -> bool:
+    return 2 * M * N * K > SIM_MAX_FLOPS
+
+
+def memory_needed(M: int, N: int, K: int, in_bytes: int, simulator: bool) -> tuple[int, int]:
+    """(host bytes, device bytes) a Runner needs at its peak for one shape.
+
+    Host: A, B, C; the NaN-poisoned C and the result copied back; the float64 check of at most
+    CHECK_ROWS rows, whose largest terms are B and |B| in float64 (check.scale). Device: A, B, C.
+    The simulator's device arrays live in host memory."""
+    rows = min(M, CHECK_ROWS)
+    device = in_bytes * (M * K + K * N) + 4 * M * N
+    host = device + 2 * 4 * M * N + 8 * (2 * K * N + 2 * rows * K + 4 * rows * N)
+    return (host + device, 0) if simulator else (host, device)
+
+
+def host_memory_available() -> int | None:
+    """Bytes the host can give without swapping (MemAvailable), or None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def device_memory_free() -> int | None:
+    try:
+        from numba import cuda
+
+        return int(cuda.current_context().get_memory_info()[0])
+    except Exception:   # no usable device: the run itself will say so
+        return None
+
+
+def memory_refusal(shapes, levels, simulator: bool, dtype_name: str | None = None) -> str | None:
+    """Why a shape cannot be allocated here (one line), before anything is; None when all fit."""
+    host_free = host_memory_available()
+    dev_free = None if simulator else device_memory_free()
+    for M, N, K in shapes:
+        for lv in levels:
+            if simulator and lv.native:   # skipped there, nothing allocated
+                continue
+            try:
+                in_bytes = _host_dtype(lv, dtype_name).itemsize
+            except ValueError:
+                continue
+            host, dev = memory_needed(M, N, K, in_bytes, simulator)
+            shape = f"{M}×{N}×{K}"
+            if host_free is not None and host > host_free:
+                return (f"{shape} ({lv.name}) needs {_gib(host)} of host memory (A, B, C and the "
+                        f"float64 check), {_gib(host_free)} available: give a smaller --size or --shape")
+            if dev_free is not None and dev + DEVICE_HEADROOM > dev_free:
+                return (f"{shape} ({lv.name}) needs {_gib(dev + DEVICE_HEADROOM)} of GPU memory (A, B, C "
+                        f"and {_gib(DEVICE_HEADROOM)} for the context, cuBLAS and the L2 flush), "
+                        f"{_gib(dev_free)} free: give a smaller --size or --shape")
+    return None
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
 
 
 @dataclass

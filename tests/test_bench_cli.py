@@ -1,7 +1,9 @@
-"""bench.py refuses bad flags before any level runs (argparse: exit 2)."""
+"""bench.py refuses bad flags before any level runs (argparse: exit 2), and what it cannot
+deliver here (a size beyond the simulator or memory, timings without a GPU) in one line."""
 import pytest
 
 import bench
+from tests.conftest import GPU
 
 
 @pytest.mark.parametrize("argv", [
@@ -99,3 +101,116 @@ def test_no_twins_reaches_the_runner(monkeypatch):
     for argv, twins in ((["--level", "k2"], True), (["--level", "k2", "--no-twins"], False)):
         bench.main(argv)
         assert seen.pop() is twins
+
+
+# ---------------------------------------------------------------------------- refused or explained up front
+
+def _no_run(monkeypatch):
+    from numba_gemm import bench as nb
+
+    monkeypatch.setattr(nb.Runner, "run", lambda *a, **k: pytest.fail("a level ran"))
+
+
+def _refusal(argv, simulator=True):
+    from numba_gemm import bench as nb
+
+    args = bench.parse_args(argv)
+    levels = nb.parse_levels(args.level or "k4")
+    return bench.refusal(args, levels, bench.shapes_from(args, simulator), simulator)
+
+
+def test_the_simulator_limit_is_one_rule_with_gemms_warning():
+    from numba_gemm import api
+    from numba_gemm import bench as nb
+
+    assert nb.SIM_MAX_FLOPS == api.SIM_WARN_FLOPS == 2 * 128**3
+    assert _refusal(["--size", "128"]) is None
+    why = _refusal(["--level", "k1,k2", "--size", "64,129,4097"])
+    assert "129×129×129, 4097×4097×4097 are too large for the CUDA simulator" in why
+    assert "--explain" in why and "\n" not in why
+    assert _refusal(["--shape", "4096,1,1"]) is None           # a large side is not a large product
+    assert _refusal(["--size", "4096"], simulator=False) is None
+
+
+@pytest.mark.skipif(GPU, reason="without a GPU")
+def test_a_size_beyond_the_simulator_is_refused_at_once(monkeypatch):
+    _no_run(monkeypatch)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--level", "k1,k2", "--size", "4096,4097"])
+    msg = str(e.value.code)
+    assert msg.startswith("bench.py: 4096×4096×4096, 4097×4097×4097 are too large") and "\n" not in msg
+
+
+@pytest.mark.skipif(GPU, reason="without a GPU")
+def test_explain_beyond_the_simulator_explains_from_the_ledgers(monkeypatch, capsys):
+    _no_run(monkeypatch)
+    assert bench.main(["--level", "k2", "--explain", "--size", "4096,48"]) == 0
+    out = capsys.readouterr().out
+    assert "4096×4096×4096 is beyond what the CUDA simulator runs" in out and "nothing run" in out
+    assert "k2 on H200, M=N=K=4096" in out and "k2 on H200, M=N=K=48" in out
+    assert "max rel err" not in out
+
+
+def test_no_check_and_plot_need_a_gpu(tmp_path):
+    pytest.importorskip("matplotlib")
+    why = _refusal(["--no-check"])
+    assert "--no-check leaves nothing to do without a GPU" in why and "\n" not in why
+    why = _refusal(["--plot", str(tmp_path / "x.png")])
+    assert "timings need a GPU" in why and "\n" not in why
+    assert _refusal(["--no-check", "--explain"]) is None      # the ledgers: something to do
+    assert _refusal(["--no-check"], simulator=False) is None
+
+
+@pytest.mark.skipif(GPU, reason="without a GPU")
+def test_no_check_on_a_cpu_runs_nothing(monkeypatch):
+    _no_run(monkeypatch)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--level", "k2", "--no-check"])
+    assert "--no-check" in str(e.value.code)
+
+
+def test_memory_needed_counts_the_float64_check_and_the_simulators_device():
+    from numba_gemm import bench as nb
+
+    M, N, K = 4, 1000, 1000
+    host, dev = nb.memory_needed(M, N, K, 4, simulator=False)
+    assert dev == 4 * (M * K + K * N) + 4 * M * N
+    assert host >= dev + 16 * K * N                  # B and |B| in float64 (check.scale)
+    assert nb.memory_needed(M, N, K, 4, simulator=True) == (host + dev, 0)
+    assert nb.memory_needed(M, N, K, 2, simulator=False)[1] < dev    # fp16 inputs
+
+
+def test_a_size_that_does_not_fit_in_host_memory_is_one_line(monkeypatch):
+    import math
+
+    from numba_gemm import bench as nb
+
+    avail = nb.host_memory_available()
+    if avail is None:
+        pytest.skip("available memory unknown here")
+    n = math.isqrt(avail // 4) + 1                   # C alone is larger than what is available
+    _no_run(monkeypatch)
+    monkeypatch.setattr(nb, "device_memory_free", lambda: None)   # the host is the limit here
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--level", "k2", "--size", str(n)])
+    msg = str(e.value.code)
+    assert msg.startswith(f"bench.py: {n}×{n}×{n} (k2) needs ") and "of host memory" in msg
+    assert "available" in msg and "\n" not in msg
+
+
+def test_dtype_with_sgemm_levels_only_is_a_note():
+    from numba_gemm import bench as nb
+
+    args = bench.parse_args(["--level", "k2,k3", "--dtype", "bf16"])
+    (note,) = bench.notes(args, nb.parse_levels(args.level))
+    assert note.startswith("note: --dtype bf16") and "k2, k3 take float32 only" in note
+    for argv in (["--level", "k2,v9", "--dtype", "bf16"], ["--level", "k2"]):
+        args = bench.parse_args(argv)
+        assert bench.notes(args, nb.parse_levels(args.level)) == []
+
+
+@pytest.mark.skipif(GPU, reason="the simulator path")
+def test_dtype_note_is_printed_and_the_run_goes_on(capsys):
+    assert bench.main(["--level", "k2", "--dtype", "bf16", "--shape", "6,5,4"]) == 0
+    err = capsys.readouterr().err
+    assert "note: --dtype bf16 is the HGEMM levels' input type; k2 takes float32 only" in err
