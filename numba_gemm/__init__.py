@@ -8,9 +8,10 @@
     for lv in numba_gemm.levels(): print(lv.name, lv.title, lv.delta)
 
 Importing this package does not import Numba; that happens at the first gemm()/levels() call,
-so a program can still choose the CUDA simulator first (use_simulator_if_no_gpu()).
+so a program can still choose the CUDA simulator first (use_simulator_if_no_gpu(), before
+anything imports numba.cuda; after that it raises NoGPUError on a machine without a GPU).
 """
-from .gpu import use_simulator_if_no_gpu
+from .gpu import NoGPUError, use_simulator_if_no_gpu
 
 __version__ = "0.1.0"
 
@@ -36,4 +37,4 @@ def levels():
     return list(registry().values())
 
 
-__all__ = ["gemm", "plan", "levels", "use_simulator_if_no_gpu", "__version__"]
+__all__ = ["gemm", "plan", "levels", "use_simulator_if_no_gpu", "NoGPUError", "__version__"]

@@ -99,6 +99,19 @@ def test_result_written_into_host_c():
     assert check.verify(C, A, B, C0, 2.0, -0.5).ok
 
 
+def test_overlapping_host_c_refused():
+    """NumPy operands follow the device rule: C sharing bytes with A or B is refused (their
+    copies would hide it, a device kernel would not), and is checked before any launch."""
+    X = np.random.default_rng().standard_normal(3 * 36).astype(np.float32)
+    A, B = X[:36].reshape(6, 6), np.random.default_rng().standard_normal((6, 6)).astype(np.float32)
+    for C in (A, X[18:54].reshape(6, 6), B):     # C is A, half over A, C is B
+        with pytest.raises(ValueError, match="overlaps"):
+            numba_gemm.gemm(A, B, C, level="k1")
+    C = X[36:72].reshape(6, 6)                 # right after A: touches it, shares no byte
+    out = numba_gemm.gemm(A, B, C, level="k1")
+    assert out is C and check.verify(C, A, B, None, 1.0, 0.0).ok
+
+
 # --- arguments are checked first, each error names its argument
 
 @pytest.mark.parametrize("level", [None, 6, ("k1",)])
@@ -198,7 +211,7 @@ def test_auto_runs_in_the_simulator():
 
 
 @needs_simulator
-@pytest.mark.parametrize("level", ["v9", "auto"])
+@pytest.mark.parametrize("level", ["v9"])
 def test_native_levels_need_a_gpu_before_any_copy(level, monkeypatch):
     from numba import cuda
 
@@ -209,6 +222,25 @@ def test_native_levels_need_a_gpu_before_any_copy(level, monkeypatch):
     A, B = _mats(dtype=np.float16)
     with pytest.raises((api.NoGPUError, ValueError), match="GPU"):
         numba_gemm.gemm(A, B, level=level)
+
+
+@needs_simulator
+def test_fp16_auto_runs_v8py_in_the_simulator():
+    """Only the Numba levels run in the simulator; for fp16 that is v8py, which auto ranks
+    nowhere else (test_auto_rule_on_todays_ladder: no candidate without native levels)."""
+    A, B = _mats(M=3, N=5, K=4, dtype=np.float16)
+    p = numba_gemm.plan(A, B)
+    assert p.level.name == "v8py"
+    out = p.execute()
+    assert out.dtype == np.float32 and check.verify(out, A, B, None, 1.0, 0.0).ok
+
+
+def test_no_level_message_names_the_numba_hgemm_level():
+    """A GPU without sm_90a has no fp16 level in auto's ranking: the error names v8py, which
+    runs when named."""
+    msg = str(api._no_level(np.float16, 64, 64, 64, native=False))
+    assert "sm_90a" in msg and "level='v8py'" in msg
+    assert "v8py" not in str(api._no_level(np.float16, 64, 64, 64, native=True)).split(";")[0]
 
 
 @needs_simulator
@@ -237,8 +269,57 @@ def test_no_gpu_and_no_simulator_is_one_clear_error(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 1
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("numba_gemm.api.NoGPUError") and "NUMBA_ENABLE_CUDASIM=1" in last
+    assert last.startswith("numba_gemm.gpu.NoGPUError") and "NUMBA_ENABLE_CUDASIM=1" in last
+    assert "use_simulator_if_no_gpu() first" in last      # numba.cuda not imported: still possible
     assert "CudaSupportError" not in out.stderr
+    assert api.NoGPUError is numba_gemm.gpu.NoGPUError is numba_gemm.NoGPUError
+
+
+def _fresh_python(code):
+    """Run `code` in a new interpreter without NUMBA_ENABLE_CUDASIM (Numba's target is chosen
+    once per process)."""
+    import os
+    import subprocess
+    import sys
+
+    if numba_gemm.gpu.has_gpu():
+        pytest.skip("this machine has a GPU")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+
+
+def test_simulator_turned_on_after_import_numba():
+    """After `import numba` (numba.cuda not yet imported) the switch still takes: numba.cuda
+    reads numba's config when it is imported."""
+    out = _fresh_python(
+        "import numba, numpy as np, numba_gemm, sys\n"
+        "assert 'numba.cuda' not in sys.modules\n"
+        "assert numba_gemm.use_simulator_if_no_gpu() is True\n"
+        "from numba import cuda\n"
+        "assert cuda.jit.__module__.startswith('numba.cuda.simulator')\n"
+        "A = np.arange(6, dtype=np.float32).reshape(2, 3); B = np.ones((3, 2), np.float32)\n"
+        "assert (numba_gemm.gemm(A, B, level='k1') == A @ B).all()\n"
+        "print('ok')\n")
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_simulator_after_numba_cuda_import_raises_and_says_why():
+    """After `from numba import cuda` Numba has bound its real target: the call raises
+    (not True followed by a NoGPUError from gemm), and gemm() then says why as well."""
+    out = _fresh_python(
+        "from numba import cuda\n"
+        "import numpy as np, numba_gemm\n"
+        "try:\n"
+        "    numba_gemm.use_simulator_if_no_gpu()\n"
+        "except numba_gemm.NoGPUError as e:\n"
+        "    print('raised:', e)\n"
+        "numba_gemm.gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))\n")
+    assert out.returncode == 1
+    first = out.stdout.strip()
+    assert first.startswith("raised:") and "numba.cuda was imported before" in first
+    assert "NUMBA_ENABLE_CUDASIM=1" in first
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("numba_gemm.gpu.NoGPUError") and "already imported" in last
 
 
 # ============================================================================ on a GPU
