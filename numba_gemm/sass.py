@@ -3,7 +3,15 @@
     Numba level:  compile_ptx(py_func, SIGNATURE, cc=(9, 0)) -> nvJitLink (cuda.core.Linker) -> cubin
     native level: numba_gemm.nvrtc.compile_variant(SOURCE, DEFINES) -> cubin (sm_90a)
     cubin -> nvdisasm -> count instructions by opcode class; registers and static shared
-    memory come from the cubin's ELF section headers, spill bytes from the linker's log.
+    memory come from the cubin's ELF section headers, spill bytes per function from the
+    linker's or NVRTC's log (NVRTC's is cached on disk with the cubin).
+
+One row per kernel entry point: `v8_f16`, `v8_bf16` for a native level (its KERNEL_NAMES),
+`v8py_f16`, `v8py_f16_general`, ... for a Numba level's specialisations. A native entry holds
+every path it picks between at run time, so its static count can be a multiple of a Numba
+specialisation's: v8_f16 holds both of v8's block-tile instances (FAST, every operand by
+cp.async, and the general one), each with its own epilogue, where v8py compiles them as two
+kernels (v8py_f16 and v8py_f16_general).
 
 This is the seed's check ("did float4 really become 128-bit?") made routine: a level's
 SASS_MUST_HAVE names the instructions it exists for, and `missing(level, kernels)` says which
@@ -263,17 +271,37 @@ def spill_info(log: str) -> tuple[int, int, int] | None:
     return tuple(sum(int(f[i]) for f in found) for i in range(3))
 
 
+_FUNCTION_SPILL = re.compile(r"Function properties for (\S+)\s*\n[^\n]*?" + _SPILL.pattern)
+
+
+def spills_by_function(log: str) -> dict[str, tuple[int, int, int]]:
+    """{function: (stack frame, spill store, spill load) bytes} from a ptxas info log, which
+    reports each function of a module separately (a native level's cubin holds several)."""
+    return {m.group(1): tuple(int(m.group(i)) for i in (2, 3, 4))
+            for m in _FUNCTION_SPILL.finditer(log or "")}
+
+
 # ---------------------------------------------------------------------------------------
 # Census
 
 def census_cubin(cubin: bytes, level: str, log: str | None = None, names=None) -> list[Census]:
-    """One Census per function in the cubin; `names` maps symbol -> display name."""
+    """One Census per function in the cubin; `names` maps symbol -> display name.
+
+    Spill bytes per function come from the ptxas log; without a log entry for a function, a
+    stack frame of 0 bytes (the cubin's EIATTR_FRAME_SIZE) means 0 spills (spilled registers
+    live in the stack frame); a larger frame may be local arrays, so spills stay unknown."""
     functions = split_functions(disassemble(cubin))
     res = kernel_resources(cubin)
-    spills = spill_info(log) if log is not None else None
+    by_function = spills_by_function(log)
+    whole = spill_info(log)
     out = []
     for symbol, code in functions.items():
         r = res.get(symbol, {})
+        spills = by_function.get(symbol)
+        if spills is None and len(functions) == 1:
+            spills = whole                  # a one-kernel log that names it differently
+        if spills is None and r.get("frame_bytes") == 0:
+            spills = (0, 0, 0)
         stack = spills[0] if spills else r.get("frame_bytes")
         out.append(Census(
             level=level,
@@ -314,10 +342,17 @@ def _census_native(level) -> list[Census]:
         raise CensusUnavailable(
             f"native level {level.name}: numba_gemm.nvrtc is not available ({e})"
         ) from None
-    # the shipped tile: a level whose tile is not its source's default names the -D options;
-    # the fp16 kernel is the level's row of the table, the others keep their symbol names
-    cubin = nvrtc.compile_variant(level.module.SOURCE, level.module.DEFINES)
-    return census_cubin(cubin, level.name, names={level.module.KERNEL_NAMES["f16"]: level.name})
+    # the shipped tile: a level whose tile is not its source's default names the -D options.
+    # One row per entry point, named level_variant (v8_f16, v8_bf16) as the Numba levels'
+    # specialisations are (v8py_f16); the log is the one cached with the cubin.
+    module = level.module
+    cubin = nvrtc.compile_variant(module.SOURCE, module.DEFINES)
+    log = nvrtc.compile_log(module.SOURCE, defines=module.DEFINES)
+    names = {symbol: f"{level.name}_{variant}"
+             for variant, symbol in getattr(module, "KERNEL_NAMES", {}).items()}
+    order = list(names.values())
+    return sorted(census_cubin(cubin, level.name, log, names=names),
+                  key=lambda c: order.index(c.kernel) if c.kernel in order else len(order))
 
 
 def _simulating() -> bool:

@@ -49,6 +49,18 @@ def test_fresh_compile_is_cached_on_disk(tiny, monkeypatch):
     assert nvrtc.compile_cubin("tiny.cu") == cubin and len(calls) == 1    # read back, not rebuilt
 
 
+def test_compile_log_is_cached_with_the_cubin(tiny, monkeypatch):
+    """The SASS census reads ptxas's log (spills) of a cubin compiled in another process: it
+    comes back from the disk cache, without compiling again."""
+    log = nvrtc.compile_log("tiny.cu")
+    assert "Function properties for tiny" in log and "spill stores" in log
+    assert nvrtc.cubin_path("tiny.cu").with_suffix(".log").read_text() == log
+    monkeypatch.setattr(nvrtc, "_cubins", {})
+    monkeypatch.setattr(nvrtc, "_logs", {})
+    calls = _count_compiles(monkeypatch)
+    assert nvrtc.compile_log("tiny.cu") == log and calls == []
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
 def test_torn_or_corrupt_entry_is_recompiled(tiny, monkeypatch, damage):
     good = nvrtc.compile_cubin("tiny.cu")

@@ -190,3 +190,76 @@ def test_format_table_has_a_row_per_kernel():
     assert table[1].startswith("k:a ") and table[2].startswith("k:b ")   # not named after level k
     own = sass.Census(level="k2", kernel="k2_tuned", opcodes={"FFMA": 1})
     assert sass.format_table([own]).splitlines()[1].startswith("k2_tuned ")
+
+
+# ---- spills per function, and where they come from when the log is not at hand
+
+LOG = """ptxas info    : Compiling entry function 'a' for 'sm_90a'
+ptxas info    : Function properties for a
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers
+ptxas info    : Compiling entry function 'b' for 'sm_90a'
+ptxas info    : Function properties for b
+ptxas         .     96 bytes stack frame, 24 bytes spill stores, 16 bytes spill loads
+"""
+
+
+def test_spills_by_function():
+    assert sass.spills_by_function(LOG) == {"a": (0, 0, 0), "b": (96, 24, 16)}
+    assert sass.spills_by_function("") == {}
+    assert sass.spill_info(LOG) == (96, 24, 16)      # the sum, for one-kernel logs
+
+
+FRAME = r'''
+extern "C" __global__ void flat(float* x) { x[threadIdx.x] *= 2.0f; }
+extern "C" __global__ void framed(float* x, int i) {     // a local array indexed at run time
+    float a[256];
+    for (int j = 0; j < 256; ++j) a[j] = x[j * blockDim.x + threadIdx.x];
+    a[i & 255] += 1.0f;
+    x[threadIdx.x] = a[(i >> 8) & 255];
+}
+'''
+
+
+@pytest.fixture
+def two_kernels(tmp_path, monkeypatch):
+    from numba_gemm import nvrtc
+
+    (tmp_path / "two.cu").write_text(FRAME)
+    monkeypatch.setattr(nvrtc, "native_dir", lambda: tmp_path)
+    monkeypatch.setenv("NUMBA_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(nvrtc, "_cubins", {})
+    monkeypatch.setattr(nvrtc, "_logs", {})
+    return nvrtc.compile_cubin("two.cu"), nvrtc.compile_log("two.cu")
+
+
+def test_native_spills_from_the_log_and_from_the_frame(two_kernels):
+    cubin, log = two_kernels
+    with_log = {c.kernel: c for c in sass.census_cubin(cubin, "t", log)}
+    assert (with_log["flat"].spill_stores, with_log["flat"].spill_loads) == (0, 0)
+    assert (with_log["framed"].spill_stores, with_log["framed"].spill_loads) == (0, 0)
+    assert with_log["framed"].stack_bytes >= 1024 and with_log["flat"].stack_bytes == 0
+    # no log: a 0-byte stack frame cannot hold spills; a local array's frame says nothing
+    no_log = {c.kernel: c for c in sass.census_cubin(cubin, "t", "")}
+    assert no_log["flat"].spill_stores == 0 and no_log["flat"].spill_loads == 0
+    assert no_log["framed"].spill_stores is None and no_log["framed"].stack_bytes >= 1024
+    table = sass.format_table(no_log.values())
+    spill_column = {line.split()[0]: line.split()[-1] for line in table.splitlines()[1:]}
+    assert spill_column == {"t:flat": "0", "t:framed": "?"}
+
+
+def test_native_census_rows_and_spills_from_the_cached_log():
+    """A native level's rows are level_variant, one per entry point (no bare level name next
+    to a symbol name), with spills known: the NVRTC log travels with the cached cubin."""
+    from numba_gemm.registry import get
+
+    lv = get("v8")
+    rows = sass.census_levels_uncached([lv])["v8"]
+    if isinstance(rows, Exception):
+        pytest.skip(str(rows))
+    assert [c.kernel for c in rows] == [f"v8_{v}" for v in lv.module.KERNEL_NAMES]
+    for c in rows:
+        assert c.spill_stores == 0 and c.spill_loads == 0 and c.stack_bytes == 0, c.kernel
+        # one entry holds both block-tile instances (FAST and general): twice one stage's mma
+        assert c.count("HMMA") == 2 * 128 and c.count("LDSM") == 2 * 32, c.kernel
+    assert sass.format_table(rows).splitlines()[1].split()[0] == "v8_f16"
