@@ -21,15 +21,13 @@ that would run eagerly while the inputs' library is capturing on another stream 
 Warm a level up (one call outside the capture) before capturing: its first call compiles
 and loads the kernel, which a capture does not allow.
 
-level="auto" (the default): the levels that take the dtype, in ladder order from the top (the
-registry's order; on the H200 each rung measured at least as fast as the one before it, within
-run-to-run spread, at 4096-8192: docs/RESULTS.md, docs/LADDER.md), and the first that serves
-this shape and these operands on this device: float32 -> the highest SGEMM level whose
-unsupported() is None; float16/bfloat16 -> the highest native level that serves the shape and
-accepts the pointers (the TMA levels v10+ need 16-byte rows, i.e. K and N multiples of 8 and an
-aligned base: else the highest mma.sync level, which serves any shape). The native levels need
-a GPU of the architecture they are compiled for (sm_90a). A level module can opt out with
-`AUTO = False`. A new level needs no edit here: it is ranked by its place in the registry.
+level="auto" (the default): numba_gemm.choose ranks the levels that take the dtype and serve
+this shape on this device by predicted time (tiles and waves over the SMs, bytes, split-K
+partials; constants fitted to measurements, numba_gemm/data/h200_auto.json), uncalibrated
+levels last; the first that accepts these operands runs (the TMA levels v10+ also need 16-byte
+aligned bases at run time: when they refuse, the next in the ranking runs). The native levels
+need a GPU of the architecture they are compiled for (sm_90a). A level module can opt out with
+`AUTO = False`. A new level needs no edit here: it joins the ranking once calibrated.
 In the simulator (no GPU) only the Numba levels run: when auto's ranking holds none for the
 dtype (float16/bfloat16), the highest Numba level that takes it and serves the shape, AUTO =
 False included: v8py, which stays out of the ranking on a GPU only because native v8 runs

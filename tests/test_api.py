@@ -145,38 +145,42 @@ def test_read_only_c_refused():
         numba_gemm.gemm(A, B, C, level="k1")
 
 
-# --- level="auto": a documented rule, never a level that refuses the shape
+# --- level="auto": the cost model's ranking, never a level that refuses the shape
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from numba_gemm import api  # noqa: E402
+from numba_gemm import api, choose  # noqa: E402
 from numba_gemm.operands import BFLOAT16  # noqa: E402
 
 DIMS = st.one_of(st.integers(1, 300), st.integers(1, 2**34))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(M=DIMS, N=DIMS, K=DIMS, dtype=st.sampled_from([np.float32, np.float16, BFLOAT16]),
        native=st.booleans())
 def test_auto_never_picks_a_level_that_refuses(M, N, K, dtype, native):
     cands = api.auto_candidates(dtype, M, N, K, native)
-    ranked = [lv for lv in reversed(numba_gemm.levels()) if np.dtype(dtype) in lv.dtypes
-              and (native or not lv.native) and getattr(lv.module, "AUTO", True)]
-    # the candidates are exactly the ranked levels that serve the shape, best first
-    assert cands == [lv for lv in ranked if lv.unsupported(M, N, K) is None]
-    for lv in cands:
-        assert np.dtype(dtype) in lv.dtypes and lv.unsupported(M, N, K) is None
-        assert native or not lv.native
+    eligible = [lv for lv in numba_gemm.levels() if np.dtype(dtype) in lv.dtypes
+                and (native or not lv.native) and getattr(lv.module, "AUTO", True)]
+    # the candidates are exactly the eligible levels that serve the shape ...
+    assert sorted(lv.name for lv in cands) == sorted(lv.name for lv in eligible
+                                                     if lv.unsupported(M, N, K) is None)
+    # ... fastest predicted first, the uncalibrated after them in ladder order (highest first)
+    ranked = choose.rank(dtype, M, N, K, native)
+    assert [lv.name for lv in cands] == [q.level for q in ranked]
+    times = [q.ms for q in ranked if q.ms is not None]
+    assert times == sorted(times)
+    assert all(q.ms is None for q in ranked[len(times):])
 
 
-def test_auto_rule_on_todays_ladder():
-    top = {lv.family: lv.name for lv in numba_gemm.levels()}     # last of each ladder
-    assert api.auto_candidates(np.float32, 64, 64, 64, True)[0].name == top["sgemm"]
-    assert api.auto_candidates(np.float16, 64, 64, 64, True)[0].name == top["hgemm"]
-    # v10 needs K and N multiples of 8; v9 serves any shape
+def test_auto_on_todays_ladder():
+    # v10+ need K and N multiples of 8; v9 serves any shape
     odd = [lv.name for lv in api.auto_candidates(BFLOAT16, 65, 63, 61, True)]
     assert "v10" not in odd and "v9" in odd
     assert api.auto_candidates(np.float16, 64, 64, 64, False) == []
+    # the measured H200 curve: the 32x128-tile levels win at 512^3, k8 from 2048^3 on
+    assert api.auto_candidates(np.float32, 512, 512, 512, True)[0].name in ("k5", "k6")
+    assert api.auto_candidates(np.float32, 4096, 4096, 4096, True)[0].name == "k8"
 
 
 def test_a_new_level_is_ranked_without_an_edit(monkeypatch):
@@ -184,7 +188,8 @@ def test_a_new_level_is_ranked_without_an_edit(monkeypatch):
 
     from numba_gemm import registry as R
 
-    mod = pytypes.SimpleNamespace(LEVEL="k99", unsupported=lambda M, N, K: "never" if N == 7 else None)
+    mod = pytypes.SimpleNamespace(LEVEL="k99", unsupported=lambda M, N, K: "never" if N == 7 else None,
+                                  CONFIG=pytypes.SimpleNamespace(bm=32, bn=32))
     new = R.Level(name="k99", parent="k6", title="t", delta="k99 = ...", dtypes=(np.dtype(np.float32),),
                   family="sgemm", sass_must_have=(), module=mod)
     reg = dict(R.registry())
@@ -192,10 +197,17 @@ def test_a_new_level_is_ranked_without_an_edit(monkeypatch):
     i = max(j for j, lv in enumerate(order) if lv.family == "sgemm")
     order.insert(i + 1, new)
     monkeypatch.setattr(R, "_REGISTRY", {lv.name: lv for lv in order})
+    # not yet measured: a candidate, after every calibrated level
+    names = [lv.name for lv in api.auto_candidates(np.float32, 8, 8, 8, True)]
+    assert "k99" in names and all(choose.params(n, np.float32) for n in names[:names.index("k99")])
+    # calibrated fast: first
+    cal = {"levels": dict(choose.calibration()["levels"],
+                          k99={"float32": {"blocks_per_sm": 8, "bw_eff": 1.0, "tflops": 1e6, "t0_us": 0.1}})}
+    monkeypatch.setattr(choose, "_calibration", cal)
     assert api.auto_candidates(np.float32, 8, 8, 8, True)[0].name == "k99"
-    assert api.auto_candidates(np.float32, 8, 7, 8, True)[0].name != "k99"
+    assert "k99" not in [lv.name for lv in api.auto_candidates(np.float32, 8, 7, 8, True)]
     mod.AUTO = False
-    assert api.auto_candidates(np.float32, 8, 8, 8, True)[0].name != "k99"
+    assert "k99" not in [lv.name for lv in api.auto_candidates(np.float32, 8, 8, 8, True)]
 
 
 # --- without a GPU (the simulator, or one clear error)
