@@ -401,3 +401,39 @@ def test_markdown_tables_cover_the_registry():
 def test_supertile_comparison_is_parent_vs_level():
     text = L.supertile_comparison(8192, "h200", "v9")
     assert "  v8: " in text and "  v9: " in text
+
+
+# ---------------------------------------------------------------- split loads, small and ragged sizes
+
+def test_a_load_split_over_lines_is_priced_from_the_cards_own_prices_by_lines(tmp_path):
+    """Rows not a multiple of 128 bytes apart make a warp's load straddle lines (ldg_x2 at K=48):
+    priced linearly in lines between the card's two nearest measured prices of that width."""
+    c = L.h200(_costs_file(tmp_path, costs={"ldg": 1.0, "ldg_x32": 32.0, "ldg128": 4.0,
+                                            "ldg128_x8": 10.0, "ldg128_x16": 14.0}))
+    assert c.price("ldg_x2") == (pytest.approx(2.0), "ldg..ldg_x32")
+    assert c.price("ldg128_x5") == (pytest.approx(5.5), "ldg128..ldg128_x8")
+    assert c.price("ldg128_x12")[0] == pytest.approx(12.0)
+    assert c.price("ldg128_x20")[0] == pytest.approx(16.0)      # past the last: its segment's slope
+    assert c.price_basis("ldg128_x5") == "by 128-byte lines from ldg128 and ldg128_x8"
+    assert c.price_basis("ldg128") == "" and c.price("lds_conflict3") == (None, "lds_conflict3")
+    one = L.h200(_costs_file(tmp_path, costs={"ldg": 1.0}))      # one point is no line model
+    assert one.price("ldg_x2") == (None, "ldg_x2")
+    assert L.RTX4090.price("ldg_x2") == (None, "ldg_x2")
+
+
+@pytest.mark.parametrize("n", [48, (40, 36, 33), 1])
+def test_explain_prices_every_load_at_small_and_ragged_sizes(n):
+    from numba_gemm.registry import registry
+
+    for name, lv in registry().items():
+        text = L.explain(name, "h200", n=n)
+        assert "not measured" not in text and "missing" not in text, name
+        assert "0.000 ms" not in text and " 0 µs" not in text, name
+        if lv.family == "sgemm":
+            assert L.cycle_ledger(name, "h200", n).cycles_per_fma is not None
+
+
+def test_a_small_roofline_is_printed_in_microseconds():
+    bl = L.bytes_ledger("k4", "h200", 48)
+    assert f"roofline {1e6 * bl.roofline_s:.3g} µs" in L.explain("k4", "h200", n=48)
+    assert 0 < 1e6 * bl.roofline_s < 1

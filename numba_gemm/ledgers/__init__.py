@@ -14,7 +14,10 @@ arithmetic intensity 32× for a 1.16× gain. Two more ledgers, both computed fro
 * **cycles**   shared and global loads per FMA, split by kind (broadcast, conflict-free,
                n-way bank conflict, 128-bit), each priced in SM cycles per warp-level
                instruction at full occupancy: the seed's prices on the RTX 4090, on the H200
-               those `python -m numba_gemm.microbench` measured (numba_gemm/data/).
+               those `python -m numba_gemm.microbench` measured (numba_gemm/data/). A
+               global load split over r 128-byte lines (ragged rows: K or N not a multiple
+               of 32 floats) is priced from the card's measured prices by lines, so every
+               size is priced on the H200.
 
 The unit of the cycle ledger is the SM's throughput: a cost c means one SM retires one such
 warp instruction every c cycles when it is full of warps. Hence the time it predicts,

@@ -29,6 +29,14 @@ H200_COSTS = DATA_DIR / "h200_costs.json"
 # without it prices it as ldg128_x8.
 PRICE_FALLBACK = {"ldg_bcast": "ldg", "ldg128_x8": "ldg128", "ldg128_x16": "ldg128_x8"}
 
+# A global load that splits over r 128-byte lines (ldg_x{r}, ldg128_x{r}): rows whose stride is
+# not a multiple of 128 bytes (any K or N not a multiple of 32 floats, e.g. 48 or 4097) straddle
+# lines. Its price is read off the card's own measured prices of that width against their line
+# counts (the H200: about one cycle per line, ldg 1.03 at 1 line to ldg_x32 32.0 at 32), linear
+# between the two nearest; a card with fewer than two such prices (the seed's 4090) leaves it
+# unpriced. The least lines of a full warp: 32 lanes × width / 128 bytes.
+_BASE_LINES = {"ldg": 1, "ldg64": 2, "ldg128": 4}
+
 
 @dataclass(frozen=True)
 class Card:
@@ -54,13 +62,53 @@ class Card:
         return WARP / self.fp32_lanes_per_sm
 
     def price(self, kind: str) -> tuple[float | None, str]:
-        """(cycles, the kind actually priced) or (None, kind) when not measured here."""
+        """(cycles, the kind actually priced) or (None, kind) when not measured here; a split
+        load priced by its lines gives the two kinds it was read off, "a..b"."""
         if kind in self.costs:
             return self.costs[kind], kind
         alt = PRICE_FALLBACK.get(kind)
         if alt is not None and alt in self.costs:
             return self.costs[alt], alt
+        by_lines = self._price_by_lines(kind)
+        if by_lines is not None:
+            return by_lines
         return None, kind
+
+    def price_basis(self, kind: str) -> str:
+        """How `kind` got its price, for the ledger's text ("" when measured as such)."""
+        price, used = self.price(kind)
+        if price is None or used == kind:
+            return ""
+        if ".." in used:
+            return f"by 128-byte lines from {' and '.join(used.split('..'))}"
+        return f"priced as {used}"
+
+    def _price_by_lines(self, kind: str) -> tuple[float, str] | None:
+        prefix, _, r = kind.partition("_x")
+        if prefix not in _BASE_LINES or not r.isdigit():
+            return None
+        by_x = {}
+        for k, v in sorted(self.costs.items()):   # one price per line count
+            if _lines(k) is not None and k.partition("_x")[0] == prefix:
+                by_x.setdefault(_lines(k), (v, k))
+        points = sorted((x, v, k) for x, (v, k) in by_x.items())
+        if len(points) < 2:
+            return None
+        lines = int(r)
+        # the segment around `lines`, or the nearest one at either end
+        i = next((j for j in range(1, len(points)) if points[j][0] >= lines), len(points) - 1)
+        (x0, y0, k0), (x1, y1, k1) = points[i - 1], points[i]
+        return y0 + (y1 - y0) * (lines - x0) / (x1 - x0), f"{k0}..{k1}"
+
+
+def _lines(kind: str) -> int | None:
+    """The 128-byte lines a full warp's global load of this kind touches (None: not such a load)."""
+    prefix, sep, r = kind.partition("_x")
+    if prefix not in _BASE_LINES:
+        return None
+    if not sep:
+        return _BASE_LINES[prefix]
+    return int(r) if r.isdigit() else None
 
 
 def _specs() -> dict:

@@ -14,6 +14,21 @@ def _f(x, fmt="{:.3f}", none="n/m"):
     return none if x is None else fmt.format(x)
 
 
+def _time(seconds) -> str:
+    """A time with its digits: ms from 1 ms up, µs below (a 48³ roofline is 0.01 µs, not 0.000 ms)."""
+    if seconds is None:
+        return "n/m"
+    if seconds >= 1e-3:
+        return f"{1e3 * seconds:.3f} ms"
+    return f"{1e6 * seconds:.3g} µs"
+
+
+def _ms_cell(seconds) -> str:
+    """Milliseconds for a table column: three decimals, significant digits below 0.1 ms."""
+    ms = 1e3 * seconds
+    return f"{ms:.3f}" if ms >= 0.1 else f"{ms:.3g}"
+
+
 def _moved(a, b, tol=0.05) -> str:
     if a is None or b is None:
         return "?"
@@ -108,12 +123,12 @@ def explain(level, card_: Card | str | None = None, measured_ms=None, n=4096) ->
     bl = bytes_ledger(lv, c, (M, N, K))
     out.append("bytes ledger")
     out.append(f"  FLOPs {bl.flops:.4g}; DRAM bytes {bl.dram_bytes:.4g} ({bl.model})")
-    out.append(f"  intensity {bl.intensity:.3f} FLOP/byte; roofline {1e3 * bl.roofline_s:.3f} ms "
-               f"({bl.bound}-bound: bytes {1e3 * bl.t_bytes:.3f} ms at {c.bandwidth / 1e12:.2f} TB/s, "
-               f"FLOPs {_f(bl.t_flops and 1e3 * bl.t_flops, '{:.3f}')} ms)")
+    out.append(f"  intensity {bl.intensity:.3f} FLOP/byte; roofline {_time(bl.roofline_s)} "
+               f"({bl.bound}-bound: bytes {_time(bl.t_bytes)} at {c.bandwidth / 1e12:.2f} TB/s, "
+               f"FLOPs {_time(bl.t_flops)})")
     if ms:
         att = bl.attainment(ms / 1e3)
-        out.append(f"  measured {ms:.3f} ms = {bl.flops / ms / 1e9:.1f} TFLOPS; attainment "
+        out.append(f"  measured {_time(ms / 1e3)} = {bl.flops / ms / 1e9:.1f} TFLOPS; attainment "
                    f"{att:.1f}% of the roofline"
                    + (("  (>100% on a memory roof: its bytes come from L1/L2, not DRAM)"
                        if bl.bound == "memory" else
@@ -163,9 +178,10 @@ def explain(level, card_: Card | str | None = None, measured_ms=None, n=4096) ->
     cl = cycle_ledger(lv, c, (M, N, K))
     out.append(f"cycles ledger (SM cycles per warp instruction; prices: {c.costs_source or 'not measured on this card'})")
     for kind, v in sorted(cl.per_fma.items()):
-        price, priced_as = cl.cost(kind)
+        price, _ = cl.cost(kind)
+        basis = c.price_basis(kind)
         p = "not measured on this card" if price is None else (
-            f"× {price:.3f} = {v * price:.4f}" + (f" (priced as {priced_as})" if priced_as != kind else ""))
+            f"× {price:.3f} = {v * price:.4f}" + (f" ({basis})" if basis else ""))
         out.append(f"  {kind:16s} {v:.4f} per FMA  {p}   [{kind_name(kind)}]")
     for kind, v in sorted(cl.stores_per_fma.items()):
         out.append(f"  {kind:16s} {v:.4f} per FMA  (shared store: counted, not priced)")
@@ -176,8 +192,8 @@ def explain(level, card_: Card | str | None = None, measured_ms=None, n=4096) ->
                    f"global {cl.global_cycles:.3f}); shared loads per 8 FMAs {8 * cl.shared_cycles:.2f}, "
                    f"per 32 FMAs {32 * cl.shared_cycles:.1f}; FFMA floor {cl.ffma_floor:.2f}")
         t = cl.predicted_s(M, N, K)
-        out.append(f"  cycle-ledger time {1e3 * t:.3f} ms at {c.clock_ghz:.2f} GHz × {c.sms} SMs"
-                   + (f" (measured {ms:.3f} ms)" if ms else ""))
+        out.append(f"  cycle-ledger time {_time(t)} at {c.clock_ghz:.2f} GHz × {c.sms} SMs"
+                   + (f" (measured {_time(ms / 1e3)})" if ms else ""))
 
     if prev:
         pb = bytes_ledger(prev, c, (M, N, K))
@@ -220,7 +236,7 @@ def markdown_tables(card_: Card | str | None = None, n=4096, measured_ms: Mappin
         bl = bytes_ledger(lv, c, n)
         m = meas.get(lv.name)
         out.append(f"| {lv.name} | {bl.reuse_tile[0]}×{bl.reuse_tile[1]} | {bl.flops:.3g} | {bl.dram_bytes:.3g} | "
-                   f"{bl.intensity:.3f} | {1e3 * bl.roofline_s:.3f} | {bl.bound} | "
+                   f"{bl.intensity:.3f} | {_ms_cell(bl.roofline_s)} | {bl.bound} | "
                    f"{_f(m, '{:.3f}', pending)} | "
                    f"{_f(m and bl.attainment(m / 1e3), '{:.1f}%', '—')} |")
     out.append("")
@@ -249,7 +265,7 @@ def markdown_tables(card_: Card | str | None = None, n=4096, measured_ms: Mappin
         out.append("")
         out.append("Prices (SM cycles per warp instruction): " + ", ".join(
             f"{k} {_f(c.price(k)[0], '{:.3f}', 'not measured on this card')}"
-            + (f" (priced as {c.price(k)[1]})" if c.price(k)[1] != k else "") for k in kinds))
+            + (f" ({c.price_basis(k)})" if c.price_basis(k) else "") for k in kinds))
         out.append("")
     hg = [lv for lv in lvs if lv.family == "hgemm"]
     if hg:
