@@ -262,3 +262,22 @@ def test_overhead_gives_each_level_operands_of_its_own_dtype(lv):
     A, B, C = overhead._operands(dtype, None)
     recs = [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))]
     assert api.validate(*recs, 0.0, lv) == (overhead.N,) * 3
+
+
+def test_gpu_run_test_chunks_cover_every_test_file_once():
+    """tools/gpu_run.sh splits the GPU suite into chunks: every test file is in exactly one, and
+    every file a chunk names exists (a renamed file would silently drop out)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("bash") is None:
+        pytest.skip("needs bash")
+    root = Path(__file__).resolve().parent.parent
+    script = ('source <(sed -n "/^TEST_CHUNK1=/,/^}/p" tools/gpu_run.sh); '
+              'for i in $(seq 1 $TEST_CHUNKS); do echo $(chunk_files $i); done')
+    out = subprocess.run(["bash", "-c", script], cwd=root, capture_output=True, text=True, check=True).stdout
+    chunks = [line.split() for line in out.splitlines()]
+    files = [f for c in chunks for f in c]
+    assert len(chunks) >= 2 and all(chunks)
+    assert sorted(files) == sorted(f"tests/{p.name}" for p in (root / "tests").glob("test_*.py"))

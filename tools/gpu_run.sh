@@ -3,9 +3,18 @@
 # native level, the benchmark tables, the size curves, the host overhead and the microbenchmarks.
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
-#   steps: env tests sanitize sgemm hgemm curve overhead micro sweep ncu profile notebook
-#   (default: env tests sanitize sgemm hgemm overhead micro)
-#   LEVELS / SIZES narrow the sgemm step, PYTEST_ARGS / TEST_TIMEOUT the tests step,
+#   steps: env tests tests1 tests2 tests3 tests4 sanitize sgemm hgemm curve overhead micro sweep
+#          ncu profile notebook   (default: env tests sanitize sgemm hgemm overhead micro)
+#   The GPU test suite is longer than one 10-minute call, so it runs in chunks of at most ~6
+#   minutes, grouped by what is slow on a GPU (each chunk's pytest summary line is printed):
+#     tests1  the Numba SGEMM levels: hypothesis shapes on every level, 2^31 indexing, the twins
+#     tests2  the HGEMM levels: every native level and v8py on ragged shapes in fp16 and bf16,
+#             the wgmma levels past 2^31 elements, TMA descriptors, NVRTC compiles
+#     tests3  the SASS census (compiles every level), k7/k8, intrinsics, microbenchmarks
+#     tests4  everything else (api hypothesis shapes, operands, call cache, bench, ledgers,
+#             figures, notebook): every tests/test_*.py not named above, so none is left out
+#   `tests` runs chunk ${TEST_CHUNK:-1} and says which to run next.
+#   LEVELS / SIZES narrow the sgemm step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
 #   SANITIZE_TOOLS the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE /
 #   PROFILE_DTYPE the profile step (ncu sections of one launch per level, cuBLAS beside them).
 # Wheels in .whl/ (e.g. a NumPy < 2.5 for the machine's Python) are installed first if present.
@@ -33,10 +42,31 @@ if has env; then
     git rev-parse --short HEAD 2>/dev/null; date -u; } >"$OUT/env.txt" 2>&1
   cat "$OUT/env.txt"
 fi
+# the test chunks (see the header); chunk 4 is every test file the others do not name
+TEST_CHUNK1="tests/test_sgemm.py tests/test_sgemm_geometry.py tests/test_twins.py"
+TEST_CHUNK2="tests/test_hgemm.py tests/test_hopper.py tests/test_v8py.py tests/test_ptx_intrinsics.py
+  tests/test_tma.py tests/test_nvrtc.py tests/test_cache.py"
+TEST_CHUNK3="tests/test_sass.py tests/test_k7_k8.py tests/test_intrinsics.py tests/test_microbench.py"
+TEST_CHUNKS=4
+chunk_files() {
+  if (( $1 < TEST_CHUNKS )); then local v="TEST_CHUNK$1"; echo ${!v}; return; fi
+  local named=" $(echo $TEST_CHUNK1 $TEST_CHUNK2 $TEST_CHUNK3) " f
+  for f in tests/test_*.py; do [[ $named == *" $f "* ]] || echo -n "$f "; done
+  echo
+}
+run_chunk() {
+  if ! (( $1 >= 1 && $1 <= TEST_CHUNKS )) 2>/dev/null; then echo "tests: no chunk '$1' (1..$TEST_CHUNKS)"; return; fi
+  local log="$OUT/pytest_tests$1.log"
+  timeout "${TEST_TIMEOUT:-360}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} $(chunk_files "$1") >"$log" 2>&1
+  echo "tests$1 (exit $?): $(tail -n 1 "$log")"
+  if (( $1 < TEST_CHUNKS )); then echo "next: bash tools/gpu_run.sh tests$(($1 + 1))"; fi
+}
 if has tests; then
-  timeout "${TEST_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} >"$OUT/pytest.log" 2>&1
-  tail -n 3 "$OUT/pytest.log"
+  run_chunk "${TEST_CHUNK:-1}"
 fi
+for i in $(seq 1 $TEST_CHUNKS); do
+  if has "tests$i"; then run_chunk "$i"; fi
+done
 if has sanitize; then  # every native level on a small ragged shape, each checked for exactness
   native=$(levels_where "lv.native")
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
