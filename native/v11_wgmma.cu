@@ -2,10 +2,11 @@
 //
 // C (M x N, fp32) = alpha * A (M x K) @ B (K x N) + beta * C; A, B fp16 or bf16, row-major.
 //
-// Tile: v10's 128 x 256 x 64, 4 stages of 48 KB, 256 threads - now 2 warpgroups, warpgroup w
-// owning rows 64w..64w+63 of the block tile, all 256 columns: per 16-deep k step ONE
-// wgmma.mma_async.m64n256k16 per warpgroup (v10: 4 ldmatrix + 4 ldmatrix.trans + 32 mma.sync
-// per warp). Accumulators: 64 x 256 / 128 threads = 128 fp32 per thread, as in v10.
+// Tile (shipped): v10's 128 x 256 x 64, 4 stages of 48 KB, 256 threads - now 2 warpgroups,
+// warpgroup w owning rows 64w..64w+63 of the block tile, all 256 columns: per 16-deep k step
+// ONE wgmma.mma_async.m64n256k16 per warpgroup (v10: 4 ldmatrix + 4 ldmatrix.trans + 32
+// mma.sync per warp). Accumulators: 64 x 256 / 128 threads = 128 fp32 per thread, as in v10.
+// The tile comes from -DHG_* (wgmma_tile.cuh), written by the level's CONFIG.
 //
 // Operands come straight from the shared tiles TMA wrote with SWIZZLE_128B, described by
 // matrix descriptors (wgmma.cuh); no ldmatrix, no fragment registers:
@@ -27,26 +28,21 @@
 // loaded (their stale shared memory only reaches accumulator columns >= N, never stored:
 // column n of D reads only column n of B); the epilogue masks rows and columns.
 #include "wgmma.cuh"
+#include "wgmma_tile.cuh"
 #include "tensor_map.cuh"
 #include "tile_order.cuh"
 
-#ifndef HG_STAGES
-#define HG_STAGES 4
-#endif
 #ifndef HG_TMA_LAG
-#define HG_TMA_LAG 2
+#error "compile with -DHG_TMA_LAG (numba_gemm.hgemm._wgmma.WgmmaTile.defines())"
 #endif
 
 namespace v11 {
 
-constexpr int BM = 128, BN = 256, BK = 64, STAGES = HG_STAGES, TMA_LAG = HG_TMA_LAG;
-constexpr int THREADS = 256, WARPS = THREADS / 32;
-constexpr u32 A_BYTES = BM * BK * 2;                   // 16 KB: one box of 128 rows x 128 bytes
-constexpr u32 B_PANEL = BK * 128;                      // 8 KB: 64 k-rows x 64 n
-constexpr u32 STAGE_BYTES = A_BYTES + (BN / 64) * B_PANEL;   // 48 KB, a multiple of 1024
+using namespace wgt;   // BM, BN, BK, STAGES, THREADS, A_BYTES, B_PANEL, STAGE_BYTES (-DHG_*)
+constexpr int TMA_LAG = HG_TMA_LAG, WARPS = THREADS / 32;
+static_assert(!PRODUCER, "thread 0 loads and computes: no producer warpgroup");
 static_assert(TMA_LAG >= 1 && TMA_LAG < STAGES, "refill a stage read 1..STAGES-1 iterations ago");
 static_assert(TMA_LAG >= 2, "the stage read at kt-1 is released only after wait_group 1 at kt");
-// Dynamic shared memory the host must give: STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8.
 
 template <typename T>
 __device__ __forceinline__ void block_tile(const CUtensorMap* tm_a, const CUtensorMap* tm_b,

@@ -21,23 +21,17 @@
 // Edges as in v10/v11: TMA zero-fills boxes past M and K; B panels wholly right of N are not
 // loaded (stale shared memory reaches only accumulator columns >= N, never stored).
 #include "wgmma.cuh"
+#include "wgmma_tile.cuh"
 #include "tensor_map.cuh"
 #include "tile_order.cuh"
 
-#ifndef HG_STAGES
-#define HG_STAGES 4
-#endif
-
 namespace v12 {
 
-constexpr int BM = 128, BN = 256, BK = 64, STAGES = HG_STAGES;
-constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), CONSUMER_WARPS = 4 * CONSUMERS;
+using namespace wgt;   // BM, BN, BK, STAGES, CONSUMERS, THREADS, A_BYTES, B_PANEL, STAGE_BYTES (-DHG_*)
+constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-constexpr u32 A_BYTES = BM * BK * 2;                          // 16 KB
-constexpr u32 B_PANEL = BK * 128;                             // 8 KB: 64 k-rows x 64 n
-constexpr u32 STAGE_BYTES = A_BYTES + (BN / 64) * B_PANEL;    // 48 KB
+static_assert(PRODUCER, "warpgroup 0 is the producer");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
-// Dynamic shared memory the host must give: STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8.
 
 template <typename T>
 __device__ __forceinline__ void block_tile(const CUtensorMap* tm_a, const CUtensorMap* tm_b,

@@ -26,28 +26,24 @@
 // rows are >= M). Otherwise as v10-v12: zero-filled boxes, unloaded panels right of N, masked
 // epilogue.
 #include "wgmma.cuh"
+#include "wgmma_tile.cuh"
 #include "cluster.cuh"
 #include "tensor_map.cuh"
 #include "tile_order.cuh"
 
-#ifndef HG_STAGES
-#define HG_STAGES 4
-#endif
 #ifndef HG_CLUSTER             // CTAs per cluster along M; 1: persistent only, no multicast
-#define HG_CLUSTER 2
+#error "compile with -DHG_CLUSTER (numba_gemm.hgemm.v13_persistent.defines())"
 #endif
 
 namespace v13 {
 
-constexpr int BM = 128, BN = 256, BK = 64, STAGES = HG_STAGES, CLUSTER = HG_CLUSTER;
+using namespace wgt;   // BM, BN, BK, STAGES, CONSUMERS, THREADS, A_BYTES, B_PANEL, STAGE_BYTES (-DHG_*)
+constexpr int CLUSTER = HG_CLUSTER;
 static_assert(CLUSTER == 1 || CLUSTER == 2, "B is split into 4 panels: 1 or 2 CTAs share it");
-constexpr int CONSUMERS = 2, THREADS = 128 * (CONSUMERS + 1), CONSUMER_WARPS = 4 * CONSUMERS;
+constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
-constexpr u32 A_BYTES = BM * BK * 2;                          // 16 KB
-constexpr u32 B_PANEL = BK * 128;                             // 8 KB: 64 k-rows x 64 n
-constexpr u32 STAGE_BYTES = A_BYTES + (BN / 64) * B_PANEL;    // 48 KB
+static_assert(PRODUCER, "warpgroup 0 is the producer");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
-// Dynamic shared memory the host must give: STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8.
 
 // The tile (bm, bn) of CTA `rank` for pair-tile t.
 __device__ __forceinline__ void tile_of(int t, int pair_m, int grid_n, int super_m, int super_n,

@@ -72,7 +72,8 @@ def test_v13_persistent_grid_of_pairs():
     assert v13.launch_config(8192, 8192, 8192, max_clusters=66)[0] == (132, 1, 1)
     assert v13.launch_config(1, 8, 8, max_clusters=66)[0] == (2, 1, 1)       # one pair, one idle CTA
     assert v13.launch_config(300, 520, 64, max_clusters=66)[0] == (2 * 2 * 3, 1, 1)
-    assert v13.defines() == () and v13.defines(1) == ("-DHG_CLUSTER=1",)
+    assert v13.defines() == v13.CONFIG.defines() + ("-DHG_CLUSTER=2",) == v13.DEFINES
+    assert v13.defines(1) == v13.CONFIG.defines() + ("-DHG_CLUSTER=1",)
     with pytest.raises(ValueError, match="1 or 2"):
         v13.defines(4)
     assert v13.launch_config(8192, 8192, 8192, max_clusters=132, cluster=1)[0] == (132, 1, 1)
@@ -87,6 +88,57 @@ def test_v13_persistent_grid_of_pairs():
             pm, bn = cm.supertile_decode(t, cm.cdiv(grid_m, 2), grid_n, sm // 2, sn)
             seen |= {(2 * pm + r, bn) for r in range(2) if 2 * pm + r < grid_m}
         assert seen == {(m, n) for m in range(grid_m) for n in range(grid_n)}
+
+
+# ---------------------------------------------------------------------------- the tile, from one place
+
+def _macros(defines):
+    return dict(d[2:].split("=", 1) for d in defines)
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_defines_are_the_config(lv):
+    """Every number of the tile the .cu compiles with is the CONFIG that sizes the launch."""
+    c = lv.CONFIG
+    m = _macros(lv.DEFINES)
+    assert (int(m["HG_BM"]), int(m["HG_BN"]), int(m["HG_BK"]), int(m["HG_STAGES"])) == (c.bm, c.bn, c.bk, c.stages)
+    assert int(m["HG_PRODUCER"]) == int(c.producer)
+    assert ("HG_TMA_LAG" in m) == (not c.producer) and int(m.get("HG_TMA_LAG", c.tma_lag)) == c.tma_lag
+    assert lv.DEFINES[:len(c.defines())] == c.defines()
+    assert c.threads == 128 * (c.bm // 64 + int(c.producer))
+
+
+def test_wgmma_tile_rules():
+    t = _wgmma.WgmmaTile
+    assert t().problems() == [] and t(bm=64).problems() == [] and t(producer=True).problems() == []
+    assert t(bm=64).threads == 128 and t().threads == 256 and t(producer=True).threads == 384
+    assert t(bm=64).smem() == 4 * (64 + 256) * 64 * 2 + 1024 + 64
+    for bad in (t(bn=128), t(bk=32), t(bm=192), t(stages=6), t(tma_lag=1), t(stages=2, tma_lag=2)):
+        assert bad.problems()
+        with pytest.raises(ValueError, match="not supported"):
+            bad.defines()
+    assert t(stages=2, tma_lag=2, producer=True).problems() == []     # no lag without thread-0 loads
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_source_refuses_to_compile_without_the_tile(lv):
+    """No source default can stand in for the tile: without the -D options, or with any one of
+    them missing, the .cu stops at #error; a tile the kernel body cannot take fails its
+    static_asserts. (Front-end errors: nothing reaches ptxas, nothing is cached.)"""
+    from numba_gemm import nvrtc
+
+    with pytest.raises(nvrtc.CompileError, match="-DHG_"):
+        nvrtc.compile_variant(lv.SOURCE, ())
+    for i in range(len(lv.DEFINES)):
+        with pytest.raises(nvrtc.CompileError, match="#error|-DHG_"):
+            nvrtc.compile_variant(lv.SOURCE, lv.DEFINES[:i] + lv.DEFINES[i + 1:])
+    wrong_bn = tuple("-DHG_BN=128" if d.startswith("-DHG_BN=") else d for d in lv.DEFINES)
+    with pytest.raises(nvrtc.CompileError, match="static assertion|static_assert"):
+        nvrtc.compile_variant(lv.SOURCE, wrong_bn)
+    wrong_role = tuple(f"-DHG_PRODUCER={int(not lv.CONFIG.producer)}" if d.startswith("-DHG_PRODUCER=") else d
+                       for d in lv.DEFINES)
+    with pytest.raises(nvrtc.CompileError, match="static assertion|static_assert"):
+        nvrtc.compile_variant(lv.SOURCE, wrong_role)
 
 
 # ---------------------------------------------------------------------------- descriptors
@@ -129,22 +181,30 @@ def _opcodes(sass_text):
     return re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]+)", sass_text, re.M)
 
 
-@pytest.mark.parametrize("lv", LEVELS, ids=ids)
-def test_compiles_with_its_census(lv):
+def census_ops(source, defines, kernel_names, must_have, must_not_have):
+    """Compile `source` with `defines`; assert its kernels, no spills, no ignored setmaxnreg or
+    serialised wgmma, the instructions it must and must not have; return the opcodes."""
     from numba_gemm import nvrtc, sass
 
-    cubin = nvrtc.compile_variant(lv.SOURCE, lv.DEFINES)
-    log = nvrtc.compile_log(lv.SOURCE, defines=lv.DEFINES)
-    assert set(sass.kernel_resources(cubin)) == set(lv.KERNEL_NAMES.values())
+    cubin = nvrtc.compile_variant(source, defines)
+    log = nvrtc.compile_log(source, defines=defines)
+    assert set(sass.kernel_resources(cubin)) == set(kernel_names)
     spills = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert spills and all(s == ("0", "0", "0") for s in spills), log
     assert "C7508" not in log and "C7510" not in log and "serializ" not in log.lower(), log
     ops = _opcodes(nvrtc.disassemble(cubin))
-    for want in lv.SASS_MUST_HAVE:
-        assert any(o.startswith(want) for o in ops), f"{lv.LEVEL}: no {want} in SASS"
-    for banned in lv.SASS_MUST_NOT_HAVE + ("LDL", "STL"):
-        assert not any(o.startswith(banned) for o in ops), f"{lv.LEVEL}: {banned} in SASS"
+    for want in must_have:
+        assert any(o.startswith(want) for o in ops), f"{source} {defines}: no {want} in SASS"
+    for banned in tuple(must_not_have) + ("LDL", "STL"):
+        assert not any(o.startswith(banned) for o in ops), f"{source} {defines}: {banned} in SASS"
     assert any(o.startswith("HGMMA.64x256x16.F32") for o in ops)
+    return ops
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_compiles_with_its_census(lv):
+    ops = census_ops(lv.SOURCE, lv.DEFINES, lv.KERNEL_NAMES.values(), lv.SASS_MUST_HAVE,
+                     lv.SASS_MUST_NOT_HAVE)
     if lv.PARENT != "v10":                    # v12+: the producer gives registers back, consumers take them
         assert any(o.startswith("USETMAXREG.DEALLOC") for o in ops)
 

@@ -13,15 +13,26 @@ from . import _common as cm
 
 @dataclass(frozen=True)
 class WgmmaTile:
-    """The compile-time tile of the wgmma levels: bm × bn × bk, `stages` deep, `consumers`
-    warpgroups each computing (bm / consumers) × bn with m64n256k16, plus one producer
-    warpgroup when `producer` (v12+)."""
+    """The compile-time tile of the wgmma levels: bm × bn × bk, `stages` deep, bm / 64 consumer
+    warpgroups each computing 64 × bn with m64n256k16, plus one producer warpgroup when
+    `producer` (v12+); `tma_lag` (no producer: v11, v11sk) is how many iterations ago the stage
+    the computing thread 0 refills was read.
+
+    The one source of the tile: `defines()` writes every number as a -DHG_* option, which
+    native/wgmma_tile.cuh requires (no source default), and the same record sizes the dynamic
+    shared memory and the TMA boxes. `problems()` mirrors the header's static_asserts, so a
+    tile the kernels cannot take is refused before NVRTC.
+    """
     bm: int = 128
     bn: int = 256
     bk: int = 64
     stages: int = 4
-    consumers: int = 2
     producer: bool = False
+    tma_lag: int = 2
+
+    @property
+    def consumers(self) -> int:
+        return self.bm // 64
 
     @property
     def threads(self) -> int:
@@ -35,6 +46,37 @@ class WgmmaTile:
         """Stages + 1 KB to align them to 1024 bytes + the full/empty mbarriers."""
         return self.stages * self.stage_bytes + 1024 + 2 * self.stages * 8
 
+    def problems(self) -> list[str]:
+        out = []
+        if self.bk != 64:
+            out.append("bk must be 64: one 128-byte swizzle span per row, 4 wgmma k16 steps")
+        if self.bn != 256:
+            out.append("bn must be 256: one m64n256k16 wgmma and the 64x256 epilogue per warpgroup")
+        if self.bm not in (64, 128):
+            out.append("bm must be 64 or 128: one or two consumer warpgroups of 64 rows")
+        if self.stages < 2:
+            out.append("at least 2 stages")
+        if not self.producer and not 2 <= self.tma_lag < self.stages:
+            out.append("2 <= tma_lag < stages (the stage read at kt-1 is released after wait_group 1 at kt)")
+        if self.smem() > cm.SMEM_LIMIT:
+            out.append(f"{self.smem()} bytes of shared memory > {cm.SMEM_LIMIT}")
+        return out
+
+    def defines(self) -> tuple[str, ...]:
+        """Every -DHG_* option of this tile for NVRTC; HG_TMA_LAG only without a producer (the
+        levels whose computing thread 0 also loads)."""
+        bad = self.problems()
+        if bad:
+            raise ValueError(f"wgmma tile {self.label()} is not supported: {'; '.join(bad)}")
+        out = [f"-DHG_BM={self.bm}", f"-DHG_BN={self.bn}", f"-DHG_BK={self.bk}",
+               f"-DHG_STAGES={self.stages}", f"-DHG_PRODUCER={int(self.producer)}"]
+        if not self.producer:
+            out.append(f"-DHG_TMA_LAG={self.tma_lag}")
+        return tuple(out)
+
+    def label(self) -> str:
+        s = f"{self.bm}x{self.bn}x{self.bk} s{self.stages} {self.consumers}c"
+        return s + ("+p" if self.producer else f" lag{self.tma_lag}")
 
 
 INNER_BYTES = 128   # every box row is one 128-byte swizzle span (what the descriptors assume)

@@ -50,7 +50,7 @@ SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 
 CONFIG = wg.WgmmaTile()
-DEFINES: tuple[str, ...] = ()
+DEFINES = CONFIG.defines()        # the whole tile as -DHG_* (native/wgmma_tile.cuh requires them)
 BOX_A = (CONFIG.bm, CONFIG.bk)   # rows, cols of the A box
 BOX_B = (CONFIG.bk, 64)          # one B panel: 128-byte rows, the SWIZZLE_128B span
 

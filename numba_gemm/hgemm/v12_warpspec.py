@@ -43,7 +43,7 @@ SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 
 CONFIG = wg.WgmmaTile(producer=True)
-DEFINES: tuple[str, ...] = ()
+DEFINES = CONFIG.defines()        # the whole tile as -DHG_* (native/wgmma_tile.cuh requires them)
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG):

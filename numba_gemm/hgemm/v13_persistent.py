@@ -53,14 +53,17 @@ SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 
 CONFIG = wg.WgmmaTile(producer=True)
-DEFINES: tuple[str, ...] = ()
 CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
 
 
 def defines(cluster: int = CLUSTER) -> tuple[str, ...]:
+    """The tile's -DHG_* options and -DHG_CLUSTER: the source has no default for either."""
     if cluster not in (1, 2):
         raise ValueError(f"cluster must be 1 or 2 CTAs (B's 4 panels are split between them), got {cluster}")
-    return DEFINES if cluster == CLUSTER else (f"-DHG_CLUSTER={cluster}",)
+    return CONFIG.defines() + (f"-DHG_CLUSTER={cluster}",)
+
+
+DEFINES = defines()
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
