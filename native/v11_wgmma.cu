@@ -6,7 +6,8 @@
 // warpgroup w owning rows 64w..64w+63 of the block tile, all 256 columns: per 16-deep k step
 // ONE wgmma.mma_async.m64n256k16 per warpgroup (v10: 4 ldmatrix + 4 ldmatrix.trans + 32
 // mma.sync per warp). Accumulators: 64 x 256 / 128 threads = 128 fp32 per thread, as in v10.
-// The tile comes from -DHG_* (wgmma_tile.cuh), written by the level's CONFIG.
+// The tile comes from -DHG_* (wgmma_tile.cuh); BM = 64 is the same body with one warpgroup
+// (128 threads, 40 KB stages): THREADS, the empty barriers' warp count and the A box follow BM.
 //
 // Operands come straight from the shared tiles TMA wrote with SWIZZLE_128B, described by
 // matrix descriptors (wgmma.cuh); no ldmatrix, no fragment registers:

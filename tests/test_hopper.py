@@ -209,6 +209,19 @@ def test_compiles_with_its_census(lv):
         assert any(o.startswith("USETMAXREG.DEALLOC") for o in ops)
 
 
+def test_v11_body_serves_a_64_row_tile():
+    """BM = 64 (one consumer warpgroup, 128 threads) compiles from the same body, both dtypes,
+    with v11's census; per k stage still 4 HGMMA per kernel (one warpgroup instruction each)."""
+    counts = {}
+    for bm in (64, 128):
+        tile = _wgmma.WgmmaTile(bm=bm)
+        ops = census_ops(v11_wgmma.SOURCE, tile.defines(), v11_wgmma.KERNEL_NAMES.values(),
+                         v11_wgmma.SASS_MUST_HAVE, v11_wgmma.SASS_MUST_NOT_HAVE)
+        counts[bm] = sum(o.startswith("HGMMA") for o in ops)
+    assert counts[64] == counts[128] > 0
+    assert _wgmma.WgmmaTile(bm=64).defines() != v11_wgmma.DEFINES     # a separate cubin
+
+
 # ---------------------------------------------------------------------------- on the GPU
 
 def _run(lv, A, B, C):
