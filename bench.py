@@ -182,9 +182,9 @@ def refusal(args, levels, shapes, simulator) -> str | None:
     if big:
         return (f"{', '.join(map(_fmt, big))} {'is' if len(big) == 1 else 'are'} too large for the "
                 f"CUDA simulator (no GPU here; it runs one Python thread per GPU thread, and above "
-                f"2·M·N·K = {bench.SIM_MAX_FLOPS / 1e6:.1f} MFLOP, 128³, a level takes minutes): check a smaller "
-                f"size (--size 64), add --explain for the ledgers at {_fmt(big[0])} with nothing "
-                "run, or time it on a GPU")
+                f"2·M·N·K = {bench.SIM_MAX_FLOPS / 1e6:.1f} MFLOP, 128³, a level takes minutes): "
+                f"check a smaller size (--size 64), add --explain for the ledgers at {_fmt(big[0])} "
+                "with nothing run, or time it on a GPU")
     return None
 
 
