@@ -260,13 +260,107 @@ def load_results(path=RESULTS_JSON) -> tuple[list[dict], dict]:
     return timed, prov
 
 
+def tensor_ceilings() -> dict[str, float]:
+    """The compute roofs in FLOP/s: "fp32" (the card's FP32 lanes at its clock) and the measured
+    tensor-core ceilings of numba_gemm/data/h200_costs.json, "mma_sync" and "wgmma"."""
+    c = ledgers.h200()
+    measured = json.loads(Path(ledgers.H200_COSTS).read_text()).get("tensor_tflops", {})
+    out = {"fp32": c.fp32_flops}
+    out.update({k: 1e12 * v for k, v in measured.items()})
+    return out
+
+
+def compute_roof(level: str) -> str:
+    """Which compute roof a level runs under: "wgmma" when its SASS must have HGMMA, "mma_sync"
+    for the other tensor-core levels, "fp32" for the SGEMM levels."""
+    from .registry import get
+
+    lv = get(level)
+    if lv.family == "sgemm":
+        return "fp32"
+    return "wgmma" if "HGMMA" in getattr(lv.module, "SASS_MUST_HAVE", ()) else "mma_sync"
+
+
+def tile_intensity(level: str, n=4096) -> float:
+    """FLOP per DRAM byte under the per-tile model for every level alike: each output tile reads
+    its A and B panels once (fp32 or 2-byte inputs), C (fp32) written once. For the SGEMM levels
+    it is the bytes ledger's own model; for the tensor-core levels the bytes ledger uses the L2
+    model of the launch order, and this is its no-reuse bound (`l2_ledger(...).per_tile_bytes`)."""
+    M, N, K = (n, n, n) if isinstance(n, int) else n
+    b = ledgers.bytes_ledger(level, "h200", (M, N, K))
+    if ledgers.level_of(level).family == "sgemm":
+        return b.intensity
+    return b.flops / ledgers.l2_ledger(level, (M, N, K), ledgers.h200()).per_tile_bytes
+
+
 def roofline_points(results: list[dict], card: str = "h200") -> list[dict]:
-    """Each measured level at its bytes-ledger intensity, with its roofline."""
+    """Each measured level at its bytes-ledger intensity ("intensity": the per-tile model for
+    the SGEMM levels, the L2 model of the launch order for the tensor-core levels) and at the
+    per-tile model for all ("tile_intensity", tile_intensity), under the roof of the instruction
+    it multiplies with (compute_roof): the roofline min(ceiling, intensity × copy bandwidth) at the
+    bytes-ledger intensity, and the level's attainment of it in %."""
+    c, ceilings = ledgers.h200(), tensor_ceilings()
     out = []
     for r in results:
-        b = ledgers.bytes_ledger(r["level"], card, (r["M"], r["N"], r["K"]))
-        out.append({"level": r["level"], "n": r["M"], "dtype": r["dtype"], "intensity": b.intensity,
-                    "tflops": r["tflops"], "roof_tflops": b.flops / b.roofline_s / 1e12})
+        shape = (r["M"], r["N"], r["K"])
+        x = ledgers.bytes_ledger(r["level"], card, shape).intensity
+        roof = compute_roof(r["level"])
+        roof_tflops = min(ceilings[roof], x * c.bandwidth) / 1e12
+        out.append({"level": r["level"], "n": r["M"], "dtype": r["dtype"], "intensity": x,
+                    "tile_intensity": tile_intensity(r["level"], shape), "tflops": r["tflops"],
+                    "roof": roof, "roof_tflops": roof_tflops,
+                    "attainment": 100.0 * r["tflops"] / roof_tflops})
+    return out
+
+
+def roof_label(p: dict) -> str:
+    """A roofline point's label: level, TFLOPS, attainment of its own roofline."""
+    return f"{p['level']} {p['tflops']:.3g} ({p['attainment']:.0f} %)"
+
+
+def label_layout(points: list[dict], gap: float = 0.1, char: float = 0.034,
+                 cluster: float = 2.0) -> dict[str, tuple[float, float, str]]:
+    """level -> (x, y, "left" | "right"): where each roofline label goes on the log-log axes.
+
+    Points whose intensities are within a factor `cluster` of each other share a column of
+    labels beside them; within a column the labels are stacked in the order of their TFLOPS at
+    least `gap` decades apart, each as close to its point's height as the others allow. A
+    column goes to the right of its points unless the next column is nearer than its labels are
+    wide (`char` decades per character), then to the left. label_boxes() gives the boxes, which
+    the tests check do not overlap."""
+    pts = sorted(points, key=lambda p: p["intensity"])
+    cols: list[list[dict]] = []
+    for p in pts:
+        if cols and p["intensity"] <= cluster * cols[-1][0]["intensity"]:
+            cols[-1].append(p)
+        else:
+            cols.append([p])
+    out = {}
+    for i, col in enumerate(cols):
+        lo, hi = min(p["intensity"] for p in col), max(p["intensity"] for p in col)
+        width = char * max(len(roof_label(p)) for p in col)
+        nxt = cols[i + 1][0]["intensity"] if i + 1 < len(cols) else math.inf
+        side = "right" if math.log10(nxt) - math.log10(1.3 * hi) > width + 0.05 else "left"
+        x = 1.3 * hi if side == "right" else lo / 1.3
+        col = sorted(col, key=lambda p: p["tflops"])
+        ys = [math.log10(p["tflops"]) for p in col]
+        for j in range(1, len(ys)):                       # push up to keep the gap ...
+            ys[j] = max(ys[j], ys[j - 1] + gap)
+        shift = (sum(math.log10(p["tflops"]) for p in col) - sum(ys)) / len(ys)
+        ys = [y + min(0.0, shift) for y in ys]            # ... then re-centre downwards
+        for p, y in zip(col, ys):
+            out[p["level"]] = (x, 10 ** y, side)
+    return out
+
+
+def label_boxes(points: list[dict], layout: dict, gap: float = 0.1, char: float = 0.034) -> dict:
+    """level -> (x0, x1, y0, y1) in decades: the box label_layout() reserves for each label."""
+    out = {}
+    for p in points:
+        x, y, side = layout[p["level"]]
+        w, lx, ly = char * len(roof_label(p)), math.log10(x), math.log10(y)
+        x0, x1 = (lx, lx + w) if side == "right" else (lx - w, lx)
+        out[p["level"]] = (x0, x1, ly - gap / 2, ly + gap / 2)
     return out
 
 
@@ -665,44 +759,57 @@ def _prov_line(prov: dict) -> str:
     return line + (" (transcribed from docs/RESULTS.md)" if prov.get("transcribed_from") else "")
 
 
-LABEL_OFFSETS = {"k3c": (6, -12), "k5": (6, -12), "v8": (6, 2), "v9": (-22, -10), "v10": (-26, 2),
-                 "v11": (8, 2), "v12": (-28, 4), "v13": (8, -10), "v8py": (6, -12), "k7": (6, -8)}
+ROOF_STYLE = {"fp32": (BLUE, "-", "FP32 (k1–k8)"), "mma_sync": (GREEN, "--", "mma.sync (v7–v10, v8py)"),
+              "wgmma": (ORANGE, "-.", "wgmma (v11–v13)")}
 
 
 def draw_roofline(path, results_path=RESULTS_JSON, n: int = 4096):
-    """Every measured level at its bytes-ledger intensity under the H200's roofs."""
+    """Every measured level at its bytes-ledger intensity under the roof of its own instruction
+    (the tensor-core levels also at the per-tile model's intensity, hollow)."""
     plt = _plt()
     import numpy as np
 
     results, prov = load_results(results_path)
     pts = roofline_points([r for r in results if r["M"] == n])
-    c = ledgers.h200()
-    fig, ax = plt.subplots(figsize=(10, 6.2))
+    c, ceilings = ledgers.h200(), tensor_ceilings()
+    fig, ax = plt.subplots(figsize=(11, 6.8))
     x = np.logspace(-1.2, 3.6, 200)
     bw = c.bandwidth / 1e12
-    ax.plot(x, np.minimum(x * bw, c.fp32_flops / 1e12), color=BLUE, lw=2,
-            label=f"FP32 roof: {c.fp32_flops / 1e12:.1f} TFLOPS, {bw:.2f} TB/s")
-    ax.plot(x, np.minimum(x * bw, c.tensor_flops / 1e12), color=GREEN, lw=2, ls="--",
-            label=f"fp16 tensor roof: {c.tensor_flops / 1e12:.0f} TFLOPS (mma.sync, v7–v10; "
-                  "v11+ use wgmma, whose ceiling is higher)")
+    for roof, (color, ls, who) in ROOF_STYLE.items():
+        ax.plot(x, np.minimum(x * bw, ceilings[roof] / 1e12), color=color, lw=2, ls=ls,
+                label=f"{who}: {ceilings[roof] / 1e12:.0f} TFLOPS, {bw:.2f} TB/s")
+    labels = label_layout(pts)
     for p in pts:
-        color = BLUE if p["dtype"] == "float32" else GREEN
-        ax.scatter(p["intensity"], p["tflops"], s=45, color=color, zorder=3)
-        ax.annotate(p["level"], (p["intensity"], p["tflops"]), textcoords="offset points",
-                    xytext=LABEL_OFFSETS.get(p["level"], (6, -3)), fontsize=9)
-        if p["tflops"] > p["roof_tflops"]:
-            ax.annotate("above its DRAM roof:\nits bytes come from L1/L2", (p["intensity"], p["tflops"]),
-                        textcoords="offset points", xytext=(-10, 14), fontsize=8, color=GREY)
+        color = ROOF_STYLE[p["roof"]][0]
+        if abs(p["tile_intensity"] / p["intensity"] - 1) > 1e-9:   # two byte models: both shown
+            ax.plot([p["tile_intensity"], p["intensity"]], [p["tflops"]] * 2, color=color, lw=0.6,
+                    alpha=0.5, zorder=2)
+            ax.scatter(p["tile_intensity"], p["tflops"], s=30, facecolor="white", edgecolor=color,
+                       zorder=3, lw=1.2)
+        ax.scatter(p["intensity"], p["tflops"], s=45, color=color, zorder=3, edgecolor="black", lw=0.4)
+        lx, ly, side = labels[p["level"]]
+        ax.annotate(roof_label(p), (p["intensity"], p["tflops"]), xytext=(lx, ly), textcoords="data",
+                    fontsize=8, va="center", ha="left" if side == "right" else "right",
+                    arrowprops=dict(arrowstyle="-", color=GREY, lw=0.5, shrinkA=0, shrinkB=3))
+    ax.scatter([], [], s=30, facecolor="white", edgecolor=GREY,
+               label="tensor-core levels under the per-tile model (no L2 reuse)")
     cublas = {r["dtype"]: r["cublas_tflops"] for r in results if r["M"] == n and r.get("cublas_tflops")}
     for dtype, tf in sorted(cublas.items()):
         ax.axhline(tf, color=RED, ls=":", lw=1)
-        ax.text(0.08, tf * 1.05, f"cuBLAS {dtype} {tf:.0f}", color=RED, fontsize=8)
+        ax.text(0.07, tf * 1.06, f"cuBLAS {dtype} {tf:.0f}", color=RED, fontsize=8)
+    above = [p["level"] for p in pts if p["attainment"] > 100]
+    if above:
+        ax.text(1.0, 0.3, f"above its DRAM roof ({', '.join(above)}):\nits bytes come from L1/L2, "
+                "not DRAM", fontsize=8, color=GREY)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte, bytes ledger)")
+    ax.set_xlim(0.06, 4000)
+    ax.set_xlabel("arithmetic intensity, FLOP per DRAM byte (bytes ledger: per tile for k*, the L2 "
+                  "model of the launch order for v*)")
     ax.set_ylabel("TFLOPS (measured)")
-    ax.set_title(f"Roofline, {n}³ on the H200. Measured: {_prov_line(prov)}.\nIntensity from the "
-                 "bytes ledger; bandwidth and clock from numba_gemm/data/h200_costs.json", fontsize=10)
+    ax.set_title(f"Roofline, {n}³ on the H200. Measured: {_prov_line(prov)}.\nLabel: level, TFLOPS, "
+                 "(% of the roofline of its own instruction). Ceilings and bandwidth: "
+                 "numba_gemm/data/h200_costs.json", fontsize=10)
     ax.legend(loc="lower right", fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
     fig.tight_layout()

@@ -199,3 +199,31 @@ def test_docs_links_and_figures_resolve():
             if anchor and dest.suffix == ".md":
                 heads = {_slug(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(), re.M)}
                 assert anchor in heads, f"{page.name}: {target}"
+
+
+def test_roofline_points_use_each_levels_own_roof():
+    results, _ = figures.load_results()
+    pts = {p["level"]: p for p in figures.roofline_points([r for r in results if r["M"] == 4096])}
+    ceil = figures.tensor_ceilings()
+    costs = json.loads(ledgers.H200_COSTS.read_text())["tensor_tflops"]
+    assert ceil["wgmma"] == 1e12 * costs["wgmma"] and ceil["mma_sync"] == 1e12 * costs["mma_sync"]
+    assert {lv: p["roof"] for lv, p in pts.items() if lv.startswith("v")} == {
+        "v7": "mma_sync", "v8": "mma_sync", "v8py": "mma_sync", "v9": "mma_sync", "v10": "mma_sync",
+        "v11": "wgmma", "v12": "wgmma", "v13": "wgmma"}
+    for lv in ("v11", "v12", "v13"):           # against wgmma's roof, not above 100 %
+        assert 70 < pts[lv]["attainment"] < 100
+    assert pts["k2"]["attainment"] > 100       # k2's bytes come from L1/L2
+    # one per-tile model for all: the SGEMM bytes ledger's, and v7's 128×128 fp16 tile ≈ 62
+    assert pts["k7"]["tile_intensity"] == pts["k7"]["intensity"]
+    assert pts["v7"]["tile_intensity"] == pytest.approx(2 * 4096 ** 3 / (2 * 2 * 4096 ** 3 / 128 + 4 * 4096 ** 2))
+    assert pts["v7"]["intensity"] == pytest.approx(1024.0)
+
+
+def test_roofline_labels_do_not_overlap():
+    results, _ = figures.load_results()
+    pts = figures.roofline_points([r for r in results if r["M"] == 4096])
+    boxes = figures.label_boxes(pts, figures.label_layout(pts))
+    items = sorted(boxes.items())
+    for i, (a, (ax0, ax1, ay0, ay1)) in enumerate(items):
+        for b, (bx0, bx1, by0, by1) in items[i + 1:]:
+            assert ax1 <= bx0 or bx1 <= ax0 or ay1 <= by0 + 1e-9 or by1 <= ay0 + 1e-9, (a, b)
