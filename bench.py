@@ -4,8 +4,10 @@
     python bench.py --level k4                     # one level at 4096³ (the seed's size)
     python bench.py --level all --size 4096,4097   # the whole ladder at two sizes
     python bench.py --level k1,k2 --size 4096,4097 # the power-of-two stride experiment
-    python bench.py --level hgemm --size 4096,8192 # v7..v10, fp16 in, fp32 out
+    python bench.py --level hgemm --size 4096,8192 # the HGEMM levels, fp16 in, fp32 out
     python bench.py --level k6 --sass              # static SASS census (no GPU needed)
+    python bench.py --suite shapes --dtype bf16    # ~20 user shapes vs roofline and cuBLAS (GPU)
+    python bench.py --suite shapes --explain       # their rooflines and auto's choice, nothing run
 
 Each level is first checked against a float64 reference twice (alpha=0.5, beta=-1.5 on a
 random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events
@@ -99,8 +101,14 @@ def parse_args(argv=None):
                         "a small ragged shape in the simulator)")
     p.add_argument("--shape", action="append", default=[], metavar="M,N,K", type=_shape,
                    help="a rectangular shape; repeat for several")
-    p.add_argument("--dtype", default=None, choices=["fp16", "bf16"],
-                   help="input type of the HGEMM levels (SGEMM levels are float32; default: fp16)")
+    p.add_argument("--dtype", default=None, choices=["fp16", "bf16", "fp32"],
+                   help="input type of the HGEMM levels (SGEMM levels are float32; default: fp16); "
+                        "with --suite, the suite's input type (fp32, fp16 or bf16; default: bf16)")
+    p.add_argument("--suite", choices=["shapes"], default=None,
+                   help="shapes: the shape suite (~20 shapes users call: squares, decode and prefill "
+                        "projections, short K, narrow N, ragged rows), each with its roofline, auto's "
+                        "level, the best level timed and cuBLAS, in kernel time and back-to-back loops "
+                        "(GPU); with --explain, each shape's roofline and auto's choice with nothing run")
     p.add_argument("--reps", type=_positive, default=None,
                    help="timed repeats per level (default: as many as fit ~0.4 s, 3..50)")
     p.add_argument("--flush-l2", action="store_true",
@@ -218,9 +226,37 @@ def explain_from_ledgers(levels, shapes, given: bool) -> None:
             print()
 
 
+def command_line(argv) -> str:
+    return " ".join(["python", os.path.basename(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])])
+
+
+def explain_auto(levels, shapes, dtype_name, simulator) -> None:
+    """What auto would run at each shape, for the input types these levels take, and why."""
+    from numba_gemm import choose
+
+    dtypes = (["float32"] if any(lv.family == "sgemm" for lv in levels) else []) + \
+        ([{"bf16": "bfloat16"}.get(dtype_name, "float16")] if any(lv.family == "hgemm" for lv in levels) else [])
+    for shape in shapes:
+        for dt in dtypes:
+            if simulator:      # what auto would do where it matters: on the GPU the levels are for
+                print("on an sm_90a GPU (none here), ", end="")
+            print(choose.explain(dt, *shape, native=True))
+            print()
+
+
 def main(argv=None):
     args = parse_args(argv)
     simulator = use_simulator_if_no_gpu()    # before numba is imported
+
+    if args.suite:
+        from numba_gemm import shapes as suite
+
+        return suite.cli(args.dtype or "bf16", explain_only=args.explain, simulator=simulator,
+                         json_path=args.json, reps=args.reps, seed=args.seed,
+                         command=command_line(argv))
+    if args.dtype == "fp32":
+        sys.exit("bench.py: --dtype fp32 is for --suite (the SGEMM levels are float32 already; "
+                 "--dtype picks the HGEMM levels' input type: fp16 or bf16)")
 
     from numba_gemm import bench
 
@@ -254,12 +290,13 @@ def main(argv=None):
 
     if args.overhead:
         from numba_gemm import overhead
-        command = " ".join(["python", os.path.basename(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])])
-        print(overhead.report(levels, command=command))
+        print(overhead.report(levels, command=command_line(argv)))
         return 0
 
     if ledgers_only(args, simulator, shapes):
         explain_from_ledgers(levels, shapes, given=bool(args.size or args.shape))
+        explain_auto(levels, shapes if (args.size or args.shape) else [(4096, 4096, 4096)],
+                     args.dtype, simulator)
         return 0
 
     if simulator:
@@ -283,6 +320,7 @@ def main(argv=None):
             timed = {q.level: q.ms for q in results if (q.M, q.N, q.K) == (r.M, r.N, r.K) and q.ms}
             print(ledgers.explain(r.level, "h200", measured_ms=timed or None, n=(r.M, r.N, r.K)))
             print()
+        explain_auto(levels, shapes, args.dtype, simulator)
 
     if args.json:
         with open(args.json, "w") as f:

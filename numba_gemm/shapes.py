@@ -99,13 +99,14 @@ def roofline(M: int, N: int, K: int, dtype, beta: float = 0.0) -> Roofline:
 # ---------------------------------------------------------------------------- explain (no GPU)
 
 def explain(dtype, native: bool = True) -> str:
-    """Each suite shape's roofline and the level auto would choose there, and why: nothing run."""
+    """Each suite shape's roofline and the level auto would choose there, and why: nothing run.
+    native: rank the native levels too (auto on an sm_90a GPU, wherever this runs)."""
     dtype = choose.as_dtype(dtype)
     flops, bw, what = ceilings(dtype)
     lines = [f"shape suite, {dtype.name} in, float32 out: roofline = max(FLOPs / {flops / 1e12:.1f} "
              f"TFLOPS [{what}], bytes / {bw / 1e12:.2f} TB/s [measured copy bandwidth])",
              f"auto ranks levels by predicted time (numba_gemm.choose, constants from "
-             f"{choose.CALIBRATION.name}); nothing is run.", ""]
+             f"{choose.CALIBRATION.name}){' on an sm_90a GPU' if native else ''}; nothing is run.", ""]
     for name, M, N, K in SUITE:
         r = roofline(M, N, K, dtype)
         lines.append(f"{name}: {M}x{N}x{K}  roofline {r.seconds * 1e6:.1f} µs ({r.bound}-bound: "
@@ -309,7 +310,7 @@ def cli(dtype_name: str, *, explain_only: bool, simulator: bool, json_path: str 
 
     dtype = choose.as_dtype(DTYPES.get(dtype_name, dtype_name))
     if explain_only:
-        print(explain(dtype, native=not simulator))
+        print(explain(dtype, native=True))
         return 0
     if simulator:
         print("bench.py --suite shapes times ~20 large shapes: it needs a GPU. Without one, "

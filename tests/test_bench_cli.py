@@ -214,3 +214,27 @@ def test_dtype_note_is_printed_and_the_run_goes_on(capsys):
     assert bench.main(["--level", "k2", "--dtype", "bf16", "--shape", "6,5,4"]) == 0
     err = capsys.readouterr().err
     assert "note: --dtype bf16 is the HGEMM levels' input type; k2 takes float32 only" in err
+
+
+def test_suite_explain_runs_nothing_and_lists_every_shape(monkeypatch, capsys):
+    from numba_gemm import bench as nb, shapes
+
+    monkeypatch.setattr(nb.Runner, "run", lambda *a, **k: pytest.fail("a level ran"))
+    monkeypatch.setattr(shapes, "run_shape", lambda *a, **k: pytest.fail("a shape ran"))
+    for dtype in ("fp32", "bf16"):
+        assert bench.main(["--suite", "shapes", "--explain", "--dtype", dtype]) == 0
+        out = capsys.readouterr().out
+        assert all(f"{name}: {M}x{N}x{K}" in out for name, M, N, K in shapes.SUITE)
+        assert out.count("roofline") > len(shapes.SUITE) and out.count("auto for") == len(shapes.SUITE)
+
+
+@pytest.mark.skipif(GPU, reason="what a machine without a GPU says")
+def test_suite_without_a_gpu_says_what_to_run_instead(capsys):
+    assert bench.main(["--suite", "shapes"]) == 2
+    assert "--suite shapes --explain" in capsys.readouterr().err
+
+
+def test_dtype_fp32_is_the_suites(capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--level", "k4", "--dtype", "fp32"])
+    assert "--dtype fp32 is for --suite" in str(e.value.code)

@@ -7,7 +7,9 @@ Inputs: JSON written by `bench.py --suite shapes --json` (per shape, every level
 `bench.py --json` (one row per level and shape). Every (level, input dtype) with measurements
 gets its own constants (blocks per SM, bandwidth efficiency, rate, fixed cost), fitted to
 minimise the squared log error of predicted against measured kernel time; the fit's RMS log
-error and sample count are stored beside them, and the sources with their provenance.
+error and sample count are stored beside them, and the sources with their provenance. A 2-byte
+type with fewer than MIN_SAMPLES shapes is fitted together with the other one (the same kernels;
+"pooled_with" says so).
 """
 import argparse
 import datetime
@@ -22,6 +24,9 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")   # the fit reads level modul
 import numpy as np  # noqa: E402
 
 from numba_gemm import choose, registry  # noqa: E402
+
+MIN_SAMPLES = 4            # fewer than this for one 2-byte type: pool fp16 and bf16 (same kernels)
+TWO_BYTE = ("float16", "bfloat16")
 
 
 def samples(paths):
@@ -51,15 +56,22 @@ def main(argv=None):
     reg = registry.registry()
     old = choose._load(args.out) if args.merge else {"levels": {}}
     levels = old.get("levels", {})
-    for (name, dtype), pts in sorted(samples(args.inputs).items()):
+    measured = samples(args.inputs)
+    for (name, dtype), pts in sorted(measured.items()):
         if name not in reg:
             print(f"skip {name}: not a level here", file=sys.stderr)
             continue
         lv = reg[name]
-        es = np.dtype(dtype).itemsize
+        pooled = None
+        if dtype in TWO_BYTE and len(pts) < MIN_SAMPLES:
+            pooled = next(d for d in TWO_BYTE if d != dtype)
+            pts = pts + measured.get((name, pooled), [])
+        es = choose.as_dtype(dtype).itemsize
         ss = [{"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": es,
                "geometry": choose.geometry(lv, M, N, K)} for M, N, K, ms in pts]
         fitted = choose.fit(ss)
+        if pooled:
+            fitted["pooled_with"] = pooled
         levels.setdefault(name, {})[dtype] = fitted
         print(f"{name:>6} {dtype:>8}: {fitted}")
     doc = {

@@ -3,8 +3,11 @@
 # native level, the benchmark tables, the size curves, the host overhead and the microbenchmarks.
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
-#   steps: env tests tests1 tests2 tests3 tests4 sanitize sgemm hgemm curve overhead micro sweep
-#          ncu profile notebook   (default: env tests sanitize sgemm hgemm overhead micro)
+#   steps: env tests tests1 tests2 tests3 tests4 sanitize sgemm hgemm curve shapes overhead micro
+#          sweep ncu profile notebook   (default: env tests sanitize sgemm hgemm overhead micro)
+#   shapes: the shape suite (bench.py --suite shapes) in ${SHAPES_DTYPES:-fp32 fp16 bf16}, one JSON
+#   each; a copy of the checkout without .git records its commit from NUMBA_GEMM_COMMIT (set it
+#   from the machine that sends the run: NUMBA_GEMM_COMMIT=$(git rev-parse --short HEAD)).
 #   The GPU test suite is longer than one 10-minute call, so it runs in chunks of at most ~6
 #   minutes, grouped by what is slow on a GPU (each chunk's pytest summary line is printed):
 #     tests1  the Numba SGEMM levels: hypothesis shapes on every level, 2^31 indexing, the twins
@@ -83,6 +86,12 @@ if has hgemm; then
   for dt in fp16 bf16; do
     timeout 300 python3 bench.py --level hgemm --size 4096,8192 --dtype $dt --json "$OUT/hgemm_$dt.json" >"$OUT/hgemm_$dt.txt" 2>&1
     cat "$OUT/hgemm_$dt.txt"
+  done
+fi
+if has shapes; then  # ~20 user shapes: auto, the best level, cuBLAS, roofline; kernel time and loops
+  for dt in ${SHAPES_DTYPES:-fp32 fp16 bf16}; do
+    timeout 400 python3 bench.py --suite shapes --dtype $dt --json "$OUT/shapes_$dt.json" >"$OUT/shapes_$dt.txt" 2>&1
+    tail -n 26 "$OUT/shapes_$dt.txt"
   done
 fi
 if has curve; then  # TFLOPS vs size, kernel time, for the top of both ladders
