@@ -247,7 +247,9 @@ def load_results(path=RESULTS_JSON) -> tuple[list[dict], dict]:
             raw = json.loads((path.parent / run["json"]).read_text())
             if not isinstance(raw, list):
                 raise ValueError(f"{run['json']}: not a raw bench.py --json file (a list of results)")
-            results += raw
+            source = {"json": run["json"], "command": run["command"], "commit": run.get("commit"),
+                      "date": data.get("date")}
+            results += [dict(r, run=source) for r in raw]   # each result says which run it is
     else:
         results, prov = data["results"], data.get("provenance", {})
     latest = {}   # a later run of the same level and shape replaces an earlier one

@@ -1,0 +1,229 @@
+"""The measured numbers in the docs come from the committed runs: every level section of
+docs/LADDER.md has a headline line
+
+    > **H200:** 4096³ fp16: 0.199 ms = 689.6 TFLOPS, 0.948× cuBLAS, 1.50× v10; 8192³ … (2026-12-01, fcfef86).
+
+whose every number is checked here against docs/data through the manifest h200_ladder.json (a
+later run of a level and shape replaces an earlier one, as in the figures): ms, TFLOPS,
+% of cuBLAS and × cuBLAS of that result, "× level" = that level's time over this one's at the
+same shape, and the date and commit(s) of the runs the results come from. A headline may say
+"not yet measured" instead. README's ladder paragraph and CONCEPTS' measured figures are checked
+phrase by phrase. A number in prose that disagrees with the data fails here."""
+import json
+import re
+
+import pytest
+
+from numba_gemm import figures, ledgers
+from numba_gemm.registry import registry
+
+ROOT = figures.ROOT
+LADDER = (ROOT / "docs" / "LADDER.md").read_text()
+DTYPES = {None: "float32", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+HEAD = re.compile(r"\*\*H200:\*\* (?P<body>.*?) \((?P<date>\d{4}-\d{2}-\d{2}), "
+                  r"(?P<commits>[0-9a-f]{7}(?:, [0-9a-f]{7})*)\)\.")
+CLAUSE = re.compile(r"^(?P<n>\d+)³(?: (?P<dtype>fp16|bf16|fp32))?: (?P<rest>.+)$")
+TOKENS = [   # (pattern, what it is); every number of a clause must be one of these
+    (re.compile(r"(?P<v>\d+\.?\d*) ms"), "ms"),
+    (re.compile(r"(?P<v>\d+\.?\d*) TFLOPS"), "tflops"),
+    (re.compile(r"(?P<v>\d+\.?\d*) % of cuBLAS"), "pct_cublas"),
+    (re.compile(r"(?P<v>\d+\.?\d*)× cuBLAS"), "x_cublas"),
+    (re.compile(r"(?P<v>\d+\.?\d*)× (?P<of>(?:k|v)\w+)"), "x_level"),
+]
+
+
+def _data():
+    results, prov = figures.load_results(figures.RESULTS_JSON)
+    return {(r["level"], r["M"], r["dtype"]): r for r in results if r["M"] == r["N"] == r["K"]}, prov
+
+
+DATA, PROV = _data()
+
+
+def agrees(written: str, value: float) -> bool:
+    """The written number is the value rounded to the digits written."""
+    digits = len(written.partition(".")[2])
+    return f"{value:.{digits}f}" == written
+
+
+def sections(text: str) -> dict[str, str]:
+    """level -> its section of LADDER.md (from its '## level — ' heading to the next '## ')."""
+    out = {}
+    for m in re.finditer(r"(?m)^## (\S+) — .*$", text):
+        end = text.find("\n## ", m.end())
+        out[m.group(1)] = text[m.end():end if end >= 0 else len(text)]
+    return out
+
+
+def headline(section: str) -> str:
+    """The first blockquote of a section, its lines joined."""
+    lines = []
+    for line in section.strip("\n").splitlines():
+        if not line.startswith(">"):
+            break
+        lines.append(line[1:].strip())
+    return " ".join(lines)
+
+
+def check_headline(level: str, text: str, data=DATA, prov=PROV) -> list[str]:
+    """Every disagreement between one headline and the data, as messages (empty: it agrees)."""
+    if "**H200:** not yet measured" in text:
+        return []
+    m = HEAD.search(text)
+    if not m:
+        return [f"{level}: no '**H200:** … (date, commit).' headline"]
+    bad, commits = [], set()
+    for clause in m.group("body").split("; "):
+        c = CLAUSE.match(clause)
+        if not c:
+            bad.append(f"{level}: clause {clause!r} does not start with 'N³[ dtype]: '")
+            continue
+        n, dtype = int(c.group("n")), DTYPES[c.group("dtype")]
+        r = data.get((level, n, dtype))
+        if r is None:
+            bad.append(f"{level}: no {n}³ {dtype} result in the manifest's runs")
+            continue
+        commits.add(r["run"]["commit"])
+        rest = c.group("rest")
+        for pattern, what in TOKENS:
+            for t in pattern.finditer(rest):
+                v = t.group("v")
+                if what == "x_level":
+                    other = data.get((t.group("of"), n, dtype))
+                    want = other and other["ms"] / r["ms"]
+                elif what == "x_cublas":
+                    want = r["tflops"] / r["cublas_tflops"]
+                else:
+                    want = r[what]
+                if want is None or not agrees(v, want):
+                    bad.append(f"{level} {n}³ {dtype}: {t.group(0)!r} but the data say "
+                               f"{want if want is None else round(want, 4)}")
+            rest = pattern.sub("", rest)
+        if re.search(r"\d", rest):
+            bad.append(f"{level}: {clause!r} has numbers the headline grammar does not check")
+    if m.group("date") != prov["date"]:
+        bad.append(f"{level}: date {m.group('date')} but the manifest's runs are of {prov['date']}")
+    written = set(m.group("commits").split(", "))
+    if written != commits:
+        bad.append(f"{level}: commits {sorted(written)} but its results come from {sorted(commits)}")
+    return bad
+
+
+SECTIONS = sections(LADDER)
+LEVELS = [lv for lv in registry() if lv in SECTIONS]
+
+
+def test_every_level_section_has_a_headline():
+    assert set(LEVELS) >= {"k1", "k2", "k3", "k3c", "k4", "k5", "k6", "k7", "k8", "v7", "v8", "v8py",
+                           "v9", "v10", "v11", "v12", "v13"}
+    for lv in LEVELS:
+        assert "**H200:**" in headline(SECTIONS[lv]), f"{lv}: its first blockquote has no **H200:** line"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_ladder_headline_agrees_with_the_data(level):
+    assert check_headline(level, headline(SECTIONS[level])) == []
+
+
+def test_the_check_fails_on_a_wrong_number():
+    """Each kind of number, edited by one digit, is caught (the test can fail)."""
+    text = headline(SECTIONS["k8"])
+    assert check_headline("k8", text) == []
+    for good, bad in (("2.93 ms", "2.94 ms"), ("46.9 TFLOPS", "46.8 TFLOPS"),
+                      ("91.7 % of cuBLAS", "92.7 % of cuBLAS"), ("1.11× k7", "1.12× k7"),
+                      ("2026-12-01", "2026-11-29"), ("f86eb6f)", "33d50a5)")):
+        assert good in text
+        assert check_headline("k8", text.replace(good, bad, 1)), bad
+    v13 = headline(SECTIONS["v13"])
+    assert check_headline("v13", v13.replace("0.954× cuBLAS", "0.95× cuBLAS")) == []   # fewer digits: fine
+    assert check_headline("v13", v13.replace("0.954× cuBLAS", "0.964× cuBLAS"))
+    assert check_headline("v13", v13.replace("8192³ fp16", "8192³ bf16"))              # not in the manifest
+    assert check_headline("k1", "**H200:** 4096³: 275.8 ms at 3 GHz (2026-12-01, 33d50a5).")  # unchecked number
+
+
+# ------------------------------------------------------------------- README and CONCEPTS
+
+def _r(level, n, dtype="float32"):
+    return DATA[(level, n, dtype)]
+
+
+README = (ROOT / "README.md").read_text()
+CONCEPTS = (ROOT / "docs" / "CONCEPTS.md").read_text()
+COSTS = json.loads(ledgers.H200_COSTS.read_text())
+TWIN = [r["ms"] / r["twin_ms"] for r in DATA.values() if r.get("twin_ms")]
+V8PY = [_r("v8py", n, "float16")["ms"] / _r("v8", n, "float16")["ms"] for n in (4096, 8192)]
+# phrase with {} for the number -> the value it must round to
+README_FIGURES = {
+    "SGEMM k1 {} →": _r("k1", 4096)["tflops"],
+    "→ k6 {} →": _r("k6", 4096)["tflops"],
+    "→ k8 {} TFLOPS at 4096³": _r("k8", 4096)["tflops"],
+    "and {} at 8192³ (": _r("k8", 8192)["tflops"],
+    "({}× and": _r("k8", 4096)["tflops"] / _r("k8", 4096)["cublas_tflops"],
+    "and {}× cuBLAS SGEMM": _r("k8", 8192)["tflops"] / _r("k8", 8192)["cublas_tflops"],
+    "within {}–": min(TWIN),
+    "–{}× of its CUDA C twin": max(TWIN),
+    "v7 {} →": _r("v7", 8192, "float16")["tflops"],
+    "→ v10 {} (": _r("v10", 8192, "float16")["tflops"],
+    "ceiling measured {})": COSTS["tensor_tflops"]["mma_sync"],
+    "→ v11 {},": _r("v11", 8192, "float16")["tflops"],
+    "v13 {} TFLOPS": _r("v13", 8192, "float16")["tflops"],
+    "TFLOPS, {}× and": _r("v11", 8192, "float16")["tflops"] / _r("v11", 8192, "float16")["cublas_tflops"],
+    "and {}× cuBLAS (": _r("v13", 8192, "float16")["tflops"] / _r("v13", 8192, "float16")["cublas_tflops"],
+    "cuBLAS ({});": _r("v13", 8192, "float16")["cublas_tflops"],
+    "v13 reaches {}× cuBLAS": _r("v13", 4096, "float16")["tflops"] / _r("v13", 4096, "float16")["cublas_tflops"],
+}
+K2 = ledgers.bytes_ledger("k2", "h200", 4096)
+CONCEPTS_FIGURES = {
+    "`mma.sync` **{} TFLOPS**": COSTS["tensor_tflops"]["mma_sync"],
+    "`wgmma` **{} TFLOPS**": COSTS["tensor_tflops"]["wgmma"],
+    "{} GHz measured under our microbenchmarks": COSTS["clock_ghz"],
+    "| **{} TB/s** device to device": COSTS["copy_bandwidth_Bps"] / 1e12,
+    "**{}×** its DRAM roofline": K2.roofline_s * 1e3 / _r("k2", 4096)["ms"],
+    "the bytes ledger's {} ms at": K2.roofline_s * 1e3,
+    "over k2's measured {} ms": _r("k2", 4096)["ms"],
+    "= {} TFLOPS | arithmetic": ledgers.h200().fp32_flops / 1e12,
+}
+WGMMA_ATTAIN = [100 * _r(lv, 4096, "float16")["tflops"] / COSTS["tensor_tflops"]["wgmma"] for lv in ("v11", "v12", "v13")]
+LADDER_FIGURES = {
+    "v11, v12 and v13 reach **{} %,": WGMMA_ATTAIN[0],
+    "%, {} % and": WGMMA_ATTAIN[1],
+    "% and {} %** at 4096³": WGMMA_ATTAIN[2],
+    "against `wgmma`'s {} TFLOPS": COSTS["tensor_tflops"]["wgmma"],
+}
+
+
+def find_figure(text: str, phrase: str) -> str:
+    """The number written where {} is in `phrase` (line breaks count as spaces)."""
+    text, phrase = " ".join(text.split()), " ".join(phrase.split())
+    before, after = (re.escape(x) for x in phrase.split("{}"))
+    m = re.search(before + r"(\d+\.?\d*)" + after, text)
+    assert m, f"phrase {phrase!r} not found: the prose changed (update the phrase with the data)"
+    return m.group(1)
+
+
+@pytest.mark.parametrize("page, figs", [("README", README_FIGURES), ("CONCEPTS", CONCEPTS_FIGURES),
+                                         ("LADDER", LADDER_FIGURES)])
+def test_prose_figures_agree_with_the_data(page, figs):
+    text = {"README": README, "CONCEPTS": CONCEPTS, "LADDER": LADDER}[page]
+    for phrase, value in figs.items():
+        written = find_figure(text, phrase)
+        assert agrees(written, value), f"{page}: {phrase.format(written)!r} but the data say {value:.4f}"
+
+
+def test_readme_v8py_within():
+    m = re.search(r"v8py runs within (\d+) % of v8", " ".join(README.split()))
+    assert m and all(abs(x - 1) * 100 <= int(m.group(1)) for x in V8PY)
+
+
+def test_prose_check_can_fail():
+    assert not agrees(find_figure("k2 runs at **7×** its DRAM roofline", "**{}×** its DRAM roofline"),
+                      CONCEPTS_FIGURES["**{}×** its DRAM roofline"])
+
+
+def test_cycle_ledger_table_measured_column():
+    """LADDER's 'source vs SASS' table: its measured steps are the manifest's time ratios."""
+    rows = re.findall(r"(?m)^\| (k\w+) → (k\w+) \| [\d.]+× \| [\d.]+× \| ([\d.]+)× \|$", LADDER)
+    assert len(rows) == 6
+    for parent, level, written in rows:
+        want = _r(parent, 4096)["ms"] / _r(level, 4096)["ms"]
+        assert agrees(written, want), f"{parent} → {level}: {written}× but the data say {want:.3f}"
