@@ -227,3 +227,15 @@ def test_cycle_ledger_table_measured_column():
     for parent, level, written in rows:
         want = _r(parent, 4096)["ms"] / _r(level, 4096)["ms"]
         assert agrees(written, want), f"{parent} → {level}: {written}× but the data say {want:.3f}"
+
+
+def test_k1_stride_exercise_answer_is_what_its_hint_computes():
+    """k1 exercise 2: word positions per line and bank ways of the A load at each size."""
+    want = {4095: (32, 1), 4096: (1, 32), 4097: (32, 1), 4104: (4, 8)}
+    for n, (positions, ways) in want.items():
+        a = next(x for x in ledgers.warp_steps("k1", n)[0].accesses if x.array == "A")
+        assert len({x % 128 // 4 for x in a.addrs}) == positions
+        assert ledgers.bank_profile(a.addrs, 4).ways == ways
+    section = SECTIONS["k1"]
+    assert "32, 1, 32 and 4 distinct word positions" in " ".join(section.split())
+    assert "gives 1, 32, 1 and 8 ways" in " ".join(section.split())
