@@ -230,6 +230,56 @@ def pipeline_schedule(stages: int, tiles: int = 10, load: float = 2.5) -> list[d
     return out
 
 
+WGMMA_K_STEP = 16            # halves per wgmma k step (m64nNk16)
+
+
+def wgmma_tile_layout(config=None) -> dict:
+    """How one stage of the wgmma levels sits in shared memory, from the tile record
+    (numba_gemm.hgemm._wgmma.WgmmaTile) and TMA's 128-byte swizzle (_common.tma_swizzle_128b):
+
+      "a": {(row, logical 16-byte chunk): physical byte offset} of one consumer's 64 × 64 A tile
+           (K-major: 128-byte rows of 64 halves);
+      "b": {(k row, panel, logical chunk): physical byte offset} of the bk × bn B tile
+           (MN-major: bn / 64 panels of bk k-rows × 128 bytes, each one TMA box);
+      "a_desc", "b_desc": {k step: (start byte offset, LBO, SBO)} as the kernels build them
+           (A: +32 bytes per k step, LBO 16 (unused), SBO 1024; B: +16 k rows = 2048 bytes per
+           k step, LBO = one panel, SBO 1024);
+      "atom": 8 rows × 128 bytes, the span of the swizzle (and SBO); "core": 8 rows × 16 bytes."""
+    from .hgemm import _wgmma as wg
+
+    t = config or wg.WgmmaTile()
+    a_bytes = t.bm * t.bk * 2
+    panel = t.bk * 128                                  # bytes of one 64-column B panel
+    a = {(r, c): cm.tma_swizzle_128b(r * 128 + c * 16) for r in range(64) for c in range(8)}
+    b = {(k, p, c): a_bytes + p * panel + cm.tma_swizzle_128b(k * 128 + c * 16)
+         for k in range(t.bk) for p in range(t.bn // 64) for c in range(8)}
+    steps = t.bk // WGMMA_K_STEP
+    a_desc = {kk: (kk * WGMMA_K_STEP * 2, 16, 1024) for kk in range(steps)}
+    b_desc = {kk: (a_bytes + kk * WGMMA_K_STEP * 128, panel, 1024) for kk in range(steps)}
+    return {"a": a, "b": b, "a_desc": a_desc, "b_desc": b_desc, "atom": 8 * 128, "core": 8 * 16,
+            "panel": panel, "a_bytes": a_bytes, "tile": t}
+
+
+def mbarrier_ring(stages: int, tiles: int, lag: int | None = None) -> list[dict]:
+    """The full/empty mbarrier ring of v10–v13 over `tiles` K tiles with `stages` stages: per
+    K tile f, its stage s = f mod stages and use u = f div stages (the u-th time that stage is
+    filled), the parity the consumers wait on full[s] for it (u mod 2), whether the producer
+    first waits on empty[s] (from the second use on) and with which parity ((u - 1) mod 2: the
+    phase the consumers completed when they released the previous use), and "issue_at", the
+    consumer iteration at whose start the copy is issued (-1: before the loop): f - (stages - lag)
+    for v10 and v11, whose computing thread 0 refills the stage read `lag` iterations ago; with
+    lag None (v12, v13: a producer warpgroup) as soon as the consumers released the stage at the
+    end of iteration f - stages, i.e. f - stages + 1."""
+    out = []
+    for f in range(tiles):
+        s, u = f % stages, f // stages
+        at = f - stages + 1 if lag is None else f - (stages - lag)
+        out.append({"tile": f, "stage": s, "use": u, "full_parity": u & 1,
+                    "empty_wait": u > 0, "empty_parity": (u - 1) & 1 if u else None,
+                    "issue_at": at if u else -1 if lag is None else max(-1, at)})
+    return out
+
+
 def load_results(path=RESULTS_JSON) -> tuple[list[dict], dict]:
     """(results, provenance) from a raw bench.py --json file, a manifest of them, or results
     wrapped with their provenance (module docstring). Only GPU measurements are returned: a
@@ -742,6 +792,114 @@ def draw_pipelines(path, levels=("v7", "v10"), load: float = 2.5):
     _save(fig, path)
 
 
+def draw_wgmma_tile(path):
+    """One stage of v11–v13 in shared memory: A (K-major) and B (MN-major) with the 128-byte
+    swizzle, core matrices, 8-row atoms (SBO), B's panels (LBO) and what each k step reads."""
+    plt = _plt()
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    from .hgemm import _wgmma as wg
+
+    d = wgmma_tile_layout()
+    t = d["tile"]
+    steps = t.bk // WGMMA_K_STEP
+    cmap = plt.get_cmap("Set2")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 7.4), layout="constrained",
+                                      gridspec_kw={"width_ratios": [1, 2.6]})
+    # A: 64 rows × 8 logical chunks; colour = the k step that reads the chunk, text = physical chunk
+    img = np.zeros((64, 8))
+    for (r, c), off in d["a"].items():
+        img[r, c] = c // 2
+        left.text(c, r, str(off % 128 // 16), ha="center", va="center", fontsize=5.5)
+    left.imshow(img, cmap=cmap, vmin=0, vmax=7, aspect="auto", interpolation="nearest")
+    for r in range(0, 65, 8):
+        left.axhline(r - 0.5, color="black", lw=1.4 if r % 64 else 2)
+    left.add_patch(Rectangle((-0.5, -0.5), 1, 8, fill=False, lw=2.5, color=RED))
+    left.annotate("a core matrix:\n8 rows × 16 B", (0.5, 3.5), xytext=(2.0, 5.0), fontsize=8, color=RED,
+                  bbox=dict(facecolor="white", alpha=0.9, lw=0), arrowprops=dict(arrowstyle="->", color=RED))
+    left.annotate("", (8.1, 7.5), xytext=(8.1, 15.5), annotation_clip=False,
+                  arrowprops=dict(arrowstyle="<->", color="black"))
+    left.text(8.3, 11.5, f"SBO = {d['a_desc'][0][2]} B\n(one 8-row atom)", fontsize=8, va="center")
+    left.set_xticks(range(8), [f"{c}\nk {8 * c}–{8 * c + 7}" for c in range(8)], fontsize=6.5)
+    left.set_yticks(range(0, 64, 8))
+    left.set_xlabel("logical 16-byte chunk of a 128-byte row (colour: the k step that reads it)")
+    left.set_ylabel("row m of the consumer's 64-row A tile")
+    left.set_title(f"A, K-major: {t.bm} × {t.bk} halves per stage, 64 rows per consumer\n"
+                   f"number = physical chunk (TMA SWIZZLE_128B); k step: start +{d['a_desc'][1][0]} B",
+                   fontsize=10)
+    # B: bk k rows × (bn / 64 panels × 8 chunks)
+    panels = t.bn // 64
+    img = np.zeros((t.bk, 8 * panels))
+    for (k, p_, c), off in d["b"].items():
+        img[k, 8 * p_ + c] = k // WGMMA_K_STEP
+    right.imshow(img, cmap=cmap, vmin=0, vmax=7, aspect="auto", interpolation="nearest")
+    for p_ in range(panels + 1):
+        right.axvline(8 * p_ - 0.5, color="black", lw=2)
+    for k in range(0, t.bk + 1, 8):
+        right.axhline(k - 0.5, color="black", lw=0.6)
+    for k in range(0, 8):                              # the swizzle of panel 0's first atom
+        for c in range(8):
+            right.text(c, k, str(d["b"][(k, 0, c)] % 128 // 16), ha="center", va="center", fontsize=5.5)
+    right.annotate("", (3.5, 11.5), xytext=(11.5, 11.5), arrowprops=dict(arrowstyle="<->", color="black"))
+    right.text(7.5, 10.2, f"LBO = {d['panel']} B (next 64-column panel)", ha="center", fontsize=8,
+               bbox=dict(facecolor="white", alpha=0.85, lw=0))
+    right.text(8 * panels - 0.3, 4, f"SBO = {d['b_desc'][0][2]} B\nper 8 k rows", fontsize=8, ha="right",
+               va="center", bbox=dict(facecolor="white", alpha=0.8, lw=0))
+    right.set_xticks([8 * p_ + 3.5 for p_ in range(panels)],
+                     [f"panel {p_}: columns {64 * p_}–{64 * p_ + 63}" for p_ in range(panels)], fontsize=8)
+    right.set_yticks(range(0, t.bk, WGMMA_K_STEP), [f"k {k}" for k in range(0, t.bk, WGMMA_K_STEP)])
+    right.set_ylabel("k row of the B tile (colour: the k step that reads it)")
+    right.set_title(f"B, MN-major (imm-trans-b = 1): {t.bk} × {t.bn} halves in {panels} TMA boxes of "
+                    f"{t.bk} × 64\nk step: start +{d['b_desc'][1][0] - d['b_desc'][0][0]} B (16 k rows); "
+                    "numbers: physical chunk of panel 0's first atom", fontsize=10)
+    base = 1024
+    da = wg.smem_desc(base + d["a_desc"][0][0], *d["a_desc"][0][1:])
+    db = wg.smem_desc(base + d["b_desc"][0][0], *d["b_desc"][0][1:])
+    fig.suptitle(f"One stage of v11–v13 ({t.stage_bytes} bytes, 1024-aligned): {steps} wgmma "
+                 f"m64n{t.bn}k16 per stage and consumer, each reading one colour. Descriptors at stage "
+                 f"base {base}: A {da:#018x}, B {db:#018x}\n(smem_desc: start >> 4 in bits 0–13, LBO >> 4 in "
+                 "16–29, SBO >> 4 in 32–45, swizzle 128B = 1 in bits 62–63)", fontsize=10)
+    _save(fig, path)
+
+
+def draw_mbarrier_ring(path, tiles: int = 12):
+    """The full/empty mbarrier ring: which stage each K tile uses, when it is issued, which
+    parity the consumers wait on full[s] and the producer on empty[s]."""
+    plt = _plt()
+    from .registry import get
+
+    cases = [("v10, v11: the computing thread 0 refills the stage read "
+              f"{get('v10').module.CONFIG.tma_lag} iterations ago", get("v10").module.CONFIG.stages,
+              get("v10").module.CONFIG.tma_lag),
+             ("v12, v13: a producer warpgroup refills each stage as soon as empty[s] completes",
+              get("v12").module.CONFIG.stages, None)]
+    fig, axes = plt.subplots(2, 1, figsize=(13, 7.6), layout="constrained", sharex=True)
+    for ax, (title, stages, lag) in zip(axes, cases):
+        ring = mbarrier_ring(stages, tiles, lag)
+        for e in ring:
+            y = e["stage"]
+            start = max(e["issue_at"], -0.6)
+            ax.broken_barh([(start, e["tile"] - start)], (y - 0.32, 0.64), color=BLUE, alpha=0.35)
+            ax.broken_barh([(e["tile"], 1)], (y - 0.32, 0.64), color=ORANGE)
+            ax.text(e["tile"] + 0.5, y, f"tile {e['tile']}\nfull p{e['full_parity']}", ha="center",
+                    va="center", fontsize=7)
+            note = f"empty p{e['empty_parity']}" if e["empty_wait"] else "no wait"
+            ax.text(start + 0.05, y + 0.22, note, ha="left", va="center", fontsize=6.5, color="#1f3b73")
+        ax.set_yticks(range(stages), [f"stage {s}" for s in range(stages)])
+        ax.set_ylim(stages - 0.5, -0.5)
+        ax.set_title(f"{title} ({stages} stages)", fontsize=10, loc="left")
+        ax.grid(True, axis="x", alpha=0.3)
+    axes[-1].set_xlabel("consumer iteration kt (one K tile multiplied per iteration)")
+    axes[-1].set_xticks(range(-1, tiles + 1), ["before\nthe loop"] + [str(i) for i in range(tiles + 1)])
+    fig.suptitle("The mbarrier ring (numba_gemm.figures.mbarrier_ring): blue = the TMA copy in flight "
+                 "(issued after the producer's wait on empty[s], \"empty p\" = the parity it waits for), "
+                 "orange = the consumers\nreading the stage after waiting on full[s] with parity "
+                 "(use of the stage) mod 2. Each completed phase flips a barrier's parity; one bit "
+                 "per wait is all a thread tracks.", fontsize=10)
+    _save(fig, path)
+
+
 class PNG:
     """A drawn figure for display() in a notebook (Jupyter, or tools/run_notebook.py)."""
 
@@ -896,6 +1054,8 @@ FIGURES = {
     "roofline": ("roofline.png", draw_roofline),
     "ladder": ("ladder.png", draw_ladder),
     "curve": ("size_curve.png", draw_curve),
+    "wgmma": ("v11_wgmma_tile.png", draw_wgmma_tile),
+    "mbarrier": ("v10_v13_mbarrier_ring.png", draw_mbarrier_ring),
 }
 MEASURED = ("roofline", "ladder")   # drawn from --results; the curve from CURVE_JSON
 

@@ -227,3 +227,42 @@ def test_roofline_labels_do_not_overlap():
     for i, (a, (ax0, ax1, ay0, ay1)) in enumerate(items):
         for b, (bx0, bx1, by0, by1) in items[i + 1:]:
             assert ax1 <= bx0 or bx1 <= ax0 or ay1 <= by0 + 1e-9 or by1 <= ay0 + 1e-9, (a, b)
+
+
+def test_wgmma_tile_layout_matches_the_descriptors():
+    from numba_gemm.hgemm import _common as cm, _wgmma as wg
+
+    d = figures.wgmma_tile_layout()
+    t = d["tile"]
+    for r in range(64):                        # each 128-byte row: its 8 chunks, permuted in place
+        offs = sorted(d["a"][(r, c)] for c in range(8))
+        assert offs == [r * 128 + 16 * c for c in range(8)]
+    for c in range(8):                         # one logical chunk of an 8-row atom: 8 bank groups
+        assert len({d["a"][(r, c)] % 128 for r in range(8)}) == 8
+    assert d["atom"] == 1024 and d["core"] == 128 and d["panel"] == t.bk * 128
+    assert set(d["a_desc"]) == set(range(t.bk // 16))
+    base = 1024
+    for kk, (start, lbo, sbo) in d["b_desc"].items():   # the kernels' k step: + (bytes >> 4)
+        assert wg.smem_desc(base + start, lbo, sbo) == wg.smem_desc(base + d["b_desc"][0][0], lbo, sbo) + (kk * 2048 >> 4)
+        assert (lbo, sbo) == (8192, 1024)
+    for kk, (start, lbo, sbo) in d["a_desc"].items():
+        assert wg.smem_desc(base + start, lbo, sbo) == wg.smem_desc(base, 16, 1024) + (kk * 32 >> 4)
+    assert all(d["b"][(k, p, c)] - d["a_bytes"] - p * d["panel"] == cm.tma_swizzle_128b(k * 128 + c * 16)
+               for (k, p, c) in d["b"])
+
+
+@pytest.mark.parametrize("lag", [1, 2, None])
+def test_mbarrier_ring_parities_and_order(lag):
+    stages, tiles = 4, 13
+    ring = figures.mbarrier_ring(stages, tiles, lag)
+    for e in ring:
+        assert e["stage"] == e["tile"] % stages and e["full_parity"] == (e["tile"] // stages) % 2
+        assert e["issue_at"] < e["tile"]      # issued before the iteration that reads it
+        if e["tile"] >= stages:                # a refill waits for the previous use's release:
+            prev = ring[e["tile"] - stages]    # the consumers finish it at the end of its iteration
+            assert e["empty_wait"] and e["empty_parity"] == prev["full_parity"]
+            assert e["issue_at"] > prev["tile"]
+        else:
+            assert not e["empty_wait"]
+    ahead = {e["tile"] - e["issue_at"] for e in ring if e["tile"] >= stages}
+    assert ahead == ({stages - lag} if lag else {stages - 1})   # v10: 2 tiles ahead, v12: 3
