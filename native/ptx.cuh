@@ -74,6 +74,7 @@ __device__ __forceinline__ void fence_proxy_async() {
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
 }
+// [excerpt:mbarrier-tma]
 // Arrive once and announce `bytes` of transactions (TMA completes them) for the current phase.
 __device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
@@ -100,6 +101,7 @@ __device__ __forceinline__ void tma_load_2d(u32 dst, const void* tmap, int x, in
         " [%0], [%1, {%2, %3}], [%4];\n"
         :: "r"(dst), "l"(reinterpret_cast<u64>(tmap)), "r"(x), "r"(y), "r"(bar) : "memory");
 }
+// [/excerpt]
 __device__ __forceinline__ void prefetch_tmap(const void* tmap) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<u64>(tmap)) : "memory");
 }

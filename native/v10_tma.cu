@@ -88,6 +88,7 @@ __device__ __forceinline__ void block_tile_tma(const CUtensorMap* tm_a, const CU
     __syncthreads();
 
     const int k_tiles = (K + BK - 1) / BK;
+    // [excerpt:v10-pipeline]
     auto issue = [&](int f) {   // tid 0 only: load K tile f into stage f % STAGES
         const int s = f % STAGES;
         const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
@@ -122,6 +123,7 @@ __device__ __forceinline__ void block_tile_tma(const CUtensorMap* tm_a, const CU
         __syncwarp();                      // every lane's ldmatrix of stage s is done
         if (lane == 0) mbar_arrive(empty + 8 * s);
     }
+    // [/excerpt]
 
     store_tile(acc, C, M, N, m0, n0, warp_m, warp_n, lane, alpha, beta, vec_c);
 }

@@ -239,3 +239,69 @@ def test_k1_stride_exercise_answer_is_what_its_hint_computes():
     section = SECTIONS["k1"]
     assert "32, 1, 32 and 4 distinct word positions" in " ".join(section.split())
     assert "gives 1, 32, 1 and 8 ways" in " ".join(section.split())
+
+
+# ------------------------------------------------------------------- code excerpts, exercises
+
+EXCERPT_DOC = re.compile(r"<!-- excerpt: (?P<path>[^#\s]+)#(?P<name>[\w-]+) -->\n```\w*\n(?P<body>.*?)\n```", re.S)
+
+
+def source_excerpt(path: str, name: str) -> str:
+    """The lines between `// [excerpt:name]` (or `# [excerpt:name]`) and the next `[/excerpt]`
+    marker of a source file, dedented."""
+    import textwrap
+
+    src = (ROOT / path).read_text()
+    m = re.search(r"(?m)^[ \t]*(?://|#) \[excerpt:" + re.escape(name) + r"\]\n(.*?)^[ \t]*(?://|#) \[/excerpt\]",
+                  src, re.S)
+    assert m, f"{path}: no excerpt markers named {name!r}"
+    return textwrap.dedent(m.group(1)).rstrip("\n")
+
+
+DOC_EXCERPTS = [(m.group("path"), m.group("name"), m.group("body")) for m in EXCERPT_DOC.finditer(LADDER)]
+
+
+def test_ladder_has_code_excerpts():
+    assert {(p, n) for p, n, _ in DOC_EXCERPTS} >= {
+        ("native/v10_tma.cu", "v10-pipeline"), ("native/ptx.cuh", "mbarrier-tma"),
+        ("numba_gemm/hgemm/v8py_mma.py", "v8py-loop"), ("numba_gemm/hgemm/v8py_mma.py", "v8py-mma-stage")}
+
+
+@pytest.mark.parametrize("path, name, body", DOC_EXCERPTS, ids=[f"{p}#{n}" for p, n, _ in DOC_EXCERPTS])
+def test_excerpt_is_the_source(path, name, body):
+    assert body == source_excerpt(path, name), f"LADDER's excerpt {path}#{name} differs from the source"
+
+
+def test_every_marked_excerpt_is_shown():
+    used = {(p, n) for p, n, _ in DOC_EXCERPTS}
+    for path in ("native/v10_tma.cu", "native/ptx.cuh", "numba_gemm/hgemm/v8py_mma.py", "numba_gemm/ptx.py"):
+        for name in re.findall(r"\[excerpt:([\w-]+)\]", (ROOT / path).read_text()):
+            assert (path, name) in used, f"{path}#{name} is marked but not in LADDER.md"
+
+
+def test_excerpt_check_can_fail():
+    path, name, body = DOC_EXCERPTS[0]
+    assert body.replace("(", "[", 1) != source_excerpt(path, name)
+
+
+def test_hopper_exercise_answers():
+    """The answers of the v10-v13 and v8py exercises, recomputed with the package's code."""
+    from numba_gemm.hgemm import _common as cm, _wgmma as wg
+    from numba_gemm.registry import get
+
+    e = figures.mbarrier_ring(4, 12, lag=2)[9]                                 # v10, exercise 3
+    assert (e["stage"], e["full_parity"], e["empty_parity"], e["issue_at"]) == (1, 0, 1, 7)
+    t = wg.WgmmaTile()                                                         # v11
+    a = 1024 + 2 * t.stage_bytes + 64 * 128 + 3 * 32
+    b = 1024 + 2 * t.stage_bytes + t.bm * t.bk * 2 + 3 * 2048
+    assert (a, b) == (107616, 121856)
+    assert wg.smem_desc(a, 16, 1024) == 0x4000004000011a46 and wg.smem_desc(b, 8192, 1024) == 0x4000004002001dc0
+    v11 = " ".join(SECTIONS["v11"].split())
+    assert "`0x4000004000011a46`" in v11 and "`0x4000004002001dc0`" in v11
+    assert (65536 - 128 * 24) // 256 // 8 * 8 == 240 and 128 * 40 + 256 * 232 == 64512   # v12
+    v13 = get("v13").module.CONFIG                                             # v13
+    per_cta = {c: v13.bm * v13.bk * 2 + v13.bn * v13.bk * 2 // c for c in (1, 2, 4)}
+    assert per_cta == {1: 49152, 2: 32768, 4: 24576}
+    assert all(cm.swizzle128(r, c) ^ (kk * 32) == cm.swizzle128(r, c + 2 * kk)   # v8py
+               for r in range(8) for c in range(2) for kk in range(4))
+    assert cm.swizzle128(2, 0) + 32 == 320 and cm.swizzle128(2, 2) == 256

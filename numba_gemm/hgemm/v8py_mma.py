@@ -147,6 +147,7 @@ def _make_kernel(bf16: bool, fast: bool):
     @cuda.jit(device=True, inline="always")
     def mma_stage(acc, af, bf, a_thr, b_thr):
         """One BK-deep stage: 4 k16 steps of MT + NT/2 ldmatrix and MT*NT mma (4 + 4 and 32)."""
+        # [excerpt:v8py-mma-stage]
         for kk in range(BK // 16):
             for i in range(MT):
                 r = ldmatrix_x4(u32((a_thr + i * 16 * 128) ^ (kk * 32)))
@@ -160,6 +161,7 @@ def _make_kernel(bf16: bool, fast: bool):
                     b = (bf[j // 2, 2 * (j % 2)], bf[j // 2, 2 * (j % 2) + 1])
                     d = mma((acc[i, j, 0], acc[i, j, 1], acc[i, j, 2], acc[i, j, 3]), a, b)
                     acc[i, j, 0], acc[i, j, 1], acc[i, j, 2], acc[i, j, 3] = d
+        # [/excerpt]
 
     def v8py(A, B, C, M, N, K, alpha, beta, vec_a, vec_b):
         smem = cuda.shared.array(0, uint32)      # dynamic: the launch gives SMEM bytes
@@ -223,6 +225,7 @@ def _make_kernel(bf16: bool, fast: bool):
                            a_dst, a_src, a_step, a_c, a_rows_ok, b_dst, b_src, b_step, b_r, b_col, b_col_ok)
             cp_async_commit()
 
+        # [excerpt:v8py-loop]
         kt = u32(0)                      # a 32-bit counter: `range` would count in 64 bits
         while kt < k_tiles:
             wait_for_oldest()            # tile kt has landed (this thread's copies) ...
@@ -235,6 +238,7 @@ def _make_kernel(bf16: bool, fast: bool):
             st = u32(base + (kt % S) * STAGE_BYTES)
             mma_stage(acc, af, bf, u32(st + a_lane), u32(st + b_lane))
             kt = u32(kt + 1)
+        # [/excerpt]
         wait_all()
 
         # ---- epilogue: masked stores, beta == 0 never reads C
