@@ -230,6 +230,24 @@ def pipeline_schedule(stages: int, tiles: int = 10, load: float = 2.5) -> list[d
     return out
 
 
+def k6_loader_map(n: int = 4096) -> dict:
+    """k6's tile loads, from the global float4 loads of its warp_step (block (0, 0), phase 0):
+    {"A": {(row, float4 column): (thread, i)}, "B": {...}} — which thread loads each float4 of the
+    block's A tile (tile_m × tile_k) and B tile (tile_k × tile_n), in its i-th load of that array.
+    The loads go by linear thread id, so consecutive lanes take consecutive float4s of a row."""
+    out = {"A": {}, "B": {}}
+    for warp, step in enumerate(ledgers.warp_steps("k6", n, block_xy=(0, 0), ph=0)):
+        count = {"A": 0, "B": 0}
+        for a in step.accesses:
+            if a.space != "global" or a.op != "load":
+                continue
+            for lane, x in enumerate(a.addrs):
+                row, col = divmod(x // ledgers.F32, n)
+                out[a.array][(row, col // 4)] = (warp * ledgers.WARP + lane, count[a.array])
+            count[a.array] += 1
+    return out
+
+
 WGMMA_K_STEP = 16            # halves per wgmma k step (m64nNk16)
 
 
@@ -792,6 +810,36 @@ def draw_pipelines(path, levels=("v7", "v10"), load: float = 2.5):
     _save(fig, path)
 
 
+def draw_k6_loaders(path):
+    """k6: which thread loads each float4 of the block's A and B tiles (linear thread id)."""
+    plt = _plt()
+    import numpy as np
+
+    d = k6_loader_map()
+    g = ledgers.geometry("k6")
+    colors = plt.get_cmap("tab10").colors
+    fig, axes = plt.subplots(1, 2, figsize=(15, 7.2), layout="constrained",
+                             gridspec_kw={"width_ratios": [g.tile_k // 4 + 2, g.tile_n // 4]})
+    for ax, arr, (rows, cols) in zip(axes, ("A", "B"), ((g.tile_m, g.tile_k // 4), (g.tile_k, g.tile_n // 4))):
+        img = np.zeros((rows, cols))
+        for (r, c), (t, i) in d[arr].items():
+            img[r, c] = t // ledgers.WARP
+            ax.text(c, r, str(t), ha="center", va="center", fontsize=5.5 if arr == "B" else 7)
+        ax.imshow(img, cmap=plt.matplotlib.colors.ListedColormap(colors[:g.threads // ledgers.WARP]),
+                  alpha=0.45, aspect="auto", interpolation="nearest")
+        loads = 1 + max(i for _, i in d[arr].values())
+        ax.set_xticks(range(cols), [str(4 * c) for c in range(cols)], fontsize=6 if arr == "B" else 8)
+        ax.set_xlabel("first column of the float4 (k for A, n for B)")
+        ax.set_ylabel("row of the tile (m for A, k for B)")
+        ax.set_title(f"{arr} tile {rows} × {4 * cols} floats: {rows * cols} float4s, {loads} per thread "
+                     f"(LDG.E.128)\nnumber = thread id (threadIdx.y · 32 + threadIdx.x), colour = warp",
+                     fontsize=10)
+    fig.suptitle(f"k6's global loads by linear thread id (numba_gemm.figures.k6_loader_map, from its warp_step): "
+                 f"{g.threads} threads, one warp reads 32 consecutive float4s — whole 128-byte rows of A "
+                 "(4 rows per warp load) and B (one 512-byte row)", fontsize=10)
+    _save(fig, path)
+
+
 def draw_wgmma_tile(path):
     """One stage of v11–v13 in shared memory: A (K-major) and B (MN-major) with the 128-byte
     swizzle, core matrices, 8-row atoms (SBO), B's panels (LBO) and what each k step reads."""
@@ -1054,6 +1102,7 @@ FIGURES = {
     "roofline": ("roofline.png", draw_roofline),
     "ladder": ("ladder.png", draw_ladder),
     "curve": ("size_curve.png", draw_curve),
+    "loaders": ("k6_loaders.png", draw_k6_loaders),
     "wgmma": ("v11_wgmma_tile.png", draw_wgmma_tile),
     "mbarrier": ("v10_v13_mbarrier_ring.png", draw_mbarrier_ring),
 }

@@ -266,3 +266,15 @@ def test_mbarrier_ring_parities_and_order(lag):
             assert not e["empty_wait"]
     ahead = {e["tile"] - e["issue_at"] for e in ring if e["tile"] >= stages}
     assert ahead == ({stages - lag} if lag else {stages - 1})   # v10: 2 tiles ahead, v12: 3
+
+
+def test_k6_loader_map_covers_each_tile_once_by_linear_thread_id():
+    d = figures.k6_loader_map()
+    g = ledgers.geometry("k6")
+    for arr, rows, cols in (("A", g.tile_m, g.tile_k // 4), ("B", g.tile_k, g.tile_n // 4)):
+        cells = d[arr]
+        assert set(cells) == {(r, c) for r in range(rows) for c in range(cols)}
+        per_thread = rows * cols // g.threads
+        assert sorted(t for t, _ in cells.values()) == sorted(list(range(g.threads)) * per_thread)
+        for (r, c), (t, i) in cells.items():    # float4 number r·cols + c is thread (that mod 128)
+            assert (r * cols + c) % g.threads == t and (r * cols + c) // g.threads == i
