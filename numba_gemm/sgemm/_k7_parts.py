@@ -269,13 +269,14 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
         return am, bn
 
     @_inline
-    def epilogue_row(i, C, acc, alpha, beta, row0, col0, am, bn, m, n):
-        """Row i of the thread tile: C = alpha·acc + beta·C, four columns at a time; beta == 0
-        never reads C (BLAS: NaN in C must not leak)."""
+    def epilogue_row_at(i, C, base, acc, alpha, beta, row0, col0, am, bn, m, n):
+        """Row i of the thread tile: C = alpha·acc + beta·C, four columns at a time, into the
+        m × n matrix that starts at element `base` of C (a split-K slice's partials: base
+        z·m·n, alpha 1, beta 0); beta == 0 never reads C (BLAS: NaN in C must not leak)."""
         row = u32(row0 + am + i // 4 * M_STEP + i % 4)
         for j4 in range(SUB_N):
             col = u32(col0 + bn + j4 * N_STEP)
-            off = u64(row) * u64(n) + u64(col)
+            off = base + u64(row) * u64(n) + u64(col)
             j = 4 * j4
             if beta == float32(0.0):
                 out = (alpha * acc[i, j], alpha * acc[i, j + 1],
@@ -286,12 +287,46 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
                        alpha * acc[i, j + 2] + beta * c[2], alpha * acc[i, j + 3] + beta * c[3])
             store_c(C, off, row < m, col, n, out)
 
+    @_inline
+    def epilogue_row(i, C, acc, alpha, beta, row0, col0, am, bn, m, n):
+        epilogue_row_at(i, C, u64(0), acc, alpha, beta, row0, col0, am, bn, m, n)
+
     # Unrolled here, not left to NVVM: with the checked 32-bit stores the row loop stays a
     # loop, acc[i, j] gets a run-time index and the 64 accumulators move to local memory.
-    epilogue = unrolled(epilogue_row, THREAD_M)     # epilogue(0, C, acc, ...)
+    epilogue = unrolled(epilogue_row, THREAD_M)         # epilogue(0, C, acc, ...)
+    epilogue_at = unrolled(epilogue_row_at, THREAD_M)   # epilogue_at(0, C, base, acc, ...)
 
-    return SimpleNamespace(loaders=loaders, load_tiles=load_tiles, store_tiles=store_tiles,
-                           compute=compute, thread_tile=thread_tile, epilogue=epilogue)
+    @_inline
+    def double_buffered(A, B, As, Bs, ra, rb, af, bf, acc, a_r, a_c, b_r, b_c, a_off, b_off,
+                        am, bn, row0, col0, m, n, k, k_lo, k_hi):
+        """k8's pipeline over the K range [k_lo, k_hi) (multiples of TK, or k_hi == k) into
+        acc: the next phase's loads in flight during this one's multiply, two buffers of
+        As[2·TK, ...] and Bs[2·TK, ...], one barrier per phase. a_off, b_off: the loaders'
+        offsets moved to k_lo. The loads are checked against k, not k_hi (a second bound
+        spilled k8sk_a past the 128-register cap): the last phase's prefetch reads the next
+        range's first tile, inside the matrix, into the buffer that is not read again (past
+        k it loads zeros and touches no memory)."""
+        load_tiles(A, B, ra, rb, a_off, b_off,
+                   u32(row0 + a_r), u32(k_lo + a_c), u32(k_lo + b_r), u32(col0 + b_c), m, n, k)
+        store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
+        cuda.syncthreads()
+        kb = u32(0)                                  # first k row of the buffer to multiply
+        ph = k_lo
+        while ph < k_hi:
+            nxt = u32(ph + TK)
+            a_off += u64(TK)
+            b_off += u64(TK) * u64(n)
+            load_tiles(A, B, ra, rb, a_off, b_off,
+                       u32(row0 + a_r), u32(nxt + a_c), u32(nxt + b_r), u32(col0 + b_c), m, n, k)
+            compute(kb, As, Bs, am, bn, af, bf, acc)            # meanwhile: TK steps, unrolled
+            kb = u32(TK - kb)
+            store_tiles(As, Bs, kb, ra, rb, a_r, a_c, b_r, b_c)
+            cuda.syncthreads()
+            ph = nxt
+
+    return SimpleNamespace(loaders=loaders, load_tiles=load_tiles,
+                           store_tiles=store_tiles, compute=compute, thread_tile=thread_tile,
+                           epilogue=epilogue, epilogue_at=epilogue_at, double_buffered=double_buffered)
 
 
 # ---- the ledgers ---------------------------------------------------------------------------

@@ -81,8 +81,13 @@ _load_tiles = unrolled(_load_row, THREAD_M)   # 8 rows: 8 loads of A, 32 of B
 _all_steps = unrolled(_step, TILE_K)          # kk = 0..31
 
 
-@cuda.jit
-def kernel(M, N, K, alpha, A, B, beta, C):
+@cuda.jit(device=True, inline="always")
+def multiply(M, N, K, k_lo, k_end, base, alpha, A, B, beta, C, skip_idle_warps):
+    """The k5 kernel's body over the K range [k_lo, k_end) (k_lo a multiple of TILE_K; loads at
+    or past k_end give zeros), its output the M×N matrix at element `base` of C. k5 itself is
+    (0, K, 0). With `skip_idle_warps`, a warp whose 8 rows all lie at or past M skips the
+    multiply (a warp is one ty: the branch is warp-uniform), so a skinny M pays no FFMA for
+    padding rows; it still loads its share of the tiles."""
     As = cuda.shared.array((TILE_M, TILE_K), float32, alignment=SMEM_ALIGN)   # As[m, k]: 4 KB
     Bs = cuda.shared.array((TILE_K, TILE_N), float32, alignment=SMEM_ALIGN)   # Bs[k, n]: 16 KB
 
@@ -94,6 +99,7 @@ def kernel(M, N, K, alpha, A, B, beta, C):
     col = u32(col0 + tx)                       # my first column; the others COL_STEP apart
     m, n, k = u32(M), u32(N), u32(K)
     k64, n64 = u64(k), u64(n)
+    busy = (not skip_idle_warps) | (row < m)
 
     # Local arrays indexed only by unrolled constants: they live in registers.
     acc = cuda.local.array((THREAD_M, THREAD_N), float32)
@@ -104,14 +110,15 @@ def kernel(M, N, K, alpha, A, B, beta, C):
             acc[r, j] = float32(0.0)
 
     # Running 64-bit offsets of A[row, k0 + tx] and B[k0 + i0, col]
-    a_off = u64(row) * k64 + u64(tx)
-    b_off = u64(i0) * n64 + u64(col)
-    k0 = u32(0)
-    while k0 < k:
+    a_off = u64(row) * k64 + u64(tx) + u64(k_lo)
+    b_off = u64(k_lo + i0) * n64 + u64(col)
+    k0 = u32(k_lo)
+    while k0 < k_end:
         _load_tiles(0, As, Bs, A, B, a_off, b_off, k64, n64, i0, tx, row, m,
-                    u32(k0 + tx), u32(k0 + i0), k, col, n)
+                    u32(k0 + tx), u32(k0 + i0), k_end, col, n)
         cuda.syncthreads()
-        _all_steps(0, As, Bs, i0, tx, a_reg, b_reg, acc)
+        if busy:
+            _all_steps(0, As, Bs, i0, tx, a_reg, b_reg, acc)
         cuda.syncthreads()
         k0 = u32(k0 + TILE_K)
         a_off += u64(TILE_K)
@@ -120,12 +127,17 @@ def kernel(M, N, K, alpha, A, B, beta, C):
     for r in range(THREAD_M):
         row_r = u32(row + r)
         if row_r < m:
-            c_row = u64(row_r) * n64
+            c_row = base + u64(row_r) * n64
             for j in range(THREAD_N):
                 col_j = u32(col + j * COL_STEP)
                 if col_j < n:
                     c = c_row + u64(col_j)
                     store_c(C, c, acc[r, j], alpha, beta)
+
+
+@cuda.jit
+def kernel(M, N, K, alpha, A, B, beta, C):
+    multiply(M, N, K, u32(0), u32(K), u64(0), alpha, A, B, beta, C, False)
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
