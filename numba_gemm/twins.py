@@ -24,6 +24,9 @@ from . import nvrtc
 from .registry import get
 
 
+REDUCE_SOURCE = "twins/splitk_reduce.cu"   # the split-K levels' reduction, shared by their twins
+
+
 def source(level_name: str) -> str:
     """The twin's file under native/."""
     return f"twins/{level_name}.cu"
@@ -63,10 +66,34 @@ class Twin:
         if reason:
             raise ValueError(f"{self.level} twin: {reason}")
         fn = nvrtc.function(self.source, self.kernel_name(A, B, C))
+        if hasattr(self.module, "split_plan"):
+            return self._run_split(fn, A, B, C, alpha, beta, stream)
         args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_float(alpha),
                 ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)), ctypes.c_float(beta),
                 ctypes.c_void_p(_ptr(C))]
         nvrtc.launch(fn, self.module.grid(M, N), self.module.BLOCK, 0, stream, args)
+
+    def _run_split(self, fn, A, B, C, alpha, beta, stream):
+        """A split-K level's launches (numba_gemm.sgemm._splitk_parts) in CUDA C: the level's
+        split plan, the slices into C (S == 1) or into the workspace with alpha 1, beta 0,
+        then the fixed-order reduction of native/twins/splitk_reduce.cu."""
+        from . import splitk, workspace
+        from .sgemm import _splitk_parts
+
+        M, K = A.shape
+        N = B.shape[1]
+        S, kslice = self.module.split_plan(M, N, K)
+        out, a, b = (C, alpha, beta) if S == 1 else (workspace.partials(C, S, M, N), 1.0, 0.0)
+        args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(kslice),
+                ctypes.c_float(a), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)), ctypes.c_float(b),
+                ctypes.c_void_p(_ptr(out))]
+        nvrtc.launch(fn, _splitk_parts.grid(self.module.grid(M, N), S), self.module.BLOCK, 0, stream, args)
+        if S > 1:
+            threads = splitk.REDUCE_THREADS
+            blocks = max(1, min(-(-M * N // (threads * splitk.REDUCE_PER_THREAD)), 2**31 - 1))
+            args = [ctypes.c_void_p(_ptr(out)), ctypes.c_int32(S), ctypes.c_int64(M * N),
+                    ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_void_p(_ptr(C))]
+            nvrtc.launch(nvrtc.function(REDUCE_SOURCE, "splitk_reduce"), (blocks,), (threads,), 0, stream, args)
 
 
 def _ptr(x) -> int:
