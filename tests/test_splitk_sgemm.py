@@ -1,0 +1,380 @@
+"""The SGEMM split-K levels (k5sk, k8sk): exact with every split count on ragged shapes (edge
+tiles, a short last slice), deterministic, beta == 0 never reading C, every partial written;
+the split plan as a pure function (hypothesis); the SASS census of the split kernels; on a GPU,
+the shapes they exist for (16×8192×8192, 64×64×2**20), M·N past 2**31 and a captured graph.
+
+The simulator runs one Python thread per GPU thread (256 per k8sk block, 128 per k5sk block),
+so its shapes are a few CTAs: S forced to 1, 2 and 3 on K of three K tiles.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import gpu_only, sgemm_case
+
+import numba_gemm
+from numba_gemm import check, splitk, workspace
+from numba_gemm.registry import get
+from numba_gemm.twins import main_loop
+
+LEVELS = ["k5sk", "k8sk"]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _mod(level):
+    return get(level).module
+
+
+def _run(level, M, N, K, alpha, beta, splits, seed=0, poison_workspace=True):
+    """C from level.run with `splits` forced, on fresh inputs; (out, A, B, C_in)."""
+    from numba import cuda
+
+    A, B, C, C_in = sgemm_case(M, N, K, beta, seed)
+    dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
+    S, _ = _mod(level).split_plan(M, N, K, splits)
+    if poison_workspace and S > 1:
+        # the buffer the run will use (keyed by C): NaN shows any partial left unwritten
+        workspace.partials(dC, S, M, N).copy_to_device(np.full(S * M * N, np.nan, np.float32))
+    _mod(level).run(dA, dB, dC, alpha, beta, splits=splits)
+    return dC.copy_to_host(), A, B, C_in
+
+
+def _assert_exact(level, shape, splits, alpha, beta, seed=0):
+    out, A, B, C_in = _run(level, *shape, alpha, beta, splits, seed)
+    v = check.verify(out, A, B, C_in, alpha, beta)
+    assert v.ok, f"{level} {shape} splits={splits} alpha={alpha} beta={beta}: {v}"
+
+
+# ---- exact in the simulator (and on a GPU) ------------------------------------------------
+
+# (M, N, K): K of three K tiles, the last one short (S = 3: one tile each; S = 2: 2 + 1)
+K8_SHAPES = [
+    (5, 7, 19),        # smaller than a tile, K % 4 != 0, N % 4 != 0: k8sk_edge
+    (12, 8, 24),       # all rows 16-byte aligned: the float4 kernel k8sk
+    (9, 8, 18),        # K % 4 != 0: k8sk_bc
+    (9, 10, 20),       # N % 4 != 0: k8sk_a
+]
+K5_SHAPES = [
+    (5, 7, 70),        # one warp of four busy, a 6-deep last slice
+    (33, 9, 65),       # two tile rows, the second with one row: three warps skip the multiply
+    (17, 130, 96),     # two tile columns, the second one column wide; three whole slices
+]
+SHAPES = {"k8sk": K8_SHAPES, "k5sk": K5_SHAPES}
+
+
+@pytest.mark.parametrize("splits", [1, 2, 3])
+@pytest.mark.parametrize("level", LEVELS)
+def test_exact_with_forced_splits(level, splits):
+    for i, shape in enumerate(SHAPES[level]):
+        assert _mod(level).split_plan(*shape, splits)[0] == splits
+        alpha, beta = [(1.0, 0.0), (-0.75, 2.5)][i % 2]
+        _assert_exact(level, shape, splits, alpha, beta, seed=i)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_beta_zero_never_reads_c(level):
+    """beta == 0 with S = 2: C is NaN going in (sgemm_case), so a read of C would show."""
+    M, N, K = SHAPES[level][0]
+    _assert_exact(level, (M, N, K), 2, 0.5, 0.0, seed=5)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_deterministic(level):
+    """Two runs with S = 3, from differently poisoned C and workspace, give the same bits."""
+    from numba import cuda
+
+    M, N, K = SHAPES[level][1]
+    A, B, C, _ = sgemm_case(M, N, K, 1.0, seed=11)
+    outs = []
+    for fill in (np.nan, 7.0):
+        dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
+        workspace.partials(dC, 3, M, N).copy_to_device(np.full(3 * M * N, fill, np.float32))
+        _mod(level).run(dA, dB, dC, 1.25, -0.5, splits=3)
+        outs.append(dC.copy_to_host())
+    assert outs[0].tobytes() == outs[1].tobytes()
+    assert check.verify(outs[0], A, B, C, 1.25, -0.5).ok
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_k_one(level):
+    """K = 1: one K tile, so any forced split is one slice (and gemm()'s planned one)."""
+    assert _mod(level).split_plan(3, 5, 1, 3) == (1, _mod(level).TILE_K)
+    _assert_exact(level, (3, 5, 1), 3, -1.5, 2.0)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_long_k_small_output_is_split_by_the_plan(level):
+    """K ≫ M·N (2×3 outputs, 32 K tiles): the plan splits it (eight slices), exactly."""
+    mod = _mod(level)
+    M, N, K = 2, 3, 32 * mod.TILE_K - 5
+    S, kslice = mod.split_plan(M, N, K)
+    assert S == 8 and kslice == 4 * mod.TILE_K
+    _assert_exact(level, (M, N, K), None, 1.0, 0.0, seed=3)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_gemm_takes_the_forced_split(level, monkeypatch):
+    """The module override SPLITS reaches gemm() (NumPy in, NumPy out)."""
+    M, N, K = SHAPES[level][0]
+    monkeypatch.setattr(_mod(level), "SPLITS", 3)
+    assert _mod(level).split_plan(M, N, K) == (3, _mod(level).TILE_K)
+    A, B, C, C_in = sgemm_case(M, N, K, -1.0, seed=2)
+    out = numba_gemm.gemm(A, B, C, alpha=2.0, beta=-1.0, level=level)
+    assert check.verify(out, A, B, C_in, 2.0, -1.0).ok
+
+
+# ---- the split plan: pure functions ----------------------------------------------------------
+
+@pytest.mark.parametrize("level", LEVELS)
+@settings(max_examples=300, deadline=None)
+@given(M=st.integers(1, 2**20), N=st.integers(1, 2**20), K=st.integers(1, 2**31 - 1),
+       forced=st.none() | st.integers(1, 5000))
+def test_slices_cover_k_once(level, M, N, K, forced):
+    """Every K tile in exactly one slice, no slice empty, slice bounds within 32 bits."""
+    mod = _mod(level)
+    tk = mod.TILE_K
+    S, kslice = mod.split_plan(M, N, K, forced)
+    k_tiles = -(-K // tk)
+    assert 1 <= S <= k_tiles and kslice % tk == 0 and kslice > 0
+    if forced is None:
+        assert S == mod.plan_splits(M, N, K) <= splitk.MAX_SPLITS
+    else:
+        assert S <= forced
+    per = kslice // tk
+    # slice z holds K tiles [z·per, min(k_tiles, (z+1)·per)): consecutive, non-empty, all of them
+    assert (S - 1) * per < k_tiles <= S * per
+    # the kernels' u32 arithmetic: z·kslice and z·kslice + kslice stay below 2**32
+    assert (S - 1) * kslice + kslice < 2**32
+    assert S <= 65535
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@settings(max_examples=200, deadline=None)
+@given(M=st.integers(1, 4096), N=st.integers(1, 8192), K=st.integers(1, 2**22))
+def test_plan_is_choose_splits_on_resident_ctas(level, M, N, K):
+    mod = _mod(level)
+    gx, gy = mod.grid(M, N)
+    k_tiles = -(-K // mod.TILE_K)
+    S = mod.plan_splits(M, N, K)
+    want = splitk.choose_splits(gx * gy, k_tiles, M, N, 132 * mod.CTAS_PER_SM)
+    assert S == splitk.effective_splits(k_tiles, want)
+    if gx * gy >= 132 * mod.CTAS_PER_SM // 2:
+        assert S == 1                                   # the tiles already fill the GPU
+    assert S == 1 or gx * gy * S <= 132 * mod.CTAS_PER_SM and 4 * S * M * N <= splitk.WORKSPACE_LIMIT
+
+
+# the numbers the module docstrings and docs/LADDER.md quote
+PLANNED = {
+    "k8sk": {(16, 8192, 8192): 4, (128, 4096, 4096): 8, (512, 4096, 4096): 2, (64, 64, 2**20): 16,
+             (1024, 1024, 1024): 4, (4096, 4096, 4096): 1, (128, 128, 56): 1, (128, 128, 57): 2},
+    "k5sk": {(16, 8192, 8192): 10, (128, 4096, 4096): 5, (64, 64, 2**20): 16, (4096, 4096, 4096): 1},
+}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_documented_plans(level):
+    for shape, S in PLANNED[level].items():
+        assert _mod(level).plan_splits(*shape) == S, shape
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_bad_forced_splits_are_refused(level):
+    for bad in (0, -1, 2.5, True, "2"):
+        with pytest.raises(ValueError, match="splits"):
+            _mod(level).split_plan(8, 8, 64, bad)
+
+
+# ---- SASS census ---------------------------------------------------------------------------
+
+CENSUS = r'''
+import json, sys
+from numba import cuda
+from numba_gemm import sass
+from numba_gemm.registry import get
+
+out = {}
+for level in sys.argv[1:]:
+    mod = get(level).module
+    for name, (k, sig) in mod.KERNELS.items():
+        if name not in (level, level + "_edge", "k8", "k8_edge"):
+            continue
+        bounds = k.targetoptions.get("launch_bounds")
+        ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0), launch_bounds=bounds)
+        cubin, log = sass.link_ptx(ptx)
+        (c,) = sass.census_cubin(cubin, level, log)
+        out[name] = {"opcodes": c.opcodes, "registers": c.registers, "bounds": bounds,
+                     "spills": [c.spill_stores, c.spill_loads], "sass": sass.disassemble(cubin)}
+print(json.dumps(out))
+'''
+
+
+@pytest.fixture(scope="module")
+def census():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-c", CENSUS, "k8", *LEVELS], capture_output=True, text=True,
+                         env=env)
+    if out.returncode != 0 and "CensusUnavailable" in out.stderr:
+        pytest.skip(out.stderr.strip().splitlines()[-1])
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _common(c, name):
+    ops = c["opcodes"]
+    assert not any(op.startswith(("LDL", "STL")) for op in ops), f"{name}: local memory"
+    assert c["spills"] == [0, 0], name
+    assert not any(op.startswith(("DFMA", "DMUL", "DADD")) for op in ops), name
+    assert "SR_CTAID.Z" in c["sass"], f"{name}: does not read its slice (blockIdx.z)"
+
+
+def test_k8sk_census(census):
+    """k8's main loop, unchanged in what it does: 4 LDS.128 and 64 FFMA per k, within the
+    128-register cap of k8's launch bounds, no local memory, and about as long as k8's."""
+    tk = _mod("k8sk").TILE_K
+    for name in ("k8sk", "k8sk_edge"):
+        c = census[name]
+        _common(c, name)
+        ops = c["opcodes"]
+        assert ops.get("LDS.128", 0) == 4 * tk, name
+        assert c["bounds"] == [256, 2] and 0 < c["registers"] <= 128, (name, c["registers"])
+        loop = main_loop(c["sass"])
+        assert sum(op == "FFMA" for op in loop) == 64 * tk, name
+        parent = main_loop(census[name.replace("k8sk", "k8")]["sass"])
+        assert len(loop) <= len(parent) + 8, f"{name}: main loop {len(loop)}, k8's {len(parent)}"
+    vec = census["k8sk"]["opcodes"]
+    assert vec.get("STG.E.128", 0) >= 16 and not any(op in ("LDG.E", "STG.E") for op in vec)
+
+
+def test_k5sk_census(census):
+    """k5's phase (1024 FFMA, 128 LDS + 64 LDS.128) behind a warp-uniform branch; registers
+    that let CTAS_PER_SM blocks share an SM (the plan counts them)."""
+    c = census["k5sk"]
+    _common(c, "k5sk")
+    loop = main_loop(c["sass"])
+    ops = {op: loop.count(op) for op in set(loop)}
+    assert ops.get("FFMA", 0) == 1024 and ops.get("LDS.128", 0) == 64 and ops.get("LDS", 0) == 128
+    regs = -(-c["registers"] // 8) * 8                  # allocated in units of 8 per thread
+    assert 65536 // (regs * 128) == _mod("k5sk").CTAS_PER_SM, c["registers"]
+
+
+# ---- on a GPU --------------------------------------------------------------------------------
+
+@gpu_only
+@pytest.mark.parametrize("level", LEVELS)
+def test_gpu_skinny_and_long_k(level):
+    """The shapes split-K exists for, with the planned split, against float64."""
+    for M, N, K in [(16, 8192, 8192), (128, 4096, 4096), (64, 64, 2**20), (1, 4097, 3001),
+                    (33, 1031, 20000), (1031, 997, 1009)]:
+        for beta in (0.0, -0.5):
+            A, B, C, C_in = sgemm_case(M, N, K, beta, seed=K)
+            out = numba_gemm.gemm(A, B, C, alpha=0.5, beta=beta, level=level)
+            v = check.verify(out, A, B, C_in, 0.5, beta)
+            assert v.ok, f"{level} {(M, N, K)} S={_mod(level).plan_splits(M, N, K)}: {v}"
+
+
+@gpu_only
+@pytest.mark.parametrize("splits", [1, 2, 3, 7, 16, 64])
+@pytest.mark.parametrize("level", LEVELS)
+def test_gpu_forced_splits_ragged(level, splits):
+    for M, N, K in [(130, 129, 1001), (200, 260, 777), (7, 4096, 513)]:
+        _assert_exact(level, (M, N, K), splits, 1.5, -2.0, seed=splits)
+        _assert_exact(level, (M, N, K), splits, 1.0, 0.0, seed=splits)
+
+
+@gpu_only
+@pytest.mark.parametrize("level", LEVELS)
+def test_gpu_deterministic_at_size(level):
+    from numba import cuda
+
+    M, N, K = 16, 8192, 8192
+    A, B, C, _ = sgemm_case(M, N, K, 1.0, seed=1)
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    outs = []
+    for _ in range(3):
+        dC = cuda.to_device(C)
+        _mod(level).run(dA, dB, dC, 1.0, 1.0)
+        outs.append(dC.copy_to_host().tobytes())
+    assert outs[0] == outs[1] == outs[2]
+
+
+@gpu_only
+@pytest.mark.parametrize("level", LEVELS)
+def test_gpu_partials_past_2_to_31(level, monkeypatch):
+    """M·N > 2**31 with two slices: slice 1's partials start 2**31 elements into the workspace."""
+    from numba import cuda
+
+    from tests.test_sgemm import BIG, MID, _fill, _pattern
+
+    M, N, K = BIG, MID, 2 * _mod(level).TILE_K
+    free, _ = cuda.current_context().get_memory_info()
+    need = 4 * (M * K + K * N + 3 * M * N)
+    if need > 0.8 * free:
+        pytest.skip(f"needs {need / 2**30:.1f} GiB of device memory")
+    dA = cuda.device_array((M, K), np.float32)
+    dB = cuda.device_array((K, N), np.float32)
+    dC = cuda.device_array((M, N), np.float32)
+    _fill(dA)
+    _fill(dB)
+    _mod(level).run(dA, dB, dC, 1.0, 0.0, splits=2)
+    cuda.synchronize()
+    rows = [0, 1, M // 2, M - 2, M - 1]
+    cols = [0, 1, N // 2, N - 2, N - 1]
+    out = np.stack([dC[r].copy_to_host()[cols] for r in rows])
+    v = check.verify(out, _pattern(rows, range(K)), _pattern(range(K), cols), None, 1.0, 0.0)
+    assert v.ok, str(v)
+    del dA, dB, dC
+
+
+@gpu_only
+@pytest.mark.parametrize("level", LEVELS)
+def test_gpu_graph_capture_replays_the_split(level):
+    """A split call (partials + reduce: two launches and a workspace) captured by torch and
+    replayed with new inputs, through gemm() and plan()."""
+    torch = pytest.importorskip("torch")
+    M, N, K = 64, 256, 4096
+    assert _mod(level).plan_splits(M, N, K) > 1
+    A = torch.rand((M, K), device="cuda") * 2 - 1
+    B = torch.rand((K, N), device="cuda") * 2 - 1
+    C = torch.rand((M, N), device="cuda") * 2 - 1
+    C2 = torch.empty_like(C)
+    p = numba_gemm.plan(A, B, C2, alpha=0.5, level=level)
+    numba_gemm.gemm(A, B, C, alpha=0.5, level=level)      # warm up outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        numba_gemm.gemm(A, B, C, alpha=0.5, level=level)
+        p.execute()
+    host = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
+    for _ in range(2):
+        A.copy_(torch.rand_like(A) * 2 - 1)
+        C.fill_(float("nan"))
+        C2.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        for out in (C, C2):
+            assert check.verify(host(out), host(A), host(B), None, 0.5, 0.0).ok
+
+
+@gpu_only
+@pytest.mark.parametrize("splits", [1, 3])
+@pytest.mark.parametrize("level", LEVELS)
+def test_gpu_twin_with_forced_splits(level, splits, monkeypatch):
+    """The CUDA C twin runs the same plan (partials + splitk_reduce.cu) exactly."""
+    from numba import cuda
+
+    from numba_gemm import twins
+
+    monkeypatch.setattr(_mod(level), "SPLITS", splits)
+    for M, N, K in [(130, 129, 1001), (16, 1000, 4096)]:
+        A, B, C, C_in = sgemm_case(M, N, K, -1.0, seed=M)
+        dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
+        twins.twin(level).run(dA, dB, dC, 0.5, -1.0)
+        v = check.verify(dC.copy_to_host(), A, B, C_in, 0.5, -1.0)
+        assert v.ok, f"{level} twin {(M, N, K)} splits={splits}: {v}"
