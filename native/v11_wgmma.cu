@@ -28,91 +28,24 @@
 // Edges as in v10: TMA zero-fills boxes past M and K; B panels wholly right of N are not
 // loaded (their stale shared memory only reaches accumulator columns >= N, never stored:
 // column n of D reads only column n of B); the epilogue masks rows and columns.
-#include "wgmma.cuh"
-#include "wgmma_tile.cuh"
-#include "tensor_map.cuh"
+// The K loop is in wgmma_tma_loop.cuh (v11sk runs it over one K slice per CTA).
+#include "wgmma_tma_loop.cuh"
 #include "tile_order.cuh"
-
-#ifndef HG_TMA_LAG
-#error "compile with -DHG_TMA_LAG (numba_gemm.hgemm._wgmma.WgmmaTile.defines())"
-#endif
 
 namespace v11 {
 
-using namespace wgt;   // BM, BN, BK, STAGES, THREADS, A_BYTES, B_PANEL, STAGE_BYTES (-DHG_*)
-constexpr int TMA_LAG = HG_TMA_LAG, WARPS = THREADS / 32;
-static_assert(!PRODUCER, "thread 0 loads and computes: no producer warpgroup");
-static_assert(TMA_LAG >= 1 && TMA_LAG < STAGES, "refill a stage read 1..STAGES-1 iterations ago");
-static_assert(TMA_LAG >= 2, "the stage read at kt-1 is released only after wait_group 1 at kt");
+using namespace wgt;   // BM, BN, BK, STAGES, THREADS (-DHG_*, wgmma_tile.cuh)
 
 template <typename T>
 __device__ __forceinline__ void block_tile(const CUtensorMap* tm_a, const CUtensorMap* tm_b,
                                            float* __restrict__ C, int M, int N, int K, float alpha,
                                            float beta, bool vec_c, int bm, int bn, char* smem_raw) {
-    const int tid = threadIdx.x, lane = tid % 32, wg = tid / 128;
     const int m0 = bm * BM, n0 = bn * BN;
-
-    const u32 raw = smem_u32(smem_raw);
-    const u32 base = (raw + 1023u) & ~1023u;        // swizzle atoms on 1024-byte boundaries
-    const u32 full = base + STAGES * STAGE_BYTES;   // full[s] at full + 8s
-    const u32 empty = full + STAGES * 8;            // empty[s] at empty + 8s
-
-    const int b_panels = min(BN / 64, (N - n0 + 63) / 64);
-    const u32 stage_tx = A_BYTES + b_panels * B_PANEL;
-
-    if (tid == 0) {
-        prefetch_tmap(tm_a);
-        prefetch_tmap(tm_b);
-        #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, 1);
-            mbar_init(empty + 8 * s, WARPS);
-        }
-        fence_barrier_init();
-        fence_proxy_async();
-    }
-    __syncthreads();
-
-    const int k_tiles = (K + BK - 1) / BK;
-    auto issue = [&](int f) {   // tid 0 only: K tile f into stage f % STAGES
-        const int s = f % STAGES;
-        const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
-        mbar_arrive_expect_tx(bar, stage_tx);
-        tma_load_2d(st, tm_a, f * BK, m0, bar);
-        for (int p = 0; p < b_panels; ++p)
-            tma_load_2d(st + A_BYTES + p * B_PANEL, tm_b, n0 + 64 * p, f * BK, bar);
-    };
-    if (tid == 0)
-        for (int f = 0; f < STAGES - TMA_LAG && f < k_tiles; ++f) issue(f);
-
-    float acc[128];
-    #pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-
-    // Descriptors of stage 0 for this warpgroup; stage s adds its byte offset >> 4 to the start
-    // address field (bits 0-13; no carry out: shared addresses < 256 KB).
-    const u64 desc_a0 = smem_desc_sw128(base + wg * 64 * 128, 16, 1024);
-    const u64 desc_b0 = smem_desc_sw128(base + A_BYTES, B_PANEL, 1024);
-
-    for (int kt = 0; kt < k_tiles; ++kt) {
-        if (tid == 0) {
-            const int f = kt + STAGES - TMA_LAG;
-            if (f < k_tiles) {
-                if (f >= STAGES) mbar_wait(empty + 8 * (f % STAGES), ((f / STAGES) - 1) & 1);
-                issue(f);
-            }
-        }
-        __syncwarp();
-        const int s = kt % STAGES;
-        mbar_wait(full + 8 * s, (kt / STAGES) & 1);
-        const u64 so = (u64)((s * STAGE_BYTES) >> 4);
-        wgmma_k64<T>(acc, desc_a0 + so, desc_b0 + so);   // fence, 4 wgmma, commit
-        wgmma_wait<1>();                   // stage kt-1's wgmma have read their operands
-        if (kt > 0 && lane == 0) mbar_arrive(empty + 8 * ((kt - 1) % STAGES));
-    }
-    wgmma_wait<0>();
-
-    store_acc_64x256(acc, C, M, N, (long long)m0 + 64 * wg, n0, tid % 128, alpha, beta, vec_c);
+    tma_wgmma::k_loop<T>(tm_a, tm_b, N, K, m0, n0, 0, 0x7fffffff, smem_raw,
+                         [&](const float (&acc)[128], int wg, int wg_thread) {
+                             store_acc_64x256(acc, C, M, N, (long long)m0 + 64 * wg, n0,
+                                              wg_thread, alpha, beta, vec_c);
+                         });
 }
 
 }  // namespace v11
