@@ -21,10 +21,12 @@ shared memory of one CTA): 16×8192×8192 runs 32·4 = 128 CTAs (v11: 32), 128×
 16·8 = 128 (v11: 16), 512×4096×4096 64·2 = 128 (v11: 64); the bytes of A and B in flight
 grow with the CTAs, which is what a bandwidth-bound shape needs. It costs the workspace:
 S·M·N·4 bytes written by the slices and read back by the reduction, plus the reduction's
-launch (0.5 MB·2 at 16×8192, S = 4; 16 MB·2 at 512×4096, S = 2). Tensor work per SM, the
-K loop's instructions and registers are v11's. Census (sm_90a, CI-asserted for both row
-tiles): HGMMA.64x256x16.F32, UTMALDG.2D, WARPGROUP.ARRIVE, WARPGROUP.DEPBAR.LE; no HMMA, no
-LDSM, no local memory. Not yet measured on the H200.
+launch (2 MiB each way at 16×8192, S = 4, beside B's 128 MiB; 16 MiB each way at 128×4096,
+S = 8, and at 512×4096, S = 2, beside B's 32 MiB). The K loop's instructions and registers
+(154) are v11's; at M ≤ 64 the tensor work per CTA is half v11's (64-row tile). Census (sm_90a, CI-asserted for both row
+tiles): 4264 instructions per kernel (v11: 4240), 4 HGMMA.64x256x16.F32, 16 UTMALDG.2D,
+WARPGROUP.ARRIVE, WARPGROUP.DEPBAR.LE; no HMMA, no LDSM, no local memory. Not yet measured on
+the H200.
 
 Limits (TMA's, as v11): 16-byte aligned bases and K % 8 == 0, N % 8 == 0 for 2-byte types;
 other shapes are refused before launch, naming v9. `SPLITS` (module) or run(..., splits=S)
