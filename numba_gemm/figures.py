@@ -824,7 +824,8 @@ def draw_k6_loaders(path):
         img = np.zeros((rows, cols))
         for (r, c), (t, i) in d[arr].items():
             img[r, c] = t // ledgers.WARP
-            ax.text(c, r, str(t), ha="center", va="center", fontsize=5.5 if arr == "B" else 7)
+            if arr == "A" or r < 8:                    # B's rows repeat the pattern every 4
+                ax.text(c, r, str(t), ha="center", va="center", fontsize=5.5 if arr == "B" else 7)
         ax.imshow(img, cmap=plt.matplotlib.colors.ListedColormap(colors[:g.threads // ledgers.WARP]),
                   alpha=0.45, aspect="auto", interpolation="nearest")
         loads = 1 + max(i for _, i in d[arr].values())
@@ -832,7 +833,8 @@ def draw_k6_loaders(path):
         ax.set_xlabel("first column of the float4 (k for A, n for B)")
         ax.set_ylabel("row of the tile (m for A, k for B)")
         ax.set_title(f"{arr} tile {rows} × {4 * cols} floats: {rows * cols} float4s, {loads} per thread "
-                     f"(LDG.E.128)\nnumber = thread id (threadIdx.y · 32 + threadIdx.x), colour = warp",
+                     f"(LDG.E.128)\nnumber = thread id (threadIdx.y · 32 + threadIdx.x), colour = warp"
+                     + ("; rows 0–7 numbered, the pattern repeats every 4" if arr == "B" else ""),
                      fontsize=10)
     fig.suptitle(f"k6's global loads by linear thread id (numba_gemm.figures.k6_loader_map, from its warp_step): "
                  f"{g.threads} threads, one warp reads 32 consecutive float4s — whole 128-byte rows of A "
@@ -859,7 +861,8 @@ def draw_wgmma_tile(path):
     img = np.zeros((64, 8))
     for (r, c), off in d["a"].items():
         img[r, c] = c // 2
-        left.text(c, r, str(off % 128 // 16), ha="center", va="center", fontsize=5.5)
+        if r < 16:                                     # the pattern repeats every 8 rows
+            left.text(c, r, str(off % 128 // 16), ha="center", va="center", fontsize=5.5)
     left.imshow(img, cmap=cmap, vmin=0, vmax=7, aspect="auto", interpolation="nearest")
     for r in range(0, 65, 8):
         left.axhline(r - 0.5, color="black", lw=1.4 if r % 64 else 2)
@@ -874,7 +877,8 @@ def draw_wgmma_tile(path):
     left.set_xlabel("logical 16-byte chunk of a 128-byte row (colour: the k step that reads it)")
     left.set_ylabel("row m of the consumer's 64-row A tile")
     left.set_title(f"A, K-major: {t.bm} × {t.bk} halves per stage, 64 rows per consumer\n"
-                   f"number = physical chunk (TMA SWIZZLE_128B); k step: start +{d['a_desc'][1][0]} B",
+                   f"number = physical chunk (TMA SWIZZLE_128B; rows 0–15 shown, it repeats every 8); k step: "
+                   f"start +{d['a_desc'][1][0]} B",
                    fontsize=10)
     # B: bk k rows × (bn / 64 panels × 8 chunks)
     panels = t.bn // 64
