@@ -176,6 +176,8 @@ def stubbed(monkeypatch):
     monkeypatch.setattr(nvrtc, "_allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(sk, "sm_count", lambda: 132)
     monkeypatch.setattr(sk.wg, "maps_and_args", maps_and_args)
+    monkeypatch.setattr(sk.wg, "check_operands", lambda *a: calls["maps"].append("checked"))
+    monkeypatch.setattr(sk.cm, "device_ptr", lambda a: a.ptr)
     monkeypatch.setattr(sk.splitk, "reduce", reduce)
     monkeypatch.setattr(sk.workspace, "partials", lambda C, S, M, N: _Array(0x5000, (S * M * N,), np.float32))
     return calls
@@ -196,7 +198,7 @@ def test_run_without_a_split_is_one_launch_into_c(stubbed):
         sk.run(A, B, C, 0.5, 2.0)
     (L,) = rec.launches
     assert L.fn == 0x77 and L.grid == (16 * 32, 1, 1) and L.block == (256, 1, 1)
-    assert stubbed["maps"] == [(C, 0.5, 2.0, sk.TILES[128])] and stubbed["reduce"] == []
+    assert stubbed["maps"] == ["checked", (C, 0.5, 2.0, sk.TILES[128])] and stubbed["reduce"] == []
     assert stubbed["defines"] == [(sk.SOURCE, "v11sk_splitk_f16", sk.TILES[128].defines())]
     assert L.keep[2].value == 0x3000 and L.keep[-1].value == 64     # C; per = all 64 K tiles
 
@@ -212,7 +214,8 @@ def test_run_with_a_split_records_partials_then_the_reduction(stubbed, M, S):
     tile = sk.tile_for(M)
     assert main.grid == (ceil_div(M, tile.bm) * ceil_div(N, 256), S, 1) and main.block == (tile.threads, 1, 1)
     assert main.smem == tile.smem() and red.fn == 0x88
-    (P, alpha, beta, config), = stubbed["maps"]
+    checked, (P, alpha, beta, config) = stubbed["maps"]
+    assert checked == "checked"                                  # the TMA rules before the workspace
     assert (alpha, beta, config) == (1.0, 0.0, tile)             # raw partials into the workspace
     args = main.keep[0]                                            # (the arguments, the workspace)
     assert args[2].value == 0x5000 and args[-1].value == ceil_div(K, 64) // S
@@ -455,9 +458,10 @@ def test_recorded_launches_keep_the_workspace():
     A, B, _ = check.random_inputs(M, N, K, np.float16, rng)
     dA, dB = cuda.to_device(A), cuda.to_device(B)
     dC = cuda.to_device(np.full((M, N), np.nan, np.float32))
+    api._launch_cache.clear()                 # this call's record is then the only one
     numba_gemm.gemm(dA, dB, dC, level="v11sk")
     first = dC.copy_to_host()
-    lv, recorded = list(api._launch_cache.values())[-1]
+    (lv, recorded), = api._launch_cache.values()
     assert lv.name == "v11sk" and len(recorded) == 2              # split: partials + reduction
     bufs = [b for b in workspace._cache.values() if all(_holds(L.keep, b) for L in recorded)]
     assert len(bufs) == 1

@@ -137,6 +137,7 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
     tile, S = plan_splits(M, N, K, sms=sm_count(), splits=splits)
+    wg.check_operands(LEVEL, cm.device_ptr(A), cm.device_ptr(B), M, N, K, tile)   # before any allocation
     per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S)
     kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())
     grid, block, smem = launch_config(M, N, K, tile, S)
