@@ -298,6 +298,42 @@ def mbarrier_ring(stages: int, tiles: int, lag: int | None = None) -> list[dict]
     return out
 
 
+def phase_timeline(double: bool, phases: int = 5, latency: float = 0.8, store: float = 0.15,
+                   sync: float = 0.05) -> list[dict]:
+    """A schematic of one block's K loop, per phase p: its global loads (issue to return), the
+    stores of the loaded registers into a shared buffer, the barrier(s), and the FFMA of the
+    phase. One phase's FFMA take 1 time unit, a load `latency` units (an assumption for the
+    picture, not a measurement). Single-buffered (k7): load p, store it, barrier, multiply p,
+    barrier — the load waits for the multiply and the multiply for the load. Double-buffered (k8):
+    the loads of p + 1 are issued before multiplying p from buffer p mod 2, stored into the other
+    buffer after it, one barrier per phase."""
+    out, t = [], 0.0
+    if not double:
+        for p in range(phases):
+            load = (t, t + latency)
+            st = (load[1], load[1] + store)
+            mult = (st[1] + sync, st[1] + sync + 1.0)
+            out.append({"phase": p, "buffer": 0, "load": load, "store": st, "ffma": mult,
+                        "barriers": [st[1] + sync, mult[1] + sync]})
+            t = mult[1] + sync
+        return out
+    load = (0.0, latency)                               # the prologue: phase 0 into buffer 0
+    st = (load[1], load[1] + store)
+    t = st[1] + sync
+    out.append({"phase": 0, "buffer": 0, "load": load, "store": st, "ffma": None, "barriers": [t]})
+    for p in range(phases):
+        mult = (t, t + 1.0)
+        nxt = (t, t + latency) if p + 1 < phases else None        # the loads of p + 1, in flight
+        st = (max(mult[1], nxt[1]), max(mult[1], nxt[1]) + store) if nxt else None
+        end = (st[1] if st else mult[1]) + sync
+        out[-1]["ffma"] = mult
+        if nxt:
+            out.append({"phase": p + 1, "buffer": (p + 1) % 2, "load": nxt, "store": st, "ffma": None,
+                        "barriers": [end]})
+        t = end
+    return out
+
+
 def load_results(path=RESULTS_JSON) -> tuple[list[dict], dict]:
     """(results, provenance) from a raw bench.py --json file, a manifest of them, or results
     wrapped with their provenance (module docstring). Only GPU measurements are returned: a
@@ -842,6 +878,39 @@ def draw_k6_loaders(path):
     _save(fig, path)
 
 
+def draw_k8_timeline(path, phases: int = 5):
+    """k7 against k8: what overlaps what in one block's K loop (schematic)."""
+    plt = _plt()
+    from .registry import get
+
+    rows = {"global loads": 2, "STS to shared": 1, "FFMA": 0}
+    fig, axes = plt.subplots(2, 1, figsize=(13, 5.6), layout="constrained", sharex=True)
+    for ax, (level, double) in zip(axes, (("k7", False), ("k8", True))):
+        tl = phase_timeline(double, phases)
+        for e in tl:
+            for what, y, color in (("load", 2, BLUE), ("store", 1, GREEN), ("ffma", 0, ORANGE)):
+                if e[what]:
+                    a, b = e[what]
+                    ax.broken_barh([(a, b - a)], (y - 0.32, 0.64), color=color, alpha=0.8 if what == "ffma" else 0.5)
+                    label = f"{e['phase']}" + (f"→buf {e['buffer']}" if double and what != "ffma" else "")
+                    ax.text((a + b) / 2, y, label, ha="center", va="center", fontsize=7)
+            for bar in e["barriers"]:
+                ax.axvline(bar, color=GREY, lw=0.8, ls=":")
+        end = max(e["ffma"][1] for e in tl if e["ffma"])
+        busy = sum(e["ffma"][1] - e["ffma"][0] for e in tl if e["ffma"]) / end
+        tk = get(level).module.TILING.tile_k
+        ax.set_yticks(list(rows.values()), list(rows))
+        ax.set_title(f"{level}: {'two' if double else 'one'} shared buffer{'s' if double else ''}, "
+                     f"{tk}-deep phases, {'one barrier' if double else 'two barriers'} per phase (dotted) — "
+                     f"FFMA busy {100 * busy:.0f} % of the time over {phases} phases", fontsize=10, loc="left")
+    axes[-1].set_xlabel("time (one phase's FFMA = 1 in both, whatever its depth; a global load's latency "
+                        "0.8: assumptions for the picture, not measurements)")
+    fig.suptitle("What overlaps what (numba_gemm.figures.phase_timeline): k8 issues the loads of phase p + 1 "
+                 "into registers before multiplying phase p,\nand stores them into the other buffer "
+                 "after it; in k7 each phase's loads and its multiply wait for each other", fontsize=10)
+    _save(fig, path)
+
+
 def draw_wgmma_tile(path):
     """One stage of v11–v13 in shared memory: A (K-major) and B (MN-major) with the 128-byte
     swizzle, core matrices, 8-row atoms (SBO), B's panels (LBO) and what each k step reads."""
@@ -1107,6 +1176,7 @@ FIGURES = {
     "ladder": ("ladder.png", draw_ladder),
     "curve": ("size_curve.png", draw_curve),
     "loaders": ("k6_loaders.png", draw_k6_loaders),
+    "k8timeline": ("k8_timeline.png", draw_k8_timeline),
     "wgmma": ("v11_wgmma_tile.png", draw_wgmma_tile),
     "mbarrier": ("v10_v13_mbarrier_ring.png", draw_mbarrier_ring),
 }

@@ -278,3 +278,16 @@ def test_k6_loader_map_covers_each_tile_once_by_linear_thread_id():
         assert sorted(t for t, _ in cells.values()) == sorted(list(range(g.threads)) * per_thread)
         for (r, c), (t, i) in cells.items():    # float4 number r·cols + c is thread (that mod 128)
             assert (r * cols + c) % g.threads == t and (r * cols + c) // g.threads == i
+
+
+def test_phase_timeline_double_buffering_overlaps_loads_with_the_multiply():
+    single, double = figures.phase_timeline(False, 6), figures.phase_timeline(True, 6)
+    for e in single:                            # k7: the multiply waits for its own loads
+        assert e["ffma"][0] >= e["store"][1] and e["store"][0] >= e["load"][1]
+    for p in range(1, 6):                       # k8: loads of p in flight during the multiply of p - 1
+        prev, e = double[p - 1], double[p]
+        assert e["load"][0] <= prev["ffma"][0] < e["load"][1]
+        assert e["store"][0] >= prev["ffma"][1]        # its buffer was read two phases ago, the other one now
+        assert e["ffma"][0] >= e["store"][1] and e["buffer"] == p % 2
+    assert double[-1]["ffma"][1] < single[-1]["ffma"][1]
+    assert all(len(e["barriers"]) == 1 for e in double) and all(len(e["barriers"]) == 2 for e in single)
