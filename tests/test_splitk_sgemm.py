@@ -378,3 +378,21 @@ def test_gpu_twin_with_forced_splits(level, splits, monkeypatch):
         twins.twin(level).run(dA, dB, dC, 0.5, -1.0)
         v = check.verify(dC.copy_to_host(), A, B, C_in, 0.5, -1.0)
         assert v.ok, f"{level} twin {(M, N, K)} splits={splits}: {v}"
+
+
+@gpu_only
+@pytest.mark.parametrize("level", LEVELS)
+def test_gpu_recorded_launches_hold_the_workspace(level):
+    """Both launches of a split call keep the workspace alive, so a cached call cannot write
+    into a buffer the workspace cache has since dropped."""
+    from numba import cuda
+
+    from numba_gemm import launch
+
+    M, N, K = 9, 10, 300
+    dA, dB, dC = (cuda.to_device(x) for x in check.random_inputs(M, N, K))
+    with launch.recording() as rec:
+        _mod(level).run(dA, dB, dC, 1.0, 0.0, splits=2)
+    P = workspace.partials(dC, 2, M, N)
+    assert len(rec.launches) == 2
+    assert all(L.keep[1] is P for L in rec.launches)

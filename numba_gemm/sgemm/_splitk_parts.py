@@ -53,6 +53,7 @@ def grid(grid2: tuple[int, int], S: int) -> tuple:
 def launch(kernel, grid, block, A, B, C, alpha, beta, stream=None, kslice=None):
     """`kernel` over `grid` ((x, y) or (x, y, S)), then, with S > 1 slices, the reduction of
     their partials into C (see the module docstring). A, B, C: device arrays or records."""
+    from .. import launch as launches
     from ..launch import launch_numba
 
     M, K = A.shape
@@ -64,6 +65,14 @@ def launch(kernel, grid, block, A, B, C, alpha, beta, stream=None, kslice=None):
         out, a, b = workspace.partials(C, S, M, N), 1.0, 0.0
     args = (np.int32(M), np.int32(N), np.int32(K), np.int32(K if kslice is None else kslice),
             np.float32(a), A.reshape(M * K), B.reshape(K * N), np.float32(b), out)
-    launch_numba(kernel, grid, block, args, stream)
-    if S > 1:
+    if S == 1:
+        launch_numba(kernel, grid, block, args, stream)
+        return
+    # A recorded Numba launch keeps only its packed parameters: both launches hold the
+    # workspace as well, so a cached call (gemm(), plan()) cannot outlive it
+    with launches.recording() as rec:
+        launch_numba(kernel, grid, block, args, stream)
         splitk.reduce(out, C, S, M, N, alpha, beta, stream)
+    for L in rec.launches:
+        L.keep = (L.keep, out)
+        launches._issue(L, stream)
