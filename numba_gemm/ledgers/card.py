@@ -46,7 +46,8 @@ class Card:
     bandwidth: float                 # bytes/s: the DRAM ceiling (copy: read + write)
     l2_bytes: int
     fp32_lanes_per_sm: int = 128
-    tensor_flops: float | None = None   # fp16 in / fp32 accumulate ceiling
+    tensor_flops: float | None = None   # fp16 in / fp32 accumulate ceiling (mma.sync)
+    wgmma_flops: float | None = None    # the same through wgmma (Hopper), when measured
     costs: Mapping[str, float] = field(default_factory=dict)  # SM cycles per warp instruction
     costs_source: str = ""           # "" = not measured on this card
     ldsm_cycles: float | None = None    # SM cycles per warp ldmatrix.x4 (None: not yet measured)
@@ -141,6 +142,9 @@ def load(key: str, measured: str | os.PathLike | None = None) -> Card:
             kw["ldsm_cycles"] = float(ldsm["cycles_per_instr"])
         if data.get("tensor_flops"):   # written by a full microbench run (its mma.sync loop)
             kw["tensor_flops"] = float(data["tensor_flops"])
+        wgmma = data.get("tensor_tflops", {}).get("wgmma")
+        if wgmma:                      # microbench --tensor's wgmma loop
+            kw["wgmma_flops"] = 1e12 * float(wgmma)
         if kw["tensor_flops"]:
             notes.append(f"tensor ceiling {kw['tensor_flops'] / 1e12:.0f} TFLOPS: "
                          + (f"measured, {path.name}" if data.get("tensor_flops") else

@@ -139,7 +139,9 @@ def bytes_ledger(level, card_: Card | str | None = None, n=4096,
     t = lg.tile
     model = (f"{t.bm}×{t.bn} tiles, fp16 A/B, fp32 C; L2 model of the launch order: A read "
              f"{lg.a_reads}×, B read {lg.b_reads}× (no-reuse bound {lg.per_tile_bytes / 1e9:.2f} GB)")
-    return BytesLedger(lv.name, M, N, K, flops, lg.dram_bytes, (t.bm, t.bn), c.tensor_flops,
+    # each level under the roof of the instruction it issues: wgmma levels under wgmma's
+    roof = c.wgmma_flops if c.wgmma_flops and "HGMMA" in lv.sass_must_have else c.tensor_flops
+    return BytesLedger(lv.name, M, N, K, flops, lg.dram_bytes, (t.bm, t.bn), roof,
                        c.bandwidth, model)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from .access import SEGMENT, WARP, Geometry, kind_name, requests, sectors
+from .access import BANK_BYTES, SEGMENT, WARP, Geometry, bank_profile, kind_name, requests, sectors
 from .card import Card, card
 from .ledger import (bytes_ledger, cycle_ledger, htile, l2_ledger, level_of, predicted_speedup,
                      request_ledger, warp_steps)
@@ -51,11 +51,15 @@ def stride_view(level="k1", n: int = 4096, geom: Geometry | None = None) -> str:
     worst = max(loads, key=lambda a: requests(a.addrs, SEGMENT, a.width))
     stride = worst.addrs[1] - worst.addrs[0]
     low14 = len({x % (16 * 1024) for x in worst.addrs})
+    words = len({x % SEGMENT // BANK_BYTES for x in worst.addrs})
+    ways = bank_profile(worst.addrs, BANK_BYTES).ways
     others = "".join(f"; {a.array} load {requests(a.addrs, SEGMENT, a.width)} request(s)"
                      for a in loads if a is not worst)
     return (f"{name} @ {n}: {worst.array} load lanes {stride} bytes apart -> "
             f"{requests(worst.addrs, SEGMENT, worst.width)} requests, {sectors(worst.addrs, worst.width)} "
-            f"sectors{others}; addresses mod 16 KiB: {low14} distinct value(s) across the {WARP} lanes")
+            f"sectors{others}; addresses mod 16 KiB: {low14} distinct value(s) across the {WARP} lanes; "
+            f"word positions in their 128-byte lines: {words} ({ways}-way if L1 serves hits from "
+            f"32 banks)")
 
 
 def stride_experiment(k1_4096: float, k2_4096: float, k1_4097: float, k2_4097: float,
@@ -229,6 +233,8 @@ def markdown_tables(card_: Card | str | None = None, n=4096, measured_ms: Mappin
     out = [f"Ledgers at M=N=K={n} on {c.name} (bandwidth {c.bandwidth / 1e12:.2f} TB/s, "
            f"FP32 {c.fp32_flops / 1e12:.1f} TFLOPS"
            + (f", tensor {c.tensor_flops / 1e12:.0f} TFLOPS" if c.tensor_flops else "")
+           + (f" (mma.sync; wgmma {c.wgmma_flops / 1e12:.1f}, the roof of the wgmma levels)"
+              if c.wgmma_flops else "")
            + f"; prices: {c.costs_source or 'not measured on this card'}).", ""]
     out += ["| level | reuse tile | FLOPs | DRAM bytes | intensity (FLOP/B) | roofline ms | bound | measured ms | attainment |",
             "|---|---|---|---|---|---|---|---|---|"]
