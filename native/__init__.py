@@ -1,1 +1,2 @@
-"""CUDA C++ sources of the native HGEMM levels (compiled at run time by NVRTC)."""
+"""CUDA C++ sources compiled at run time by NVRTC: the native HGEMM levels, their shared headers,
+the tensor-core ceilings microbenchmark, and twins/ (the SGEMM levels' CUDA C twins)."""

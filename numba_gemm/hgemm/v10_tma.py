@@ -39,14 +39,12 @@ DELTA = ("v10 = v9 with cp.async + __syncthreads replaced by TMA (cp.async.bulk.
 DTYPES = cm.DTYPES
 SOURCE = "v10_tma.cu"
 KERNEL_NAMES = {"f16": "v10_tma_f16", "bf16": "v10_tma_bf16"}
-KERNEL_NAME = KERNEL_NAMES["f16"]
 SASS_MUST_HAVE = ("HMMA", "LDSM", "UTMALDG", "SYNCS")
 RASTER = "super"
 
 # Not v9's tile (docstring, change 2).
 CONFIG = cm.TileConfig(bm=128, bn=256, bk=64, stages=4, warps_m=2, warps_n=4, min_blocks=1, tma_lag=2)
 DEFINES = CONFIG.defines(tma=True)
-RASTER = "super"
 SMEM = CONFIG.smem(tma=True)  # stages + alignment slack + full/empty barriers
 BOX_A = (CONFIG.bm, CONFIG.bk)   # rows, cols of one A box
 BOX_B = (CONFIG.bk, 64)   # one B panel: the inner extent of a SWIZZLE_128B box is at most 128 bytes

@@ -43,7 +43,6 @@ DELTA = ("v11 = v10 with ldmatrix + mma.sync replaced by wgmma.mma_async m64n256
          "TMA tiles through matrix descriptors (fence / commit_group / wait_group 1)")
 DTYPES = cm.DTYPES
 SOURCE = "v11_wgmma.cu"
-KERNEL_NAME = "v11_wgmma_f16"
 KERNEL_NAMES = {"f16": "v11_wgmma_f16", "bf16": "v11_wgmma_bf16"}
 SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
@@ -51,8 +50,6 @@ RASTER = "super"
 
 CONFIG = wg.WgmmaTile()
 DEFINES = CONFIG.defines()        # the whole tile as -DHG_* (native/wgmma_tile.cuh requires them)
-BOX_A = (CONFIG.bm, CONFIG.bk)   # rows, cols of the A box
-BOX_B = (CONFIG.bk, 64)          # one B panel: 128-byte rows, the SWIZZLE_128B span
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG):

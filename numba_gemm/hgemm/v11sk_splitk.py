@@ -48,7 +48,6 @@ DELTA = ("v11sk = v11 + split-K: blockIdx.y picks a slice of K, raw fp32 partial
          "workspace, one fixed-order reduction applying alpha/beta once; BM = 64 when M <= 64")
 DTYPES = cm.DTYPES
 SOURCE = "v11sk_splitk.cu"
-KERNEL_NAME = "v11sk_splitk_f16"
 KERNEL_NAMES = {"f16": "v11sk_splitk_f16", "bf16": "v11sk_splitk_bf16"}
 SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")

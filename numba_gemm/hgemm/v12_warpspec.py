@@ -36,7 +36,6 @@ DELTA = ("v12 = v11 + a producer warpgroup (TMA only, waits on empty barriers) a
          "warpgroups (wgmma only), registers moved to the consumers with setmaxnreg 40/232")
 DTYPES = cm.DTYPES
 SOURCE = "v12_warpspec.cu"
-KERNEL_NAME = "v12_warpspec_f16"
 KERNEL_NAMES = {"f16": "v12_warpspec_f16", "bf16": "v12_warpspec_bf16"}
 SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")

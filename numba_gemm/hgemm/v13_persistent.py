@@ -46,7 +46,6 @@ DELTA = ("v13 = v12 + a persistent grid of 2-CTA clusters walking pair-tiles in 
          "order, B multicast to both CTAs by TMA, the epilogue overlapping the next tile's loads")
 DTYPES = cm.DTYPES
 SOURCE = "v13_persistent.cu"
-KERNEL_NAME = "v13_persistent_f16"
 KERNEL_NAMES = {"f16": "v13_persistent_f16", "bf16": "v13_persistent_bf16"}
 SASS_MUST_HAVE = ("HGMMA", "UTMALDG.2D.MULTICAST", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")

@@ -24,8 +24,6 @@ DELTA = "v7 = tensor cores via nvcuda::wmma (16×16×16 fragments) fed by cp.asy
 DTYPES = cm.DTYPES
 SOURCE = "v7_wmma.cu"
 KERNEL_NAMES = {"f16": "v7_wmma_f16", "bf16": "v7_wmma_bf16"}
-# The census reads KERNEL_NAME (fp16): WMMA's bf16 fragments load with LDS, not LDSM.
-KERNEL_NAME = KERNEL_NAMES["f16"]
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 RASTER = "m-fastest"
 

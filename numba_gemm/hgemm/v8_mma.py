@@ -52,14 +52,12 @@ DELTA = ("v8 = v7 with inline-PTX ldmatrix/mma.sync.m16n8k16 instead of WMMA and
 DTYPES = cm.DTYPES
 SOURCE = "v8_mma.cu"
 KERNEL_NAMES = {"f16": "v8_mma_f16", "bf16": "v8_mma_bf16"}
-KERNEL_NAME = KERNEL_NAMES["f16"]
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 RASTER = "n-fastest"
 
 # the sweep's best for v8 and v9 (docstring)
 CONFIG = cm.CP_ASYNC_TILE
 DEFINES = CONFIG.defines()
-RASTER = "n-fastest"
 
 
 def launch_config(M: int, N: int, K: int, config: cm.TileConfig = CONFIG):

@@ -26,14 +26,12 @@ DELTA = "v9 = v8 + 1-D grid decoded into L2-sized super-tiles (SM·BM + SN·BN)�
 DTYPES = cm.DTYPES
 SOURCE = "v9_supertile.cu"
 KERNEL_NAMES = {"f16": "v9_supertile_f16", "bf16": "v9_supertile_bf16"}
-KERNEL_NAME = KERNEL_NAMES["f16"]
 SASS_MUST_HAVE = ("HMMA", "LDSM", "LDGSTS")
 RASTER = "super"
 
 # v8's tile: the super-tile order is the only change
 CONFIG = cm.CP_ASYNC_TILE
 DEFINES = CONFIG.defines()
-RASTER = "super"
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None,

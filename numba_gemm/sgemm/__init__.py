@@ -1,1 +1,1 @@
-"""SGEMM levels k1..k6: float32 GEMM written as numba.cuda kernels in Python."""
+"""SGEMM levels (k*): float32 GEMM written as numba.cuda kernels in Python, one module per level."""
