@@ -316,13 +316,16 @@ def census_cubin(cubin: bytes, level: str, log: str | None = None, names=None) -
     return out
 
 
-def census_numba(pyfunc, signature, level: str, kernel: str, launch_bounds=None) -> Census:
+def census_numba(pyfunc, signature, level: str, kernel: str, launch_bounds=None,
+                 arch: str = ARCH) -> Census:
+    """arch "sm_90a": the arch-specific target, which wgmma needs (a level's ARCH)."""
     from numba import cuda
 
     if cuda.config.ENABLE_CUDASIM:
         raise CensusUnavailable("the CUDA simulator is on in this process: use census_level()")
-    ptx, _ = cuda.compile_ptx(pyfunc, signature, cc=(9, 0), launch_bounds=launch_bounds)
-    cubin, log = link_ptx(ptx)
+    cc = (9, 0, "a") if arch.endswith("a") else (9, 0)
+    ptx, _ = cuda.compile_ptx(pyfunc, signature, cc=cc, launch_bounds=launch_bounds)
+    cubin, log = link_ptx(ptx, arch)
     (census,) = census_cubin(cubin, level, log)   # Numba emits one entry per compilation
     census.kernel = kernel
     return census
@@ -368,7 +371,8 @@ def _census_numba_level(name: str) -> tuple:
     from .registry import get
 
     module = get(name).module
-    return tuple(census_numba(f, sig, name, kname, bounds)
+    arch = getattr(module, "ARCH", ARCH)
+    return tuple(census_numba(f, sig, name, kname, bounds, arch)
                  for kname, (f, sig, bounds) in numba_kernels(module).items())
 
 
