@@ -252,3 +252,207 @@ def test_intrinsics_emit_their_ptx():
                  "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"):
         assert line in text, line
     assert ".local" not in text
+
+
+# ---- Hopper: wgmma's accumulator layout, descriptors, the twins of wgmma, TMA, mbarrier ----
+
+from numba_gemm.hgemm import _wgmma  # noqa: E402
+
+
+def isa_wgmma_d(t, i):
+    """PTX ISA, "Matrix Fragments for wgmma.mma_async.m64nNk16", accumulator D (fp32): thread
+    t of the warpgroup, element d_i: row = 16 * (t / 32) + groupID (+ 8 when i % 4 >= 2), col =
+    threadID_in_group * 2 + (i & 1) + 8 * (i / 4), groupID = (t % 32) >> 2, threadID_in_group = t % 4."""
+    group, tig = (t % 32) >> 2, t % 4
+    return 16 * (t // 32) + group + (8 if i % 4 >= 2 else 0), tig * 2 + (i & 1) + 8 * (i // 4)
+
+
+@given(st.integers(0, 127), st.integers(0, 127))
+def test_wgmma_acc_layout_is_the_isa_layout(t, i):
+    assert ptx.wgmma_acc_coords(t, i) == isa_wgmma_d(t, i)
+
+
+def test_wgmma_acc_layout_covers_the_tile_once():
+    cells = {ptx.wgmma_acc_coords(t, i) for t in range(128) for i in range(128)}
+    assert cells == {(r, c) for r in range(64) for c in range(256)}
+
+
+@given(st.integers(0, 2**14 - 1), st.integers(0, 2**14 - 1), st.integers(0, 2**14 - 1),
+       st.sampled_from(["none", "128B", "64B", "32B"]))
+def test_descriptor_decode_inverts_the_host_encoding(a, l, s, swizzle):
+    f = ptx.decode_smem_desc(_wgmma.smem_desc(16 * a, 16 * l, 16 * s, swizzle))
+    assert f == {"start": 16 * a, "lbo": 16 * l, "sbo": 16 * s, "base_offset": 0, "swizzle": swizzle}
+
+
+def _tma_stage(rng, bf16, stage_addr):
+    """A stage as v11 lays it out, written with TMA's documented swizzle (_common.tma_swizzle_128b):
+    A 128 x 64 at stage_addr, then B 64 x 256 as 4 panels of 64 x 64, 8 KB apart. Returns the
+    shared window (bytes from address ptx._SIM_SMEM_BASE) and A, B as bits."""
+    A = _bits(rng.uniform(-1, 1, (128, 64)), bf16)
+    B = _bits(rng.uniform(-1, 1, (64, 256)), bf16)
+    smem = np.zeros(stage_addr + 49152 + 1024, np.uint8)
+
+    def place(box, at):
+        raw = box.reshape(-1).view(np.uint8)
+        for o in range(0, raw.size, 16):
+            dst = at + cm.tma_swizzle_128b(o) - ptx._SIM_SMEM_BASE
+            smem[dst:dst + 16] = raw[o:o + 16]
+
+    place(A, stage_addr)
+    for p in range(4):
+        place(np.ascontiguousarray(B[:, 64 * p:64 * p + 64]), stage_addr + 16384 + 8192 * p)
+    return smem, A, B
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.booleans(), st.integers(0, 3), st.integers(0, 2**32 - 1))
+def test_wgmma_twin_on_tma_tiles_is_a_times_b_plus_c(bf16, stage, seed):
+    """The descriptors v11 uses (A K-major SBO 1024, k step +32 B; B N-major LBO 8192, SBO 1024,
+    k step +2048 B) on a TMA-swizzled stage: 4 chained wgmma per warpgroup give that
+    warpgroup's 64 rows of A @ B + C, in the accumulator layout."""
+    if bf16 and cm.BF16 is None:
+        pytest.skip("no bfloat16")
+    rng = np.random.default_rng(seed)
+    stage_addr = 1024 + 49152 * stage
+    smem, A, B = _tma_stage(rng, bf16, stage_addr)
+    f = (lambda x: (x.astype(np.uint32) << 16).view(np.float32)) if bf16 else (lambda x: x.view(np.float16))
+    for wg in (0, 1):
+        C = rng.uniform(-1, 1, (64, 256)).astype(np.float32)
+        accs = [np.array([C[isa_wgmma_d(t, i)] for i in range(128)], np.float32) for t in range(128)]
+        for kk in range(4):
+            da = _wgmma.smem_desc(stage_addr + wg * 64 * 128 + 32 * kk, 16, 1024)
+            db = _wgmma.smem_desc(stage_addr + 16384 + 2048 * kk, 8192, 1024)
+            ptx.wgmma_warpgroup(smem, accs, da, db, bf16)
+        ref = f(A[64 * wg:64 * wg + 64]).astype(np.float64) @ f(B).astype(np.float64) + C
+        got = np.zeros((64, 256))
+        for t in range(128):
+            for i in range(128):
+                got[isa_wgmma_d(t, i)] = accs[t][i]
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_wgmma_twin_refuses_other_swizzles():
+    smem = np.zeros(8192, np.uint8)
+    with pytest.raises(NotImplementedError, match="SWIZZLE_128B"):
+        ptx.wgmma_warpgroup(smem, [np.zeros(128, np.float32)] * 128, _wgmma.smem_desc(1024, 16, 1024, "64B"),
+                            _wgmma.smem_desc(1024, 16, 1024), False)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(-70, 70), st.integers(-70, 70), st.integers(1, 60), st.integers(1, 60))
+def test_tma_box_zero_fills_outside_the_matrix(x, y, rows, cols):
+    X = np.arange(1, rows * cols + 1, dtype=np.uint16).reshape(rows, cols)
+    box = ptx.tma_box(X, x, y, 16, 64)
+    padded = np.zeros((rows + 300, cols + 300), np.uint16)    # X at (100, 100), zeros around
+    padded[100:100 + rows, 100:100 + cols] = X
+    np.testing.assert_array_equal(box, padded[100 + y:116 + y, 100 + x:164 + x])
+
+
+def test_mbarrier_twin_counts_arrivals_and_bytes():
+    b = ptx._MBarrier(2)
+    b.arrive(tx=100)                  # arrive.expect_tx: one arrival, 100 bytes expected
+    assert b.phase == 0
+    b.complete_tx(60)
+    b.arrive()
+    assert b.phase == 0               # both arrivals in, 40 bytes still in flight
+    b.complete_tx(40)
+    assert (b.phase, b.pending, b.tx) == (1, 2, 0)   # phase 0 complete; the count re-arms
+    b.complete_tx(8)                  # bytes may land before the expect_tx of this phase
+    b.arrive(tx=8)
+    b.arrive()
+    assert b.phase == 2
+    with pytest.raises(RuntimeError, match="out of range"):
+        b.complete_tx(2**20)
+
+
+@pytest.mark.skipif(not ptx.SIMULATOR, reason="the twins run only in the simulator")
+def test_tma_and_mbarrier_twins_in_a_kernel():
+    """Thread 0 inits a barrier, expects a box's bytes and loads it; every thread waits on
+    parity 0 and reads the box back through the swizzle; parity 1 (the phase before) is
+    complete from the start, as on the GPU."""
+    @cuda.jit
+    def k(tmap, out, early):
+        S = cuda.shared.array(0, uint16)
+        tid = cuda.threadIdx.x
+        base = ptx.smem_u32(S)
+        tile = uint32((base + 1023) & ~uint32(1023))
+        bar = uint32(tile + 8192)
+        if tid == 0:
+            ptx.mbar_init(bar, uint32(1))
+            ptx.fence_mbarrier_init()
+        cuda.syncthreads()
+        ptx.mbar_wait(bar, uint32(1))               # returns at once
+        cuda.syncthreads()                          # (once phase 0 completes, parity 1 would block)
+        if tid == 0:
+            early[0] = 1
+            ptx.mbar_arrive_expect_tx(bar, uint32(64 * 128))
+            ptx.tma_load_2d(tile, tmap, -8, 3, bar)
+        ptx.mbar_wait(bar, uint32(0))
+        first = (tile - base) // 2
+        for e in range(tid, 64 * 64, 32):
+            o = e * 2
+            out[e // 64, e % 64] = S[first + cm.tma_swizzle_128b(o) // 2]
+
+    X = np.random.default_rng(0).integers(1, 2**15, (40, 72)).astype(np.uint16)
+    tmap = ptx.sim_tensor_map(X, 64, 64)
+    out = cuda.to_device(np.zeros((64, 64), np.uint16))
+    early = cuda.to_device(np.zeros(1, np.int32))
+    k[1, 32, 0, 8192 + 2048](np.uint64(tmap), out, early)
+    np.testing.assert_array_equal(out.copy_to_host(), ptx.tma_box(X, -8, 3, 64, 64))
+    assert early.copy_to_host()[0] == 1
+
+
+HOPPER_PTX = r'''
+import json
+from numba import cuda, float32, uint32, uint64
+from numba_gemm import ptx
+
+wait1 = ptx.wgmma_wait(1)
+
+def k(tmap, D):
+    S = cuda.shared.array(0, uint32)
+    base = ptx.smem_u32(S)
+    ptx.fence_tensormap_acquire(tmap)
+    ptx.prefetch_tensormap(tmap)
+    ptx.mbar_init(base, uint32(1))
+    ptx.fence_mbarrier_init()
+    ptx.fence_proxy_async()
+    ptx.mbar_arrive_expect_tx(base, uint32(16384))
+    ptx.tma_load_2d(base + 1024, tmap, 0, 0, base)
+    ptx.mbar_wait(base, uint32(0))
+    ptx.mbar_arrive(base)
+    ptx.warp_sync()
+    acc = cuda.local.array(128, float32)
+    for i in range(128):
+        acc[i] = float32(0.0)
+    ptx.wgmma_fence()
+    ptx.wgmma_f16(acc, uint64(64), uint64(1024))
+    ptx.wgmma_bf16(acc, uint64(64), uint64(1024))
+    ptx.wgmma_commit()
+    wait1()
+    ptx.fence_operands(acc)
+    for i in range(128):
+        D[cuda.threadIdx.x * 128 + i] = acc[i]
+
+ptx_text, _ = cuda.compile_ptx(k, (uint64, float32[::1]), cc=(9, 0, "a"))
+print(json.dumps(ptx_text))
+'''
+
+
+def test_hopper_intrinsics_emit_their_ptx():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-c", HOPPER_PTX], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = json.loads(out.stdout.strip().splitlines()[-1])
+    for line in ("fence.proxy.tensormap::generic.acquire.sys [", "prefetch.tensormap [",
+                 "mbarrier.init.shared::cta.b64 [", "fence.mbarrier_init.release.cluster;",
+                 "fence.proxy.async.shared::cta;", "mbarrier.arrive.expect_tx.shared::cta.b64 _, [",
+                 "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [",
+                 "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.shared::cta.b64 _, [",
+                 "bar.warp.sync -1;", "wgmma.fence.sync.aligned;",
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {",
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {",
+                 "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 1;"):
+        assert line in text, line
+    assert ".target sm_90a" in text and ".local" not in text
