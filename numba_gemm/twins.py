@@ -11,6 +11,7 @@ in one process and print Numba / CUDA C.
     t.run(dA, dB, dC, alpha, beta)                  # device arrays, as Level.run
     twins.time_twin("k7", 4096, 4096, 4096)         # median ms of the twin (fresh inputs)
     twins.census("k7")                              # SASS census of the twin's kernels (no GPU)
+    twins.defines("k7")                             # its tile as -D options: ('-DWT_TM=128', ...)
     python tools/twin_census.py k6 k7 k8            # Numba vs CUDA C, main loop by main loop
 """
 from __future__ import annotations
@@ -32,6 +33,25 @@ def source(level_name: str) -> str:
     return f"twins/{level_name}.cu"
 
 
+def defines(level_name: str) -> tuple[str, ...]:
+    """The twin's tile as -D options, from its Numba level: a warp-tiled level's TILING (and
+    _k7_parts' A_PAD, MIN_BLOCKS) for warptile.cuh, else the level's GEOMETRY for tile.cuh.
+    A twin does not compile without them (#error), so the tile it runs is the level's."""
+    mod = get(level_name).module
+    if hasattr(mod, "TILING"):
+        from .sgemm import _k7_parts
+
+        t = mod.TILING
+        values = {"WT_TM": t.tile_m, "WT_TN": t.tile_n, "WT_TK": t.tile_k, "WT_WM": t.warp_m,
+                  "WT_WN": t.warp_n, "WT_LANES_N": t.lanes_n, "WT_A_PAD": _k7_parts.A_PAD,
+                  "WT_MIN_BLOCKS": _k7_parts.MIN_BLOCKS}
+    else:
+        g = mod.GEOMETRY
+        values = {"TILE_M": g.tile_m, "TILE_N": g.tile_n, "TILE_K": g.tile_k, "THREAD_M": g.thread_m,
+                  "THREAD_N": g.thread_n, "BLOCK_X": g.block[0], "BLOCK_Y": g.block[1]}
+    return tuple(f"-D{name}={int(v)}" for name, v in values.items())
+
+
 def has_twin(level_name: str) -> bool:
     lv = get(level_name)
     return lv.family == "sgemm" and (nvrtc.native_dir() / source(lv.name)).is_file()
@@ -45,6 +65,10 @@ class Twin:
     @property
     def source(self) -> str:
         return source(self.level)
+
+    @property
+    def defines(self) -> tuple[str, ...]:
+        return defines(self.level)
 
     @property
     def kernel_names(self) -> tuple[str, ...]:
@@ -65,7 +89,7 @@ class Twin:
         reason = self.module.unsupported(M, N, K) if hasattr(self.module, "unsupported") else None
         if reason:
             raise ValueError(f"{self.level} twin: {reason}")
-        fn = nvrtc.function(self.source, self.kernel_name(A, B, C))
+        fn = nvrtc.function(self.source, self.kernel_name(A, B, C), defines=self.defines)
         if hasattr(self.module, "split_plan"):
             return self._run_split(fn, A, B, C, alpha, beta, stream)
         args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_float(alpha),
@@ -111,9 +135,9 @@ def census(level_name: str):
     """SASS census (numba_gemm.sass.Census per kernel) of the twin, compiled by NVRTC."""
     from . import sass
 
-    src = source(level_name)
-    cubin = nvrtc.compile_cubin(src)
-    return sass.census_cubin(cubin, level_name, nvrtc.compile_log(src))
+    src, d = source(level_name), defines(level_name)
+    cubin = nvrtc.compile_variant(src, d)
+    return sass.census_cubin(cubin, level_name, nvrtc.compile_log(src, defines=d))
 
 
 def time_twin(level_name: str, M: int, N: int, K: int, buffers=None, reps=None,
@@ -162,4 +186,4 @@ def twin_sass(level_name: str) -> dict[str, str]:
     """{kernel name: nvdisasm text} of the twin."""
     from .sass import disassemble, split_functions
 
-    return split_functions(disassemble(nvrtc.compile_cubin(source(level_name))))
+    return split_functions(disassemble(nvrtc.compile_variant(source(level_name), defines(level_name))))

@@ -5,7 +5,8 @@ import pytest
 from tests.conftest import GPU, gpu_only, sgemm_case
 
 import numba_gemm
-from numba_gemm import check, sass, twins
+from numba_gemm import check, nvrtc, sass, twins
+from numba_gemm.sgemm import _k7_parts
 
 SGEMM = [lv.name for lv in numba_gemm.levels() if lv.family == "sgemm"]
 
@@ -38,6 +39,88 @@ def test_twin_compiles_to_the_levels_instructions(level):
     for c in kernels:
         assert c.registers > 0
         assert not c.has("DFMA") and not c.has("DMUL"), c.kernel
+
+
+# ---- the tile comes from Python ------------------------------------------------------------
+
+
+def _options(level):
+    return dict(d[2:].split("=") for d in twins.defines(level))
+
+
+def _compile(level, options):
+    try:
+        return nvrtc.compile_variant(twins.source(level), tuple(f"-D{k}={v}" for k, v in options.items()))
+    except (ImportError, OSError) as e:                               # no NVRTC here
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("level", SGEMM)
+def test_twin_options_are_the_levels_constants(level):
+    mod = numba_gemm.registry.get(level).module
+    got = {k: int(v) for k, v in _options(level).items()}
+    if hasattr(mod, "TILING"):
+        t = mod.TILING
+        assert got == {"WT_TM": t.tile_m, "WT_TN": t.tile_n, "WT_TK": t.tile_k, "WT_WM": t.warp_m,
+                       "WT_WN": t.warp_n, "WT_LANES_N": t.lanes_n, "WT_A_PAD": _k7_parts.A_PAD,
+                       "WT_MIN_BLOCKS": _k7_parts.MIN_BLOCKS}
+        assert (mod.TILE_M, mod.TILE_N, mod.TILE_K) == (t.tile_m, t.tile_n, t.tile_k)
+    else:
+        assert got == {"TILE_M": mod.TILE_M, "TILE_N": mod.TILE_N, "TILE_K": mod.TILE_K,
+                       "THREAD_M": mod.THREAD_M, "THREAD_N": mod.THREAD_N,
+                       "BLOCK_X": mod.BLOCK[0], "BLOCK_Y": mod.BLOCK[1]}
+
+
+@pytest.mark.parametrize("level", SGEMM)
+def test_twin_does_not_compile_without_its_tile(level):
+    with pytest.raises(nvrtc.CompileError, match="numba_gemm.twins.defines"):
+        _compile(level, {})
+
+
+@pytest.mark.parametrize("level", ["k5", "k8"])       # one twin per header: tile.cuh, warptile.cuh
+def test_each_tile_option_is_required(level):
+    options = _options(level)
+    for name in options:
+        with pytest.raises(nvrtc.CompileError, match="numba_gemm.twins.defines"):
+            _compile(level, {k: v for k, v in options.items() if k != name})
+
+
+@pytest.mark.parametrize("level, change, message", [
+    ("k5", {"BLOCK_Y": "2"}, "k5: a TILE x TILE A tile"),               # threads do not cover the tile
+    ("k6", {"THREAD_M": "4", "BLOCK_Y": "8"}, "k6: a thread's rows of A are two float4s"),
+    ("k8", {"WT_WM": "48"}, "warp tiles must divide the block tile"),
+])
+def test_a_tile_the_body_cannot_run_does_not_compile(level, change, message):
+    with pytest.raises(nvrtc.CompileError, match=message):
+        _compile(level, {**_options(level), **change})
+
+
+def _loop_ffma(text):
+    return sum(op == "FFMA" for op in twins.main_loop(text))
+
+
+@pytest.mark.parametrize("level", [n for n in SGEMM if n not in ("k1", "k2")])    # k1, k2: no tile phases
+def test_main_loop_is_one_phase_of_the_levels_tile(level):
+    """Per trip of the K loop, every kernel of the twin issues tile_k × thread_m × thread_n FFMA
+    of the Numba level's tile."""
+    try:
+        texts = twins.twin_sass(level)
+    except (ImportError, OSError) as e:
+        pytest.skip(str(e))
+    g = numba_gemm.registry.get(level).module.GEOMETRY
+    for name, text in texts.items():
+        assert _loop_ffma(text) == g.tile_k * g.thread_m * g.thread_n, name
+
+
+@pytest.mark.parametrize("level, change, ffma", [
+    ("k5", {"THREAD_M": "4", "BLOCK_Y": "8"}, 32 * 4 * 4),    # 4 rows per thread, 256 threads
+    ("k8", {"WT_TK": "16"}, 16 * 8 * 8),                     # k7's 16-deep phase
+])
+def test_another_tile_is_a_python_value(level, change, ffma):
+    """Options other than the shipped ones build that tile (the loop follows them)."""
+    cubin = _compile(level, {**_options(level), **change})
+    for name, text in sass.split_functions(nvrtc.disassemble(cubin)).items():
+        assert _loop_ffma(text) == ffma, name
 
 
 # ---- on a GPU: exact like the levels ------------------------------------------------------

@@ -1,7 +1,11 @@
 // k3 twin: 32x32 tiles of A and B staged in shared memory, one element per thread per tile.
 #include "sgemm.cuh"
+#include "tile.cuh"
 
-#define TILE 32
+constexpr int TILE = TILE_K;
+static_assert(TILE_M == TILE && TILE_N == TILE && BLOCK_X == TILE && BLOCK_Y == TILE &&
+              THREAD_M == 1 && THREAD_N == 1,
+              "k3: square tiles, one thread per output loading one element of each tile");
 
 extern "C" __global__ void k3(SGEMM_ARGS) {
     __shared__ __align__(16) float As[TILE][TILE];

@@ -1,9 +1,12 @@
 // k3c twin: k3 + each block reuses its A tile for 4 column tiles of B (thread coarsening);
 // the 4 partial sums rotate through p0..p3 as in the Numba level.
 #include "sgemm.cuh"
+#include "tile.cuh"
 
-#define TILE 32
-#define COARSE 4
+constexpr int TILE = TILE_K, COARSE = THREAD_N;   // COARSE column tiles of k3's TILE per block
+static_assert(TILE_M == TILE && TILE_N == TILE * COARSE && BLOCK_X == TILE && BLOCK_Y == TILE &&
+              THREAD_M == 1, "k3c: k3's square tile and threads, COARSE tiles across");
+static_assert(COARSE == 4, "k3c: the partial sums rotate through p0..p3");
 
 __device__ __forceinline__ void store_col(float* C, u64 c_row, u32 col, u32 n, float alpha,
                                           float beta, float acc) {

@@ -1,9 +1,11 @@
 // k4 twin: k3 + each thread computes 8 rows of one column: block 32 x 4, one shared load of
 // B reused by 8 FMAs.
 #include "sgemm.cuh"
+#include "tile.cuh"
 
-#define TILE 32
-#define CF 8
+constexpr int TILE = TILE_K, CF = THREAD_M;      // CF rows of one column per thread
+static_assert(TILE_M == TILE && TILE_N == TILE && THREAD_N == 1 && BLOCK_X == TILE &&
+              BLOCK_Y * CF == TILE, "k4: k3's square tile, a thread's CF rows down one column");
 
 extern "C" __global__ void k4(SGEMM_ARGS) {
     __shared__ __align__(16) float As[TILE][TILE];

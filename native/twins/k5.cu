@@ -1,10 +1,11 @@
 // k5 twin: k4 + an 8 x 4 register outer product per thread: 8 A values and 4 B values
 // (columns tx + 32j) per k, 32 FMAs. Block 32 x 4, tile 32 x 128 x 32.
 #include "sgemm.cuh"
+#include "tile.cuh"
 
-#define TILE 32
-#define CF 8
-#define TN 4
+constexpr int TILE = TILE_K, CF = THREAD_M, TN = THREAD_N;   // a thread: CF rows x TN columns TILE apart
+static_assert(TILE_M == TILE && TILE_N == TILE * TN && BLOCK_X == TILE && BLOCK_Y * CF == TILE,
+              "k5: a TILE x TILE A tile loaded one row per thread and r, B TN tiles across");
 
 extern "C" __global__ void k5(SGEMM_ARGS) {
     __shared__ __align__(16) float As[TILE][TILE];

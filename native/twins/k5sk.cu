@@ -4,10 +4,11 @@
 // the call's C, alpha, beta when S == 1, else the workspace, 1 and 0, then splitk_reduce.cu).
 // A warp whose 8 rows all lie at or past M skips the multiply (a warp is one ty: uniform).
 #include "sgemm.cuh"
+#include "tile.cuh"
 
-#define TILE 32
-#define CF 8
-#define TN 4
+constexpr int TILE = TILE_K, CF = THREAD_M, TN = THREAD_N;   // a thread: CF rows x TN columns TILE apart
+static_assert(TILE_M == TILE && TILE_N == TILE * TN && BLOCK_X == TILE && BLOCK_Y * CF == TILE,
+              "k5: a TILE x TILE A tile loaded one row per thread and r, B TN tiles across");
 
 extern "C" __global__ void k5sk(int M, int N, int K, int kslice, float alpha, const float* __restrict__ A,
                                 const float* __restrict__ B, float beta, float* __restrict__ C) {

@@ -6,10 +6,15 @@
 // split blocks: interior ones (C tile inside the matrix) take unchecked loads in every phase
 // but the K tail, and unchecked stores.
 #include "sgemm.cuh"
+#include "tile.cuh"
 
 namespace k6_twin {
 
-constexpr int TM = 32, TN = 128, TK = 32, THREADS = 128;
+constexpr int TM = TILE_M, TN = TILE_N, TK = TILE_K, THREADS = BLOCK_X * BLOCK_Y;
+static_assert(THREAD_M == 8 && THREAD_N == 4, "k6: a thread's rows of A are two float4s, its columns of B one");
+static_assert(BLOCK_X * THREAD_N == TN && BLOCK_Y * THREAD_M == TM, "k6: the threads cover the tile once");
+static_assert(TK % 4 == 0 && THREADS % (TK / 4) == 0 && TM * TK % (4 * THREADS) == 0 &&
+              TK * TN % (4 * THREADS) == 0, "k6: every thread loads whole float4s of each tile");
 constexpr int A_LOADS = TM * TK / 4 / THREADS;   // 2
 constexpr int B_LOADS = TK * TN / 4 / THREADS;   // 8
 constexpr int A_ROW_STEP = THREADS / (TK / 4);   // 16
@@ -19,19 +24,19 @@ template <bool AV, bool BV, bool SPLIT>
 __device__ __forceinline__ void body(SGEMM_ARGS) {
     __shared__ __align__(16) float As[TK][TM];
     __shared__ __align__(16) float Bs[TK][TN];
-    constexpr int SPREAD = BV ? 1 : 32;          // 32-bit B: four floats 32 apart
-    const u32 tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
+    constexpr int SPREAD = BV ? 1 : TN / 4;      // 32-bit B: four floats TN / 4 apart
+    const u32 tx = threadIdx.x, ty = threadIdx.y, tid = ty * BLOCK_X + tx;
     const u32 m = M, n = N, k = K;
     const u32 row0 = blockIdx.y * TM, col0 = blockIdx.x * TN;
-    const u32 i0 = ty * 8, j0 = tx * 4;
+    const u32 i0 = ty * THREAD_M, j0 = tx * THREAD_N;
     const bool inside = SPLIT && row0 + TM <= m && col0 + TN <= n;
     const u32 k_in = k - k % TK;
     const u32 a_r = tid / (TK / 4), a_c = tid % (TK / 4) * 4;
-    float acc[8][4];
+    float acc[THREAD_M][THREAD_N];
 #pragma unroll
-    for (int r = 0; r < 8; ++r)
+    for (int r = 0; r < THREAD_M; ++r)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) acc[r][j] = 0.f;
+        for (int j = 0; j < THREAD_N; ++j) acc[r][j] = 0.f;
     u64 a_off = u64(row0 + a_r) * k + a_c;
     const u32 b_c = BV ? j0 : tx;
     u64 b_off = u64(ty) * n + col0 + b_c;
@@ -54,7 +59,8 @@ __device__ __forceinline__ void body(SGEMM_ARGS) {
             if (BV) {
                 *reinterpret_cast<float4*>(&Bs[r][b_c]) = v;
             } else {
-                Bs[r][b_c] = v.x; Bs[r][b_c + 32] = v.y; Bs[r][b_c + 64] = v.z; Bs[r][b_c + 96] = v.w;
+                Bs[r][b_c] = v.x; Bs[r][b_c + SPREAD] = v.y; Bs[r][b_c + 2 * SPREAD] = v.z;
+                Bs[r][b_c + 3 * SPREAD] = v.w;
             }
         }
         __syncthreads();
@@ -77,7 +83,7 @@ __device__ __forceinline__ void body(SGEMM_ARGS) {
     }
     const u32 col = col0 + j0;
 #pragma unroll
-    for (int r = 0; r < 8; ++r) {
+    for (int r = 0; r < THREAD_M; ++r) {
         const u32 row = row0 + i0 + r;
         const u64 off = u64(row) * n + col;
         float4 out;
@@ -92,12 +98,12 @@ __device__ __forceinline__ void body(SGEMM_ARGS) {
 }  // namespace k6_twin
 
 extern "C" __global__ void k6(SGEMM_ARGS) { k6_twin::body<true, true, false>(M, N, K, alpha, A, B, beta, C); }
-extern "C" __global__ void __launch_bounds__(128, 7) k6_edge(SGEMM_ARGS) {
+extern "C" __global__ void __launch_bounds__(k6_twin::THREADS, 7) k6_edge(SGEMM_ARGS) {
     k6_twin::body<false, false, true>(M, N, K, alpha, A, B, beta, C);
 }
-extern "C" __global__ void __launch_bounds__(128, 7) k6_bc(SGEMM_ARGS) {
+extern "C" __global__ void __launch_bounds__(k6_twin::THREADS, 7) k6_bc(SGEMM_ARGS) {
     k6_twin::body<false, true, true>(M, N, K, alpha, A, B, beta, C);
 }
-extern "C" __global__ void __launch_bounds__(128, 7) k6_a(SGEMM_ARGS) {
+extern "C" __global__ void __launch_bounds__(k6_twin::THREADS, 7) k6_a(SGEMM_ARGS) {
     k6_twin::body<true, false, true>(M, N, K, alpha, A, B, beta, C);
 }

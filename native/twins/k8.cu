@@ -1,7 +1,6 @@
 // k8 twin: k7 + double buffering. Two copies of each tile; per phase the next slice is
 // loaded global -> registers, this one multiplied, the registers stored into the other
 // buffer, then ONE barrier. The last phase's loads fall outside K: all checks fail.
-#define WT_TK 8                // k8's TILING.tile_k: the tile search's best for k8
 #include "warptile.cuh"
 
 template <bool AV, bool BV>

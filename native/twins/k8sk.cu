@@ -3,7 +3,6 @@
 // and writes its tile of the M x N matrix at C + z*M*N with the alpha and beta it is given:
 // the host passes the call's C, alpha and beta when S == 1, else the workspace, 1 and 0, and
 // then reduces the slices in order (splitk_reduce.cu).
-#define WT_TK 8                // k8's TILING.tile_k
 #include "warptile.cuh"
 
 #define SPLITK_ARGS int M, int N, int K, int kslice, float alpha, const float* __restrict__ A, \
@@ -44,10 +43,8 @@ __device__ __forceinline__ void k8sk_body(SPLITK_ARGS) {
     wt::epilogue<BV>(C + u64(z) * m * n, acc, alpha, beta, row0, col0, am, bn, m, n);
 }
 
-#define SPLITK_KERNEL(NAME, AV, BV)                                                            \
-    extern "C" __global__ void __launch_bounds__(wt::THREADS, 2) NAME(SPLITK_ARGS) {            \
-        k8sk_body<AV, BV>(M, N, K, kslice, alpha, A, B, beta, C);                              \
-    }
+#define SPLITK_KERNEL(NAME, AV, BV) \
+    WT_KERNEL NAME(SPLITK_ARGS) { k8sk_body<AV, BV>(M, N, K, kslice, alpha, A, B, beta, C); }
 SPLITK_KERNEL(k8sk, true, true)
 SPLITK_KERNEL(k8sk_edge, false, false)
 SPLITK_KERNEL(k8sk_bc, false, true)      // K % 4 != 0

@@ -1,27 +1,39 @@
-// The warp tiling of k7 and k8 (numba_gemm/sgemm/_k7_parts.py in CUDA C): a 128 x 128 block
-// tile, 8 warps as 2 x 4 warp tiles of 64 x 32, each lane an 8 x 8 thread tile made of
-// 2 x 2 pieces of 4 x 4 (rows am + {0..3, 32..35}, columns bn + {0..3, 16..19}), so every
-// shared load of the inner loop is one conflict-free LDS.128. Block (32 lanes, 8 warps).
-// The A tile is stored transposed with rows padded by 4 floats; every global access is
+// The warp tiling of k7 and k8 (numba_gemm/sgemm/_k7_parts.py in CUDA C). The shipped tiling:
+// a 128 x 128 block tile, 8 warps as 2 x 4 warp tiles of 64 x 32, each lane an 8 x 8 thread tile
+// made of 2 x 2 pieces of 4 x 4 (rows am + {0..3, 32..35}, columns bn + {0..3, 16..19}), so
+// every shared load of the inner loop is one conflict-free LDS.128. Block (32 lanes, 8 warps).
+// The A tile is stored transposed with rows padded by A_PAD floats; every global access is
 // checked (one predicate per float4, or per float in the 32-bit forms).
 #pragma once
 #include "sgemm.cuh"
 
-#ifndef WT_TK                  // K depth of a phase: k7 16, k8 8 (their TILING.tile_k)
-#define WT_TK 16
+// The tiling is the Numba level's TILING (tile_m, tile_n, tile_k, warp_m, warp_n, lanes_n) and
+// _k7_parts' A_PAD and MIN_BLOCKS, passed as -D options by numba_gemm.twins.defines.
+#if !defined(WT_TM) || !defined(WT_TN) || !defined(WT_TK) || !defined(WT_WM) || !defined(WT_WN) || \
+    !defined(WT_LANES_N) || !defined(WT_A_PAD) || !defined(WT_MIN_BLOCKS)
+#error "WT_TM, WT_TN, WT_TK, WT_WM, WT_WN, WT_LANES_N, WT_A_PAD, WT_MIN_BLOCKS come from the Numba level's TILING (numba_gemm.twins.defines)"
 #endif
 
 namespace wt {
 
-constexpr int TM = 128, TN = 128, TK = WT_TK, WM = 64, WN = 32, LANES_N = 4;
-constexpr int THREADS = 256, WARPS_N = TN / WN, LANES_M = 32 / LANES_N;
+constexpr int TM = WT_TM, TN = WT_TN, TK = WT_TK, WM = WT_WM, WN = WT_WN, LANES_N = WT_LANES_N;
+constexpr int MIN_BLOCKS = WT_MIN_BLOCKS;                               // __launch_bounds__
+constexpr int WARPS_N = TN / WN, THREADS = 32 * (TM / WM) * WARPS_N, LANES_M = 32 / LANES_N;
 constexpr int SUB_M = WM / (4 * LANES_M), SUB_N = WN / (4 * LANES_N);   // 2 x 2 pieces
 constexpr int THREAD_M = 4 * SUB_M, THREAD_N = 4 * SUB_N;               // 8 x 8
 constexpr int M_STEP = 4 * LANES_M, N_STEP = 4 * LANES_N;               // 32, 16
-constexpr int AS = TM + 4;                                              // padded As row
+constexpr int AS = TM + WT_A_PAD;                                       // padded As row
 constexpr int A_LOADS = TM * TK / 4 / THREADS, B_LOADS = TK * TN / 4 / THREADS;
 constexpr int A_ROW_STEP = THREADS / (TK / 4), B_ROW_STEP = THREADS / (TN / 4);
 constexpr int SPREAD = TN / 4;
+// WarpTiling.problems() of _k7_parts, which the body assumes
+static_assert(TM % WM == 0 && TN % WN == 0, "warp tiles must divide the block tile");
+static_assert(SUB_M >= 1 && SUB_N >= 1 && WM % (4 * LANES_M) == 0 && WN % (4 * LANES_N) == 0,
+              "a warp tile must be whole 4x4 pieces for LANES_M x LANES_N lanes");
+static_assert(TK % 4 == 0 && TN % 4 == 0 && WT_A_PAD % 4 == 0, "float4 rows (As rows 16-byte aligned for LDS.128)");
+static_assert(TM * TK % (4 * THREADS) == 0 && TK * TN % (4 * THREADS) == 0,
+              "every thread must load whole float4s of each tile");
+static_assert(THREADS % (TK / 4) == 0 && THREADS % (TN / 4) == 0, "the loaders' rows must not straddle threads");
 
 // This thread's share of one phase: its first A float4 at tile (a_r, a_c), B's at (b_r, b_c).
 struct Loader {
@@ -119,16 +131,11 @@ __device__ __forceinline__ void epilogue(float* C, const float (&acc)[THREAD_M][
 
 }  // namespace wt
 
+// A kernel under the Numba level's launch bounds (_k7_parts.jit)
+#define WT_KERNEL extern "C" __global__ void __launch_bounds__(wt::THREADS, wt::MIN_BLOCKS)
+
 #define WARPTILE_KERNELS(LEVEL, body)                                                          \
-    extern "C" __global__ void __launch_bounds__(wt::THREADS, 2) LEVEL(SGEMM_ARGS) {            \
-        body<true, true>(M, N, K, alpha, A, B, beta, C);                                       \
-    }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(wt::THREADS, 2) LEVEL##_edge(SGEMM_ARGS) {     \
-        body<false, false>(M, N, K, alpha, A, B, beta, C);                                     \
-    }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(wt::THREADS, 2) LEVEL##_bc(SGEMM_ARGS) {       \
-        body<false, true>(M, N, K, alpha, A, B, beta, C);                                      \
-    }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(wt::THREADS, 2) LEVEL##_a(SGEMM_ARGS) {        \
-        body<true, false>(M, N, K, alpha, A, B, beta, C);                                      \
-    }
+    WT_KERNEL LEVEL(SGEMM_ARGS) { body<true, true>(M, N, K, alpha, A, B, beta, C); }           \
+    WT_KERNEL LEVEL##_edge(SGEMM_ARGS) { body<false, false>(M, N, K, alpha, A, B, beta, C); }  \
+    WT_KERNEL LEVEL##_bc(SGEMM_ARGS) { body<false, true>(M, N, K, alpha, A, B, beta, C); }     \
+    WT_KERNEL LEVEL##_a(SGEMM_ARGS) { body<true, false>(M, N, K, alpha, A, B, beta, C); }
