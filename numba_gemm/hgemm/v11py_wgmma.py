@@ -79,7 +79,7 @@ assert not CONFIG.problems() and STAGE_BYTES == CONFIG.stage_bytes and STAGE_BYT
 
 u32, u64, i32 = uint32, uint64, int32
 # uint32 constants: with a Python int, Numba computes u32 // c in int64, and a 64-bit division
-# by a run-time value is a call into a ptxas routine, which serializes every wgmma (C7515)
+# by a run-time value is a call into a ptxas routine, which serializes every wgmma
 S = np.uint32(STAGES)
 uBM, uBN, uBK = np.uint32(BM), np.uint32(BN), np.uint32(BK)
 SIM_L2_BYTES = 50 * 2**20   # the simulator has no device to ask; the H200's L2 (tile order only)
