@@ -67,6 +67,8 @@ def grid(M: int, N: int) -> tuple[int, int]:
     return k5.grid(M, N)
 
 
+# plan_splits and split_plan repeat the other split level's on purpose: they are this level's
+# surface (its tile, its residency, its SPLITS); the logic is _splitk_parts'.
 def plan_splits(M: int, N: int, K: int, sms: int = 132) -> int:
     """The number of K slices for an M×N×K product on a GPU of `sms` SMs (1: no split)."""
     gx, gy = grid(M, N)
