@@ -111,26 +111,6 @@ def load_width(ptr: int, row_bytes: int) -> int:
 
 
 # ---------------------------------------------------------------------------- the loader, in Python
-#
-# native/wgmma_reg_loader.cuh, StagedTile<W, ROWS, COLS>, side by side (same names):
-#
-#   LOAD_ELEMS  = W / 2                              elements per global load
-#   PIECE_ELEMS = W < 4 ? 2 : W / 2                  elements per shared store
-#   LOADS       = PIECE_ELEMS / LOAD_ELEMS           loads per piece
-#   PIECES      = ROWS * COLS / (PIECE_ELEMS * THREADS)
-#   STEP        = THREADS * PIECE_ELEMS / COLS       rows between a thread's pieces
-#   PANEL       = ROWS * 128                         bytes per 64-column panel
-#   init:  e = tid * PIECE_ELEMS; row0 = e / COLS; col = e % COLS; step = STEP * LD
-#          src0 = G + (R0 + row0) * LD + C0 + col
-#          dst0 = (col / 64) * PANEL + swz128(row0, (col % 64) / 8) + (col % 8) * 2
-#   load:  piece i at p = src0 + i * step; row_ok = row0 + i * STEP < rows_left;
-#          load l (elements p + l * LOAD_ELEMS ..) if row_ok and col + l * LOAD_ELEMS < cols_left, else 0
-#   store: dst = (tile + (dst0 ^ (((i * STEP) & 7) << 4))) + i * STEP * 128, PIECE_ELEMS * 2 bytes
-#
-# A is StagedTile<W_A, BM, 64> at (R0, C0) = (m0, k0), LD = K, rows_left = M - m0, cols_left = K - k0;
-# B is StagedTile<W_B, 64, BN> at (k0, n0), LD = N, rows_left = K - k0, cols_left = N - n0, its
-# shared tile at A_BYTES in the stage.
-
 
 def swz128(row: int, chunk: int) -> int:
     """native/ptx.cuh swz128: 16-byte chunk `chunk` of 128-byte row `row`, XOR-swizzled."""
@@ -139,7 +119,27 @@ def swz128(row: int, chunk: int) -> int:
 
 @dataclass(frozen=True)
 class StagedTile:
-    """One operand tile of ROWS x COLS elements as `threads` threads load it with W-byte loads."""
+    """One operand tile of ROWS x COLS elements as THREADS threads load it with W-byte loads:
+    native/wgmma_reg_loader.cuh's StagedTile<W, ROWS, COLS>, the same quantities under the same
+    names, side by side with the C++ they mirror:
+
+      LOAD_ELEMS  = W / 2                              elements per global load
+      PIECE_ELEMS = W < 4 ? 2 : W / 2                  elements per shared store
+      LOADS       = PIECE_ELEMS / LOAD_ELEMS           loads per piece
+      PIECES      = ROWS * COLS / (PIECE_ELEMS * THREADS)
+      STEP        = THREADS * PIECE_ELEMS / COLS       rows between a thread's pieces
+      PANEL       = ROWS * 128                         bytes per 64-column panel
+      init:  e = tid * PIECE_ELEMS; row0 = e / COLS; col = e % COLS; step = STEP * LD
+             src0 = G + (R0 + row0) * LD + C0 + col
+             dst0 = (col / 64) * PANEL + swz128(row0, (col % 64) / 8) + (col % 8) * 2
+      load:  piece i at p = src0 + i * step; row_ok = row0 + i * STEP < rows_left;
+             load l (elements p + l * LOAD_ELEMS ..) if row_ok and col + l * LOAD_ELEMS < cols_left, else 0
+      store: dst = (tile + (dst0 ^ (((i * STEP) & 7) << 4))) + i * STEP * 128, PIECE_ELEMS * 2 bytes
+
+    A is StagedTile<W_A, BM, 64> at (R0, C0) = (m0, k0), LD = K, rows_left = M - m0, cols_left = K - k0;
+    B is StagedTile<W_B, 64, BN> at (k0, n0), LD = N, rows_left = K - k0, cols_left = N - n0, its
+    shared tile at A_BYTES in the stage.
+    """
     W: int
     ROWS: int
     COLS: int
