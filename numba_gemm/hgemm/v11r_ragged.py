@@ -53,7 +53,6 @@ DELTA = ("v11r = v11 with TMA replaced by the threads' own global loads (8, 4 or
 DTYPES = cm.DTYPES
 SOURCE = "v11r_ragged.cu"
 KERNEL_NAMES = {"f16": "v11r_ragged_f16", "bf16": "v11r_ragged_bf16"}
-KERNEL_NAME = KERNEL_NAMES["f16"]
 SASS_MUST_HAVE = ("HGMMA", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "LDG", "STS")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM", "UTMALDG", "LDGSTS")
 RASTER = "super"
