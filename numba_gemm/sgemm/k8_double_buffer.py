@@ -35,7 +35,7 @@ from numba import cuda
 
 from ..ledgers.access import Geometry, Step
 from . import _k7_parts
-from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, launch, u32, u64
+from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, launch, u32
 from ._k6_edges import vector_operands     # which operands may move as float4 (k6's rule)
 
 LEVEL = "k8"
@@ -63,8 +63,8 @@ def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
 def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
     """The k8 kernel (not yet jitted) for tiling `t`; arguments as k7's make_kernel."""
     p = _k7_parts.make(t, a_vec, bc_vec)
-    loaders, load_tiles, store_tiles = p.loaders, p.load_tiles, p.store_tiles
-    compute, thread_tile, epilogue = p.compute, p.thread_tile, p.epilogue
+    loaders, thread_tile = p.loaders, p.thread_tile
+    double_buffered, epilogue = p.double_buffered, p.epilogue
     TM, TN, TK, AS = t.tile_m, t.tile_n, t.tile_k, t.a_stride
     TK2 = 2 * TK
     NA, NB, TMR, TNR = t.a_loads, t.b_loads, t.thread_m, t.thread_n
@@ -93,25 +93,9 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
             for j in range(TNR):
                 acc[i, j] = float32(0.0)
 
-        # phase 0 into buffer 0
-        load_tiles(A, B, ra, rb, a_off, b_off,
-                   u32(row0 + a_r), a_c, b_r, u32(col0 + b_c), m, n, k)
-        store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
-        cuda.syncthreads()
-
-        kb = u32(0)                                  # first k row of the buffer to multiply
-        ph = u32(0)
-        while ph < k:
-            nxt = u32(ph + TK)
-            a_off += u64(TK)
-            b_off += u64(TK) * u64(n)
-            load_tiles(A, B, ra, rb, a_off, b_off,
-                       u32(row0 + a_r), u32(nxt + a_c), u32(nxt + b_r), u32(col0 + b_c), m, n, k)
-            compute(kb, As, Bs, am, bn, af, bf, acc)            # meanwhile: TK steps, unrolled
-            kb = u32(TK - kb)
-            store_tiles(As, Bs, kb, ra, rb, a_r, a_c, b_r, b_c)
-            cuda.syncthreads()
-            ph = nxt
+        # the pipeline over all of K (k8sk runs it over a slice)
+        double_buffered(A, B, As, Bs, ra, rb, af, bf, acc, a_r, a_c, b_r, b_c, a_off, b_off,
+                        am, bn, row0, col0, m, n, k, u32(0), k)
 
         epilogue(0, C, acc, alpha, beta, row0, col0, am, bn, m, n)
 
