@@ -29,9 +29,10 @@ aligned bases at run time: when they refuse, the next in the ranking runs). The 
 need a GPU of the architecture they are compiled for (sm_90a). A level module can opt out with
 `AUTO = False`. A new level needs no edit here: it joins the ranking once calibrated.
 In the simulator (no GPU) only the Numba levels run: when auto's ranking holds none for the
-dtype (float16/bfloat16), the highest Numba level that takes it and serves the shape, AUTO =
-False included: v8py, which stays out of the ranking on a GPU only because native v8 runs
-there. It takes seconds even at tiny shapes (one Python thread per GPU thread, 128×128 tiles).
+dtype (float16/bfloat16), the Numba levels that take it and serve the shape, AUTO = False
+included (v8py and v11py, which stay out of the ranking on a GPU because native levels run
+there), ranked the same way: v8py, which is calibrated. It takes seconds even at tiny shapes
+(one Python thread per GPU thread, 128×128 tiles).
 """
 from __future__ import annotations
 
@@ -98,7 +99,7 @@ def mode() -> str:
     elif gpu.cuda_target_chosen():
         raise NoGPUError(
             "numba_gemm: no CUDA GPU found, and numba.cuda is already imported without the "
-            "simulator, so this process cannot switch to it. The Numba levels (k*, v8py) run in "
+            "simulator, so this process cannot switch to it. The Numba levels (k*, v8py, v11py) run in "
             "Numba's CUDA simulator when it is on before numba.cuda is imported: run with "
             "NUMBA_ENABLE_CUDASIM=1 (e.g. NUMBA_ENABLE_CUDASIM=1 python script.py), or call "
             "numba_gemm.use_simulator_if_no_gpu() before anything imports numba.cuda. "
@@ -106,7 +107,7 @@ def mode() -> str:
         )
     else:
         raise NoGPUError(
-            "numba_gemm: no CUDA GPU found. The Numba levels (k*, v8py) can run in Numba's CUDA "
+            "numba_gemm: no CUDA GPU found. The Numba levels (k*, v8py, v11py) can run in Numba's CUDA "
             "simulator: call numba_gemm.use_simulator_if_no_gpu() first, or set "
             "NUMBA_ENABLE_CUDASIM=1 before numba.cuda is imported (e.g. NUMBA_ENABLE_CUDASIM=1 "
             "python script.py; bench.py does it by itself). The native levels (the other v*) need a GPU."
@@ -487,10 +488,11 @@ def _host_level(lv, a, M, N, K, simulated):
 def _simulator_candidates(dtype, M, N, K) -> list:
     """In the simulator, when auto's ranking has nothing that runs (fp16/bf16: only native
     levels rank), the Numba levels that take the dtype and serve the shape, AUTO = False ones
-    included: v8py stays out of auto on a GPU only because native v8 runs there."""
-    dtype = np.dtype(dtype)
-    return [lv for lv in reversed(list(_levels.registry().values()))
-            if dtype in lv.dtypes and not lv.native and lv.unsupported(M, N, K) is None]
+    included (v8py and v11py stay out of auto on a GPU because native levels run there),
+    ranked as auto ranks: the calibrated first."""
+    from . import choose
+
+    return [_levels.get(q.level) for q in choose.rank(dtype, M, N, K, native=False, opted_out=True)]
 
 
 # ---------------------------------------------------------------------------- public
@@ -511,7 +513,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
     __cuda_stream__, a torch/CuPy/Numba stream or a raw handle; default: the stream A's
     library considers current. Device operands run on their own GPU.
     C must not share memory with A or B (ValueError, NumPy operands included).
-    Without a GPU, the Numba levels (k*, v8py) run in the CUDA simulator if Numba is in
+    Without a GPU, the Numba levels (k*, v8py, v11py) run in the CUDA simulator if Numba is in
     simulator mode (use_simulator_if_no_gpu(), or NUMBA_ENABLE_CUDASIM=1, before numba.cuda is
     imported); otherwise NoGPUError says how.
     """

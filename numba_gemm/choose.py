@@ -131,13 +131,14 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
 
 
 def rank(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
-         sms: int = DEFAULT_SMS) -> list[Prediction]:
+         sms: int = DEFAULT_SMS, opted_out: bool = False) -> list[Prediction]:
     """Every level that takes dtype and serves M×N×K here (native: whether native levels can
-    run), fastest predicted first; uncalibrated levels last, highest rung first."""
+    run; opted_out: the levels with AUTO = False too), fastest predicted first; uncalibrated
+    levels last, highest rung first."""
     dtype = as_dtype(dtype)
     out = []
     for lv in reversed(list(_levels.registry().values())):
-        if dtype not in lv.dtypes or not getattr(lv.module, "AUTO", True):
+        if dtype not in lv.dtypes or not (opted_out or getattr(lv.module, "AUTO", True)):
             continue
         if lv.native and not native:
             continue
