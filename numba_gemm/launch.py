@@ -301,6 +301,27 @@ class recording:
         _tls.record = self.outer
 
 
+class keeping:
+    """Launches made within this block hold `obj` as well (e.g. a workspace their arguments
+    point into), for as long as they live: gemm() and plan() replay recorded launches long
+    after the call that made them. They are issued (or recorded by an outer `recording`) when
+    the block ends."""
+
+    def __init__(self, obj, stream):
+        self.obj, self.stream, self.rec = obj, stream, recording()
+
+    def __enter__(self):
+        self.rec.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.rec.__exit__(*exc)
+        if exc[0] is None:
+            for L in self.rec.launches:
+                L.keep = (L.keep, self.obj)
+                _issue(L, self.stream)
+
+
 def _issue(launch: Launch, stream) -> None:
     rec = getattr(_tls, "record", None)
     if rec is not None:

@@ -334,3 +334,24 @@ def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
         v13.run(h(0x10000, (M, K)), h(0x20000, (K, N)), _f32_record(0x30000, (M, N)), 1.0, 0.0)
     (L,) = rec.launches
     assert L.fn == 0x77 and L.cluster == v13.CLUSTER and L.grid[0] % v13.CLUSTER == 0
+
+
+def test_keeping_holds_an_object_in_each_launch_and_passes_them_on():
+    """Launches made under launch.keeping(obj) carry obj in `keep` and reach the outer
+    recording in order; nothing is issued when the block raises."""
+    from numba_gemm import launch
+
+    workspace = object()
+    with launch.recording() as outer:
+        with launch.keeping(workspace, 0):
+            for fn in (0x10, 0x20):
+                launch._issue(launch.Launch(fn, (1,), (32,), 0, None, b"args"), 0)
+            assert outer.launches == []                    # held until the block ends
+    assert [L.fn for L in outer.launches] == [0x10, 0x20]
+    assert all(L.keep == (b"args", workspace) for L in outer.launches)
+    with launch.recording() as outer:
+        with pytest.raises(RuntimeError):
+            with launch.keeping(workspace, 0):
+                launch._issue(launch.Launch(0x30, (1,), (32,), 0, None, b"args"), 0)
+                raise RuntimeError("refused")
+    assert outer.launches == []

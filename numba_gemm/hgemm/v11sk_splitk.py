@@ -122,11 +122,6 @@ def sm_count() -> int:
 _SMS = None
 
 
-class _Pointer(ctypes.c_void_p):
-    """A pointer kernel argument that holds the array it points into: the Launch keeps its
-    arguments, so a recorded launch keeps the workspace alive."""
-
-
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
     from .. import launch, nvrtc
 
@@ -146,14 +141,7 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
         return
     P = workspace.partials(C, S, M, N)          # S x M x N fp32, slice z at P + z*M*N
     args = wg.maps_and_args(LEVEL, A, B, P, 1.0, 0.0, tile) + [ctypes.c_int32(per)]
-    ptr = _Pointer(args[2].value)               # maps_and_args' C slot: the workspace
-    ptr.owner = P
-    args[2] = ptr
-    # Both launches hold the workspace: the native one through its argument, the reduction's
-    # (a Numba launch keeps only its packed parameters) through `keep`, set here.
-    with launch.recording() as rec:
+    # both launches hold the workspace: their arguments hold only its address
+    with launch.keeping(P, stream):
         nvrtc.launch(kernel, grid, block, smem, stream, args)
         splitk.reduce(P, C, S, M, N, alpha, beta, stream)
-    for L in rec.launches:
-        L.keep = (L.keep, P)
-        launch._issue(L, stream)

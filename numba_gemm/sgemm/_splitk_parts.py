@@ -70,9 +70,6 @@ def launch(kernel, grid, block, A, B, C, alpha, beta, stream=None, kslice=None):
         return
     # A recorded Numba launch keeps only its packed parameters: both launches hold the
     # workspace as well, so a cached call (gemm(), plan()) cannot outlive it
-    with launches.recording() as rec:
+    with launches.keeping(out, stream):
         launch_numba(kernel, grid, block, args, stream)
         splitk.reduce(out, C, S, M, N, alpha, beta, stream)
-    for L in rec.launches:
-        L.keep = (L.keep, out)
-        launches._issue(L, stream)
