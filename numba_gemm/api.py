@@ -623,8 +623,8 @@ class Plan:
         ranked = choose.explain(self.dtype, self.M, self.N, self.K, native, self.beta)
         if ranked.split("\n")[0].endswith(": " + self.level.name):
             return head + "\n" + ranked
-        return (head + f" (auto's first choice could not take these operands, e.g. an unaligned "
-                f"base for TMA)\n" + ranked)
+        return (head + " (auto's first choice could not take these operands, e.g. an unaligned "
+                "base for TMA)\n" + ranked)
 
     def __repr__(self):
         return f"Plan({self.level.name}, M={self.M}, N={self.N}, K={self.K}, alpha={self.alpha}, beta={self.beta})"

@@ -21,8 +21,6 @@ from collections import defaultdict
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")   # the fit reads level modules, runs nothing
 
-import numpy as np  # noqa: E402
-
 from numba_gemm import choose, registry  # noqa: E402
 
 MIN_SAMPLES = 4            # fewer than this for one 2-byte type: pool fp16 and bf16 (same kernels)

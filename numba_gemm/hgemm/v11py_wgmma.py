@@ -51,6 +51,8 @@ from ..ptx import (SIMULATOR, fence_mbarrier_init, fence_operands, fence_proxy_a
                    mbar_wait, prefetch_tensormap, smem_u32, tma_load_2d, warp_sync, wgmma_bf16,
                    wgmma_commit, wgmma_f16, wgmma_fence, wgmma_wait)
 from . import _common as cm
+from . import _numba_launch
+from ._numba_launch import array_args
 from . import _wgmma as wg
 
 LEVEL = "v11py"
@@ -353,31 +355,8 @@ def _address(a) -> int:
     return cm.device_ptr(a)
 
 
-_FUNCTIONS: dict = {}
-
-
 def _function(name: str):
-    """The CUfunction of a compiled specialisation (Numba compiles it for the device, sm_90a
-    on a Hopper, and loads it, once)."""
-    from cuda.bindings import driver as drv
-
-    from .. import nvrtc
-
-    key = (nvrtc._context_key(), name)
-    fn = _FUNCTIONS.get(key)
-    if fn is None:
-        handle = KERNELS[name][0].compile(SIGNATURE)._codelibrary.get_cufunc().handle
-        kern = handle if isinstance(handle, drv.CUkernel) else drv.CUkernel(int(handle))
-        fn = _FUNCTIONS[key] = nvrtc.check(drv.cuKernelGetFunction(kern), "cuKernelGetFunction")
-    return fn
-
-
-def _array_args(ptr: int, n: int, itemsize: int) -> list:
-    """A 1-D C-contiguous array as a Numba kernel receives it: meminfo, parent, nitems,
-    itemsize, data, shape[0], strides[0] (seven parameters)."""
-    c64 = ctypes.c_int64
-    return [ctypes.c_void_p(0), ctypes.c_void_p(0), c64(n), c64(itemsize), ctypes.c_void_p(ptr),
-            c64(n), c64(itemsize)]
+    return _numba_launch.function(KERNELS[name][0], SIGNATURE)
 
 
 def run(A, B, C, alpha, beta, stream=None):
@@ -406,7 +385,7 @@ def run(A, B, C, alpha, beta, stream=None):
     tm_a = device_map(dtype, pa, M, K, BOX_A)
     tm_b = device_map(dtype, pb, K, N, BOX_B)
     super_m, super_n = tile_order(M, N, K)
-    args = ([ctypes.c_uint64(tm_a), ctypes.c_uint64(tm_b)] + _array_args(cm.device_ptr(C), M * N, 4)
+    args = ([ctypes.c_uint64(tm_a), ctypes.c_uint64(tm_b)] + array_args(cm.device_ptr(C), M * N, 4)
             + cm.pack_args(("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
                            ("i", super_m), ("i", super_n)))
     nvrtc.launch(_function(name), grid, block, smem, stream, args)

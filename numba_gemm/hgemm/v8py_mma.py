@@ -24,7 +24,6 @@ here run in CI on small shapes.
 """
 from __future__ import annotations
 
-import ctypes
 
 import numpy as np
 from numba import cuda, float32, int32, uint16, uint32, uint64
@@ -33,6 +32,8 @@ from ..intrinsics import unrolled
 from ..ptx import (SIMULATOR, cp_async16, cp_async_commit, cp_async_wait, ldmatrix_x4,
                    ldmatrix_x4_trans, mma_bf16, mma_f16, smem_u32)
 from . import _common as cm
+from . import _numba_launch
+from ._numba_launch import array_args
 
 LEVEL = "v8py"
 PARENT = "v8"
@@ -272,32 +273,8 @@ def _address(a) -> int:
     return cm.device_ptr(a)
 
 
-_FUNCTIONS: dict = {}
-
-
 def _function(name: str):
-    """The CUfunction of a compiled specialisation (Numba compiles and loads it, once)."""
-    from cuda.bindings import driver as drv
-
-    from .. import nvrtc
-
-    key = (nvrtc._context_key(), name)
-    fn = _FUNCTIONS.get(key)
-    if fn is None:
-        # Numba loads its cubin as a library (cuda.core): the handle is a CUkernel; the
-        # function of the current context is what cuFuncSetAttribute and cuLaunchKernel take
-        handle = KERNELS[name][0].compile(SIGNATURE)._codelibrary.get_cufunc().handle
-        kernel = handle if isinstance(handle, drv.CUkernel) else drv.CUkernel(int(handle))
-        fn = _FUNCTIONS[key] = nvrtc.check(drv.cuKernelGetFunction(kernel), "cuKernelGetFunction")
-    return fn
-
-
-def _array_args(ptr: int, n: int, itemsize: int) -> list:
-    """A 1-D C-contiguous array as a Numba kernel receives it: meminfo, parent, nitems,
-    itemsize, data, shape[0], strides[0] (seven parameters)."""
-    c64 = ctypes.c_int64
-    return [ctypes.c_void_p(0), ctypes.c_void_p(0), c64(n), c64(itemsize), ctypes.c_void_p(ptr),
-            c64(n), c64(itemsize)]
+    return _numba_launch.function(KERNELS[name][0], SIGNATURE)
 
 
 def specialisation(element_type: str, vec_a: bool, vec_b: bool) -> str:
@@ -324,7 +301,7 @@ def run(A, B, C, alpha, beta, stream=None):
         return
     from .. import nvrtc
 
-    args = (_array_args(pa, M * K, 2) + _array_args(pb, K * N, 2) + _array_args(pc, M * N, 4)
+    args = (array_args(pa, M * K, 2) + array_args(pb, K * N, 2) + array_args(pc, M * N, 4)
             + cm.pack_args(("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
                            ("i", int(vec_a)), ("i", int(vec_b))))
     nvrtc.launch(_function(name), grid, block, SMEM, stream, args)

@@ -1,0 +1,34 @@
+"""What the HGEMM levels written in numba.cuda (v8py, v11py) share to launch through
+numba_gemm.nvrtc with their own dynamic shared memory: the loaded function of a compiled
+kernel, and a flat array as the parameters Numba's ABI gives it."""
+from __future__ import annotations
+
+import ctypes
+
+_FUNCTIONS: dict = {}     # (context, dispatcher, signature) -> CUfunction
+
+
+def function(dispatcher, signature):
+    """The CUfunction of `dispatcher` compiled for `signature` in the current context (Numba
+    compiles and loads it once)."""
+    from cuda.bindings import driver as drv
+
+    from .. import nvrtc
+
+    key = (nvrtc._context_key(), dispatcher, signature)
+    fn = _FUNCTIONS.get(key)
+    if fn is None:
+        # Numba loads its cubin as a library (cuda.core): the handle is a CUkernel; the
+        # function of the current context is what cuFuncSetAttribute and cuLaunchKernel take
+        handle = dispatcher.compile(signature)._codelibrary.get_cufunc().handle
+        kernel = handle if isinstance(handle, drv.CUkernel) else drv.CUkernel(int(handle))
+        fn = _FUNCTIONS[key] = nvrtc.check(drv.cuKernelGetFunction(kernel), "cuKernelGetFunction")
+    return fn
+
+
+def array_args(ptr: int, n: int, itemsize: int) -> list:
+    """A 1-D C-contiguous array as a Numba kernel receives it: meminfo, parent, nitems,
+    itemsize, data, shape[0], strides[0] (seven parameters)."""
+    c64 = ctypes.c_int64
+    return [ctypes.c_void_p(0), ctypes.c_void_p(0), c64(n), c64(itemsize), ctypes.c_void_p(ptr),
+            c64(n), c64(itemsize)]
