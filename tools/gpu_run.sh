@@ -16,10 +16,12 @@
 #     tests3  the SASS census (compiles every level), k7/k8, intrinsics, microbenchmarks
 #     tests4  everything else (api hypothesis shapes, operands, call cache, bench, ledgers,
 #             figures, notebook): every tests/test_*.py not named above, so none is left out
-#   `tests` runs chunk ${TEST_CHUNK:-1} and says which to run next.
-#   LEVELS / SIZES narrow the sgemm step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
+#   `tests` runs chunk ${TEST_CHUNK:-1} and says which to run next, or the files in TEST_FILES.
+#   LEVELS / SIZES narrow the sgemm step, HGEMM_LEVELS the hgemm step, SANITIZE_LEVELS (default:
+#   every native level) the sanitize step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
 #   SANITIZE_TOOLS the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE /
 #   PROFILE_DTYPE the profile step (ncu sections of one launch per level, cuBLAS beside them).
+# PACK_LOGS=1 packs the logs into $OUT/logs.tar.gz at the end (the JSON stay beside it).
 # Wheels in .whl/ (e.g. a NumPy < 2.5 for the machine's Python) are installed first if present.
 set -u
 OUT=${OUT:-out}
@@ -57,21 +59,24 @@ chunk_files() {
   for f in tests/test_*.py; do [[ $named == *" $f "* ]] || echo -n "$f "; done
   echo
 }
+run_tests() {  # run_tests NAME FILES...: one pytest run, its log and summary line
+  local log="$OUT/pytest_$1.log"; shift
+  timeout "${TEST_TIMEOUT:-360}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} "$@" >"$log" 2>&1
+  echo "$(basename "$log" .log) (exit $?): $(tail -n 1 "$log")"
+}
 run_chunk() {
   if ! (( $1 >= 1 && $1 <= TEST_CHUNKS )) 2>/dev/null; then echo "tests: no chunk '$1' (1..$TEST_CHUNKS)"; return; fi
-  local log="$OUT/pytest_tests$1.log"
-  timeout "${TEST_TIMEOUT:-360}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} $(chunk_files "$1") >"$log" 2>&1
-  echo "tests$1 (exit $?): $(tail -n 1 "$log")"
+  run_tests "tests$1" $(chunk_files "$1")
   if (( $1 < TEST_CHUNKS )); then echo "next: bash tools/gpu_run.sh tests$(($1 + 1))"; fi
 }
 if has tests; then
-  run_chunk "${TEST_CHUNK:-1}"
+  if [[ -n ${TEST_FILES:-} ]]; then run_tests files $TEST_FILES; else run_chunk "${TEST_CHUNK:-1}"; fi
 fi
 for i in $(seq 1 $TEST_CHUNKS); do
   if has "tests$i"; then run_chunk "$i"; fi
 done
 if has sanitize; then  # every native level on a small ragged shape, each checked for exactness
-  native=$(levels_where "lv.native")
+  native=${SANITIZE_LEVELS:-$(levels_where "lv.native")}
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
       python3 tools/run_once.py --level "$native" --shape 127,200,72 >"$OUT/sanitize_$tool.txt" 2>&1
@@ -84,7 +89,7 @@ if has sgemm; then
 fi
 if has hgemm; then
   for dt in fp16 bf16; do
-    timeout 300 python3 bench.py --level hgemm --size 4096,8192 --dtype $dt --json "$OUT/hgemm_$dt.json" >"$OUT/hgemm_$dt.txt" 2>&1
+    timeout 300 python3 bench.py --level "${HGEMM_LEVELS:-hgemm}" --size 4096,8192 --dtype $dt --json "$OUT/hgemm_$dt.json" >"$OUT/hgemm_$dt.txt" 2>&1
     cat "$OUT/hgemm_$dt.txt"
   done
 fi
@@ -133,4 +138,8 @@ if has profile; then  # where the time goes: one launch per level under ncu's ma
       python3 tools/run_once.py --level "$lv" --size "${PROFILE_SIZE:-4096}" --dtype "${PROFILE_DTYPE:-float16}"
   done >"$OUT/profile.txt" 2>&1
   grep -E "^===|^  [a-zA-Z_]+ |Duration|Throughput|SM Frequency|Stall|Issued|Registers|Warp Cycles|L2 Hit|Mem Busy|Max Bandwidth|per_second" "$OUT/profile.txt" | head -n 150
+fi
+# at most a few files come back from a remote run: the logs travel as one archive beside the JSON
+if [[ -n ${PACK_LOGS:-} ]]; then
+  (cd "$OUT" && tar czf logs.tar.gz --remove-files $(ls *.txt *.log 2>/dev/null))
 fi
