@@ -62,7 +62,8 @@ chunk_files() {
 run_tests() {  # run_tests NAME FILES...: one pytest run, its log and summary line
   local log="$OUT/pytest_$1.log"; shift
   timeout "${TEST_TIMEOUT:-360}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} "$@" >"$log" 2>&1
-  echo "$(basename "$log" .log) (exit $?): $(tail -n 1 "$log")"
+  local rc=$?   # 124: the chunk ran past TEST_TIMEOUT
+  echo "$(basename "$log" .log) (exit $rc): $(tail -n 1 "$log")"
 }
 run_chunk() {
   if ! (( $1 >= 1 && $1 <= TEST_CHUNKS )) 2>/dev/null; then echo "tests: no chunk '$1' (1..$TEST_CHUNKS)"; return; fi
