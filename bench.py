@@ -227,7 +227,12 @@ def explain_from_ledgers(levels, shapes, given: bool) -> None:
 
 
 def command_line(argv) -> str:
-    return " ".join(["python", os.path.basename(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])])
+    """The command as a record states it: output files by their names, not the machine's paths."""
+    args = list(argv if argv is not None else sys.argv[1:])
+    for i, a in enumerate(args[1:], 1):
+        if args[i - 1] in ("--json", "--csv", "--plot"):
+            args[i] = os.path.basename(a)
+    return " ".join(["python", os.path.basename(sys.argv[0]), *args])
 
 
 def explain_auto(levels, shapes, dtype_name, simulator) -> None:

@@ -10,10 +10,15 @@ say theirs through `plan_splits`), a shape M × N × K gives
                                                           padding rows and idle SMs included
     t_mem  = bytes / (bandwidth · bw_eff)                 A, B, C once (+ C read when beta != 0),
                                                           + the split partials written and read
-    t      = t0 + max(t_mma, t_mem)  (+ the reduction launch's t0 when S > 1)
+    t      = t0 + slow · max(t_mma, t_mem)  (+ the reduction launch's t0 when S > 1)
+
+`slow` is 1 where every row of A, B and C starts on a 16-byte boundary (`aligned`), else the
+level's `ragged_slowdown`: rows TMA and 16-byte vector loads cannot take send a level down its
+edge path (narrower loads), a different speed the tile arithmetic cannot see.
 
 `rate` (FLOP/s of the whole GPU when every slot is busy), `t0` (the fixed cost of a launch:
-fill, drain, epilogue), `blocks_per_sm` and `bw_eff` are per level and per input type, in
+fill, drain, epilogue), `blocks_per_sm`, `bw_eff` and `ragged_slowdown` are per level and per
+input type, in
 numba_gemm/data/h200_auto.json: fitted to the shape suite's measurements
 (tools/calibrate_auto.py reads a `bench.py --suite shapes --json` run), not written by hand.
 A level with no calibration is ranked after those with one, in ladder order (highest first),
@@ -22,7 +27,6 @@ so a new level runs under auto only once it has been measured.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +108,12 @@ class Prediction:
         return f"{self.level:>6} {t}  {self.why}"
 
 
+def aligned(N: int, K: int, elem_bytes: int) -> bool:
+    """Whether every row of A (K elements), B (N) and the float32 C (N) is a whole number of
+    16-byte units, so each row starts where TMA and 16-byte vector loads can take it."""
+    return (K * elem_bytes) % 16 == 0 and (N * elem_bytes) % 16 == 0 and (N * 4) % 16 == 0
+
+
 def _terms(g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float, sms: int,
            blocks_per_sm: int) -> tuple[float, float, int, int, int]:
     """(FLOPs the slots are priced for, bytes moved, launches, CTAs, slots) at geometry g."""
@@ -121,9 +131,11 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     priced, nbytes, launches, ctas, slots = _terms(g, M, N, K, elem_bytes, beta, sms, p["blocks_per_sm"])
     t_mma = priced / (p["tflops"] * 1e12)
     t_mem = nbytes / (bandwidth * p["bw_eff"])
-    t = p["t0_us"] * 1e-6 * launches + max(t_mma, t_mem)
+    slow = 1.0 if aligned(N, K, elem_bytes) else p.get("ragged_slowdown", 1.0)
+    t = p["t0_us"] * 1e-6 * launches + slow * max(t_mma, t_mem)
     waves = ceil_div(ctas, slots)
     split = f", split {g.splits}" if g.splits > 1 else ""
+    split += f", ragged rows x{slow:.2f}" if slow != 1.0 else ""
     why = (f"{g.bm}x{g.bn} tiles{split}: {ctas} CTA{'s' * (ctas != 1)} in {waves} wave{'s' * (waves != 1)} of "
            f"{slots} ({100 * ctas / (waves * slots):.0f} % full), "
            f"{'compute' if t_mma >= t_mem else 'memory'}-bound")
@@ -173,10 +185,37 @@ _T0_US = tuple(float(x) for x in np.concatenate([np.arange(2, 20, 1), np.arange(
 _BW_EFF = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 
 
+
 def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_BANDWIDTH) -> dict:
     """Constants of one level and dtype that minimise the squared log error of predicted
     against measured time over samples ({"M", "N", "K", "elem_bytes", "ms", "geometry"}):
-    a grid search, every point of the grid evaluated (no local minimum to get stuck in)."""
+    a grid search, every point of the grid evaluated (no local minimum to get stuck in). The
+    aligned shapes fix the four constants; the ragged ones (if any) then fix ragged_slowdown.
+    A level measured only on ragged shapes is fitted on those with no slowdown."""
+    even = [s for s in samples if aligned(s["N"], s["K"], s["elem_bytes"])]
+    ragged = [s for s in samples if not aligned(s["N"], s["K"], s["elem_bytes"])]
+    p = _fit_constants(even or ragged, sms, bandwidth)
+    if even and ragged:
+        # busy time of each ragged shape at slowdown 1; the slowdown that fits them best
+        t0 = p["t0_us"] * 1e-6
+        meas = np.log([s["ms"] * 1e-3 for s in ragged])
+        busy = np.array([predict_ms(p, s["geometry"], s["M"], s["N"], s["K"], s["elem_bytes"], 0.0,
+                                    sms, bandwidth)[0] * 1e-3 for s in ragged])
+        fixed = t0 * np.array([2 if s["geometry"].splits > 1 else 1 for s in ragged])
+        busy = busy - fixed
+        slows = np.geomspace(0.5, 16.0, 101)
+        err = np.sum((np.log(fixed[None, :] + slows[:, None] * busy[None, :]) - meas[None, :]) ** 2, axis=1)
+        p["ragged_slowdown"] = round(float(slows[np.argmin(err)]), 3)
+    preds = np.log([predict_ms(p, s["geometry"], s["M"], s["N"], s["K"], s["elem_bytes"], 0.0, sms,
+                               bandwidth)[0] * 1e-3 for s in samples])
+    meas = np.log([s["ms"] * 1e-3 for s in samples])
+    p["fit_rms_log_error"] = round(float(np.sqrt(np.mean((preds - meas) ** 2))), 4)
+    p["samples"] = len(samples)
+    return p
+
+
+def _fit_constants(samples: list[dict], sms: int, bandwidth: float) -> dict:
+    """blocks_per_sm, bw_eff, tflops and t0_us by grid search over samples (slowdown 1)."""
     meas = np.log([s["ms"] * 1e-3 for s in samples])
     peak = max(2.0 * s["M"] * s["N"] * s["K"] / (s["ms"] * 1e-3) for s in samples)
     rates = peak * np.geomspace(0.9, 2.0, 24)                      # FLOP/s
@@ -190,13 +229,11 @@ def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_
         launches = np.array([t[2] for t in terms])
         for eff in _BW_EFF:
             # [rate, t0, sample]
-            busy = np.maximum(priced[None, None, :] / rates[:, None, None],
-                              (nbytes / (bandwidth * eff))[None, None, :])
-            pred = np.log(t0[None, :, None] * launches[None, None, :] + busy)
-            err = np.sum((pred - meas[None, None, :]) ** 2, axis=2)
+            busy = np.maximum(priced[None, :] / rates[:, None], (nbytes / (bandwidth * eff))[None, :])
+            pred = np.log(t0[None, :, None] * launches[None, None, :] + busy[:, None, :])
+            err = np.sum((pred - meas) ** 2, axis=2)
             i, j = np.unravel_index(np.argmin(err), err.shape)
             if best is None or err[i, j] < best[0]:
                 best = (float(err[i, j]), bps, eff, float(rates[i]), float(_T0_US[j]))
     err, bps, eff, rate, t0_us = best
-    return {"blocks_per_sm": bps, "bw_eff": eff, "tflops": round(rate / 1e12, 2), "t0_us": t0_us,
-            "fit_rms_log_error": round(math.sqrt(err / len(samples)), 4), "samples": len(samples)}
+    return {"blocks_per_sm": bps, "bw_eff": eff, "tflops": round(rate / 1e12, 2), "t0_us": t0_us}

@@ -276,7 +276,8 @@ DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 def provenance(command: str) -> dict:
-    """Card, date, commit and command of a run (the commit from git, else NUMBA_GEMM_COMMIT)."""
+    """Card, date, commit and command of a run (the commit from NUMBA_GEMM_COMMIT, else git: a
+    copy of the checkout sent to another machine may carry a stale .git)."""
     import datetime
     import os
     import subprocess

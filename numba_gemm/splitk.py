@@ -27,14 +27,14 @@ WORKSPACE_LIMIT = 256 * 2**20      # bytes of partials a call may use
 
 
 def choose_splits(tiles: int, k_tiles: int, M: int, N: int, sms: int = 132,
-                  max_splits: int = MAX_SPLITS) -> int:
+                  max_splits: int = MAX_SPLITS, min_k_tiles: int = MIN_K_TILES_PER_SPLIT) -> int:
     """The number of K slices for a grid of `tiles` output tiles and `k_tiles` K tiles each:
     enough CTAs to cover `sms` once (S = sms // tiles, so tiles·S ≤ sms: one wave), each
-    slice at least MIN_K_TILES_PER_SPLIT K tiles, the partials within WORKSPACE_LIMIT.
+    slice at least min_k_tiles K tiles, the partials within WORKSPACE_LIMIT.
     1 means no split (the shape already fills the GPU, or K is short)."""
-    if tiles >= sms // 2 or k_tiles < 2 * MIN_K_TILES_PER_SPLIT:
+    if tiles >= sms // 2 or k_tiles < 2 * min_k_tiles:
         return 1
-    s = min(sms // tiles, k_tiles // MIN_K_TILES_PER_SPLIT, max_splits,
+    s = min(sms // tiles, k_tiles // min_k_tiles, max_splits,
             WORKSPACE_LIMIT // max(1, 4 * M * N))
     return max(1, s)
 

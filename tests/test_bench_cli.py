@@ -238,3 +238,8 @@ def test_dtype_fp32_is_the_suites(capsys):
     with pytest.raises(SystemExit) as e:
         bench.main(["--level", "k4", "--dtype", "fp32"])
     assert "--dtype fp32 is for --suite" in str(e.value.code)
+
+
+def test_a_recorded_command_names_its_output_files_not_their_paths():
+    line = bench.command_line(["--suite", "shapes", "--json", "/some/dir/shapes_bf16.json"])
+    assert line.endswith(" --suite shapes --json shapes_bf16.json")

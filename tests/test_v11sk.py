@@ -82,7 +82,7 @@ def test_plan_splits_covers_k_once(M, n8, k8, sms):
     if S > 1:
         assert S * tiles <= sms
         assert 4 * S * M * N <= splitk.WORKSPACE_LIMIT
-        assert all(hi - lo >= splitk.MIN_K_TILES_PER_SPLIT for lo, hi in ranges[:-1])
+        assert all(hi - lo >= sk.MIN_SLICE_K_TILES for lo, hi in ranges[:-1])
     # the kernel's own arithmetic: slice z = blockIdx.y starts at z * per and runs per tiles,
     # cut at k_tiles
     per = splitk.slice_k_tiles(k_tiles, S)
@@ -114,7 +114,7 @@ def test_forced_splits_refusals_and_the_module_switch(monkeypatch):
     assert sk.plan_splits(128, 256, 4096) == (sk.TILES[128], 3)
     assert sk.plan_splits(128, 256, 4096, splits=1)[1] == 1             # the argument wins
     monkeypatch.setattr(sk, "SPLITS", None)
-    assert sk.plan_splits(128, 256, 4096, sms=132)[1] == 16
+    assert sk.plan_splits(128, 256, 4096, sms=132)[1] == 8                # 64 K tiles, 8 per slice
 
 
 def test_launch_config():

@@ -7,13 +7,14 @@ Inputs: JSON written by `bench.py --suite shapes --json` (per shape, every level
 `bench.py --json` (one row per level and shape). Every (level, input dtype) with measurements
 gets its own constants (blocks per SM, bandwidth efficiency, rate, fixed cost), fitted to
 minimise the squared log error of predicted against measured kernel time; the fit's RMS log
-error and sample count are stored beside them, and the sources with their provenance. A 2-byte
-type with fewer than MIN_SAMPLES shapes is fitted together with the other one (the same kernels;
-"pooled_with" says so).
+error and sample count are stored beside them, and the sources with their provenance. fp16 and
+bf16 are fitted together ("pooled_with" says so): the same kernels with another MMA type, within a
+few per cent of each other where both were measured, and the suite may have measured only one.
 """
 import argparse
 import datetime
 import json
+import math
 import os
 import sys
 from collections import defaultdict
@@ -23,12 +24,12 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")   # the fit reads level modul
 
 from numba_gemm import choose, registry  # noqa: E402
 
-MIN_SAMPLES = 4            # fewer than this for one 2-byte type: pool fp16 and bf16 (same kernels)
 TWO_BYTE = ("float16", "bfloat16")
 
 
 def samples(paths):
-    """{(level, dtype): [(M, N, K, ms)]} from suite or bench JSON files."""
+    """{(level, dtype): [(M, N, K, ms, splits)]} from suite or bench JSON files (splits: the K
+    split the level ran with, None where the file does not say)."""
     out = defaultdict(list)
     for path in paths:
         with open(path) as f:
@@ -38,47 +39,102 @@ def samples(paths):
             if "levels" in r:      # a suite shape
                 for t in r["levels"]:
                     if t["ok"] and t["kernel_ms"] == t["kernel_ms"]:
-                        out[t["level"], r["dtype"]].append((r["M"], r["N"], r["K"], t["kernel_ms"]))
+                        out[t["level"], r["dtype"]].append((r["M"], r["N"], r["K"], t["kernel_ms"],
+                                                            t.get("splits")))
             elif r.get("ms") and r.get("ok") is not False:
-                out[r["level"], r["dtype"]].append((r["M"], r["N"], r["K"], r["ms"]))
+                out[r["level"], r["dtype"]].append((r["M"], r["N"], r["K"], r["ms"], None))
     return out
+
+
+def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
+    """{level: {dtype: constants}} fitted to measured ({(level, dtype): [(M, N, K, ms, splits)]}),
+    the points at shape leave_out (M, N, K) left out; fp16 and bf16 pooled (the module
+    docstring). A point measured with another K split than the level now plans there is left
+    out too: it no longer describes the level."""
+    pts_of = {key: [p for p in pts if p[:3] != leave_out] for key, pts in measured.items()}
+    keys = set(pts_of)
+    keys |= {(name, d) for name, dt in pts_of if dt in TWO_BYTE for d in TWO_BYTE}
+    levels = {}
+    for name, dtype in sorted(keys):
+        if name not in reg:
+            if not quiet:
+                print(f"skip {name}: not a level here", file=sys.stderr)
+            continue
+        lv = reg[name]
+        pts, pooled = pts_of.get((name, dtype), []), None
+        other = next((d for d in TWO_BYTE if d != dtype), None) if dtype in TWO_BYTE else None
+        if pts_of.get((name, other)):
+            pooled = other
+            pts = pts + pts_of[name, other]
+        if not pts or choose.as_dtype(dtype) not in lv.dtypes:
+            continue
+        es = choose.as_dtype(dtype).itemsize
+        ss = [{"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": es, "geometry": g}
+              for M, N, K, ms, splits in pts
+              for g in [choose.geometry(lv, M, N, K)] if splits in (None, g.splits)]
+        if not ss:
+            continue
+        fitted = choose.fit(ss)
+        if pooled:
+            fitted["pooled_with"] = pooled
+        levels.setdefault(name, {})[dtype] = fitted
+        if not quiet:
+            print(f"{name:>6} {dtype:>8}: {fitted}")
+    return levels
+
+
+def holdout(paths, reg) -> str:
+    """Leave one shape out: fit without a shape, let the model pick among the levels measured
+    there, and score the pick by its measured time against the fastest measured (and cuBLAS).
+    Auto's quality on shapes it was not fitted to, from the runs we have."""
+    measured = samples(paths)
+    shapes_ = {}                                  # (dtype, M, N, K) -> ({level: ms}, cuBLAS ms, name)
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        for r in (data["results"] if isinstance(data, dict) else data):
+            if "levels" in r:
+                times = {t["level"]: t["kernel_ms"] for t in r["levels"] if t["ok"] and t["kernel_ms"] == t["kernel_ms"]
+                         and t.get("splits") in (None, choose.geometry(reg[t["level"]], r["M"], r["N"], r["K"]).splits)}
+                shapes_[r["dtype"], r["M"], r["N"], r["K"]] = (times, r.get("cublas_ms"), r["name"])
+    lines = [f"{'shape':>22} {'dtype':>8} {'pick':>6} {'best':>6} {'pick/best':>9} {'cuBLAS/pick':>11}"]
+    ratios, vs_blas = [], []
+    for (dtype, M, N, K), (times, blas, name) in sorted(shapes_.items()):
+        choose._calibration = {"levels": fit_levels(measured, reg, leave_out=(M, N, K))}
+        try:
+            ranked = [q for q in choose.rank(dtype, M, N, K, native=True) if q.level in times]
+        finally:
+            choose._calibration = None
+        pick, best = ranked[0].level, min(times, key=times.get)
+        ratios.append(times[pick] / times[best])
+        if blas:
+            vs_blas.append(blas / times[pick])
+        lines.append(f"{name:>22} {dtype:>8} {pick:>6} {best:>6} {ratios[-1]:9.3f} "
+                     f"{vs_blas[-1] if blas else float('nan'):11.3f}")
+    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
+    lines.append(f"left-out shapes: pick/best geomean {gm(ratios):.3f}, worst {max(ratios):.3f}; "
+                 f"cuBLAS/pick geomean {gm(vs_blas):.3f}")
+    return "\n".join(lines)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", help="measured JSON files")
     p.add_argument("--out", default=str(choose.CALIBRATION), help="the data file to write")
-    p.add_argument("--merge", action="store_true",
-                   help="keep the constants of (level, dtype) pairs these inputs do not measure")
+    p.add_argument("--holdout", action="store_true",
+                   help="write nothing: for each suite shape, fit without it and score auto's pick there")
     args = p.parse_args(argv)
     reg = registry.registry()
-    old = choose._load(args.out) if args.merge else {"levels": {}}
-    levels = old.get("levels", {})
-    measured = samples(args.inputs)
-    for (name, dtype), pts in sorted(measured.items()):
-        if name not in reg:
-            print(f"skip {name}: not a level here", file=sys.stderr)
-            continue
-        lv = reg[name]
-        pooled = None
-        if dtype in TWO_BYTE and len(pts) < MIN_SAMPLES:
-            pooled = next(d for d in TWO_BYTE if d != dtype)
-            pts = pts + measured.get((name, pooled), [])
-        es = choose.as_dtype(dtype).itemsize
-        ss = [{"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": es,
-               "geometry": choose.geometry(lv, M, N, K)} for M, N, K, ms in pts]
-        fitted = choose.fit(ss)
-        if pooled:
-            fitted["pooled_with"] = pooled
-        levels.setdefault(name, {})[dtype] = fitted
-        print(f"{name:>6} {dtype:>8}: {fitted}")
+    if args.holdout:
+        print(holdout(args.inputs, reg))
+        return 0
+    levels = fit_levels(samples(args.inputs), reg, quiet=False)
     doc = {
         "about": "Constants of auto's cost model (numba_gemm.choose), fitted by tools/calibrate_auto.py "
                  "to kernel times measured on the card named here; not edited by hand.",
         "card": "NVIDIA H200 (sm_90, 132 SMs)",
         "fitted_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-        "sources": sorted(set(old.get("sources", [])) | {os.path.basename(x) for x in args.inputs})
-        if args.merge else sorted(os.path.basename(x) for x in args.inputs),
+        "sources": sorted(os.path.basename(x) for x in args.inputs),
         "levels": levels,
     }
     with open(args.out, "w") as f:

@@ -4,7 +4,7 @@ v11sk = v11 with the grid made two-dimensional. A shape with few output tiles le
 132 SMs idle under v11 (16×8192 with 128×256 tiles is 32 CTAs; 128×4096 is 16): nothing there
 splits K, the only long axis. Here blockIdx.y = z picks K tiles [z·per, min((z+1)·per,
 k_tiles)) of a tile (numba_gemm.splitk: S = choose_splits, so S·tiles ≤ SMs, every slice at
-least 4 K tiles, never an empty one); the K loop is v11's own (native/wgmma_tma_loop.cuh, the
+least MIN_SLICE_K_TILES = 8 K tiles, never an empty one); the K loop is v11's own (native/wgmma_tma_loop.cuh, the
 header both levels include); slice z writes its raw fp32 64×256 accumulators per warpgroup,
 masked to M and N, to the workspace at P + z·M·N (numba_gemm.workspace.partials: S·M·N
 floats per output, allocated on the first call, outside any timed loop or captured graph),
@@ -58,6 +58,10 @@ CONFIG = TILES[128]               # the census's and the ledgers' tile (M > 64)
 DEFINES = CONFIG.defines()
 SMALL_M = 64                      # M <= SMALL_M takes the 64-row tile
 SPLITS: int | None = None         # force a split count (benchmarks); None: splitk.choose_splits
+# Slices of 4 K tiles (256 of K) lost to v11 on the H200 at 512^3 (S = 2: 12.8 against 11.8 µs)
+# and 1024^3 (S = 4: 18.3 against 16.6 µs), docs/data/h200_shapes_bf16.json: the pipeline fill
+# and the partials' round trip outweigh the SMs gained. Every split that paid had slices of 8+.
+MIN_SLICE_K_TILES = 8
 
 
 def tile_for(M: int) -> wg.WgmmaTile:
@@ -73,7 +77,7 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
     k_tiles = ceil_div(K, tile.bk)
     forced = SPLITS if splits is None else splits
     if forced is None:
-        s = splitk.choose_splits(tiles, k_tiles, M, N, sms=sms)
+        s = splitk.choose_splits(tiles, k_tiles, M, N, sms=sms, min_k_tiles=MIN_SLICE_K_TILES)
     else:
         if isinstance(forced, bool) or not isinstance(forced, int) or not 1 <= forced <= k_tiles:
             raise ValueError(f"level {LEVEL}: splits must be an int in 1..{k_tiles} (the K tiles of "
