@@ -349,8 +349,12 @@ def load_results(path=RESULTS_JSON) -> tuple[list[dict], dict]:
         results = []
         for run in data["runs"]:
             raw = json.loads((path.parent / run["json"]).read_text())
+            if isinstance(raw, dict) and "results" in raw:   # results wrapped with their provenance
+                raw = raw["results"]
             if not isinstance(raw, list):
                 raise ValueError(f"{run['json']}: not a raw bench.py --json file (a list of results)")
+            if run.get("levels"):                            # the run's other rows are context only
+                raw = [r for r in raw if r["level"] in run["levels"]]
             source = {"json": run["json"], "command": run["command"], "commit": run.get("commit"),
                       "date": data.get("date")}
             results += [dict(r, run=source) for r in raw]   # each result says which run it is

@@ -6,8 +6,11 @@ docs/LADDER.md has a headline line
 whose every number is checked here against docs/data through the manifest h200_ladder.json (a
 later run of a level and shape replaces an earlier one, as in the figures): ms, TFLOPS,
 % of cuBLAS and × cuBLAS of that result, "× level" = that level's time over this one's at the
-same shape, and the date and commit(s) of the runs the results come from. A headline may say
-"not yet measured" instead. README's ladder paragraph and CONCEPTS' measured figures are checked
+same shape, and the date and commit(s) of the runs the results come from. A clause may name a
+shape of the shape suite instead of a square (`16×8192×8192 bf16: 44.4 µs, 0.78× cuBLAS, 1.85× v11`:
+kernel time, cuBLAS's time over this one's, the other level's time over this one's), checked
+against the suite runs the manifest lists under "suites". A headline may say "not yet measured"
+instead. README's ladder paragraph and CONCEPTS' measured figures are checked
 phrase by phrase. A number in prose that disagrees with the data fails here."""
 import json
 import re
@@ -23,6 +26,7 @@ DTYPES = {None: "float32", "fp32": "float32", "fp16": "float16", "bf16": "bfloat
 HEAD = re.compile(r"\*\*H200:\*\* (?P<body>.*?) \((?P<date>\d{4}-\d{2}-\d{2}), "
                   r"(?P<commits>[0-9a-f]{7}(?:, [0-9a-f]{7})*)\)\.")
 CLAUSE = re.compile(r"^(?P<n>\d+)³(?: (?P<dtype>fp16|bf16|fp32))?: (?P<rest>.+)$")
+SHAPE_CLAUSE = re.compile(r"^(?P<M>\d+)×(?P<N>\d+)×(?P<K>\d+) (?P<dtype>fp16|bf16|fp32): (?P<rest>.+)$")
 TOKENS = [   # (pattern, what it is); every number of a clause must be one of these
     (re.compile(r"(?P<v>\d+\.?\d*) ms"), "ms"),
     (re.compile(r"(?P<v>\d+\.?\d*) TFLOPS"), "tflops"),
@@ -38,6 +42,53 @@ def _data():
 
 
 DATA, PROV = _data()
+
+
+def _suites():
+    """{(level, M, N, K, dtype): (that level's timing, the shape's result, the run's commit)}."""
+    manifest = json.loads(figures.RESULTS_JSON.read_text())
+    out = {}
+    for run in manifest.get("suites", []):
+        data = json.loads((figures.RESULTS_JSON.parent / run["json"]).read_text())
+        for r in data["results"]:
+            for t in r["levels"]:
+                if t["ok"]:
+                    out[t["level"], r["M"], r["N"], r["K"], r["dtype"]] = (t, r, run["commit"])
+    return out
+
+
+SUITES = _suites()
+SHAPE_TOKENS = [
+    (re.compile(r"(?P<v>\d+\.?\d*) µs"), "us"),
+    (re.compile(r"(?P<v>\d+\.?\d*)× cuBLAS"), "x_cublas"),
+    (re.compile(r"(?P<v>\d+\.?\d*)× (?P<of>(?:k|v)\w+)"), "x_level"),
+]
+
+
+def _check_shape_clause(level: str, c, suites) -> tuple[list[str], str | None]:
+    """(disagreements, the run's commit) for one suite-shape clause."""
+    M, N, K, dtype = int(c.group("M")), int(c.group("N")), int(c.group("K")), DTYPES[c.group("dtype")]
+    got = suites.get((level, M, N, K, dtype))
+    if got is None:
+        return [f"{level}: no {M}×{N}×{K} {dtype} timing in the manifest's suite runs"], None
+    t, shape, commit = got
+    bad, rest = [], c.group("rest")
+    for pattern, what in SHAPE_TOKENS:
+        for tok in pattern.finditer(rest):
+            if what == "us":
+                want = t["kernel_ms"] * 1e3
+            elif what == "x_cublas":
+                want = shape["cublas_ms"] and shape["cublas_ms"] / t["kernel_ms"]
+            else:
+                other = suites.get((tok.group("of"), M, N, K, dtype))
+                want = other and other[0]["kernel_ms"] / t["kernel_ms"]
+            if want is None or not agrees(tok.group("v"), want):
+                bad.append(f"{level} {M}×{N}×{K} {dtype}: {tok.group(0)!r} but the data say "
+                           f"{want if want is None else round(want, 4)}")
+        rest = pattern.sub("", rest)
+    if re.search(r"\d", rest):
+        bad.append(f"{level}: {c.group(0)!r} has numbers the headline grammar does not check")
+    return bad, commit
 
 
 def agrees(written: str, value: float) -> bool:
@@ -65,7 +116,7 @@ def headline(section: str) -> str:
     return " ".join(lines)
 
 
-def check_headline(level: str, text: str, data=DATA, prov=PROV) -> list[str]:
+def check_headline(level: str, text: str, data=DATA, prov=PROV, suites=SUITES) -> list[str]:
     """Every disagreement between one headline and the data, as messages (empty: it agrees)."""
     if "**H200:** not yet measured" in text:
         return []
@@ -75,8 +126,14 @@ def check_headline(level: str, text: str, data=DATA, prov=PROV) -> list[str]:
     bad, commits = [], set()
     for clause in m.group("body").split("; "):
         c = CLAUSE.match(clause)
+        shaped = None if c else SHAPE_CLAUSE.match(clause)
+        if shaped:
+            more, commit = _check_shape_clause(level, shaped, suites)
+            bad += more
+            commits |= {commit} - {None}
+            continue
         if not c:
-            bad.append(f"{level}: clause {clause!r} does not start with 'N³[ dtype]: '")
+            bad.append(f"{level}: clause {clause!r} does not start with 'N³[ dtype]: ' or 'M×N×K dtype: '")
             continue
         n, dtype = int(c.group("n")), DTYPES[c.group("dtype")]
         r = data.get((level, n, dtype))

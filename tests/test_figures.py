@@ -147,7 +147,13 @@ def test_results_from_a_manifest_of_raw_files(tmp_path):
     assert figures._prov_line(prov) == "a GPU, 2026-12-01, abc1234"
     raw, raw_prov = figures.load_results(tmp_path / "s.json")          # a raw file alone
     assert len(raw) == 2 and figures._prov_line(raw_prov) == "s.json"
-    (tmp_path / "h.json").write_text(json.dumps({"results": []}))
+    # results wrapped with their provenance, and a run that contributes only some levels
+    (tmp_path / "h.json").write_text(json.dumps({"commit": "abc1234", "results": [
+        _result("v7", 4096, 0.6, "float16"), _result("v8", 4096, 0.4, "float16")]}))
+    m.write_text(json.dumps({"card": "a GPU", "date": "2026-12-01", "commit": "abc1234",
+                             "runs": [runs[0], dict(runs[1], levels=["v8"])]}))
+    assert [r["level"] for r in figures.load_results(m)[0]] == ["k1", "k2", "v8"]
+    (tmp_path / "h.json").write_text(json.dumps({"rows": []}))
     with pytest.raises(ValueError, match="not a raw bench.py --json"):
         figures.load_results(m)
 
@@ -209,7 +215,8 @@ def test_roofline_points_use_each_levels_own_roof():
     assert ceil["wgmma"] == 1e12 * costs["wgmma"] and ceil["mma_sync"] == 1e12 * costs["mma_sync"]
     assert {lv: p["roof"] for lv, p in pts.items() if lv.startswith("v")} == {
         "v7": "mma_sync", "v8": "mma_sync", "v8py": "mma_sync", "v9": "mma_sync", "v10": "mma_sync",
-        "v11": "wgmma", "v12": "wgmma", "v13": "wgmma"}
+        "v11": "wgmma", "v11py": "wgmma", "v12": "wgmma", "v13": "wgmma"}
+    assert 0 < pts["v11py"]["attainment"] < pts["v11"]["attainment"]
     for lv in ("v11", "v12", "v13"):           # against wgmma's roof, not above 100 %
         assert 70 < pts[lv]["attainment"] < 100
     assert pts["k2"]["attainment"] > 100       # k2's bytes come from L1/L2
