@@ -297,7 +297,8 @@ def _f(x, nd):
 
 
 class Progress:
-    """A one-line progress bar on stderr for sweeps (silent when stderr is not a terminal)."""
+    """Progress of a sweep on stderr: a one-line bar on a terminal, else one line per step (a
+    log of a long run on another machine then says how far it got)."""
 
     def __init__(self, total: int):
         self.total, self.done = total, 0
@@ -308,7 +309,9 @@ class Progress:
         if self.live:
             filled = int(30 * self.done / self.total)
             sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {label:<28}")
-            sys.stderr.flush()
+        elif self.total > 1:
+            sys.stderr.write(f"[{self.done}/{self.total}] {label}\n")
+        sys.stderr.flush()
 
     def close(self):
         if self.live:

@@ -129,7 +129,11 @@ def measure(levels, calls: int = 2000) -> list[dict]:
             a = torch.rand((N, N), device="cuda", dtype=tdt)
             b = torch.rand((N, N), device="cuda", dtype=tdt)
             ref[name] = _per_call(lambda: torch.mm(a, b), sync, calls)
+    from .bench import Progress
+
+    bar = Progress(len(levels))        # the first call of each level compiles it: minutes in all
     for lv in levels:
+        bar.step(f"{lv.name}: compile, then {calls} calls per stage")
         dtype = operand_dtype(lv)
         A, B, C = _operands(dtype, torch)
         recs = [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))]
@@ -145,6 +149,7 @@ def measure(levels, calls: int = 2000) -> list[dict]:
         row["kernel"] = _kernel_time(p._launches, S, torch) if torch is not None else None
         row["torch.mm"] = ref.get(dtype.name)
         rows.append(row)
+    bar.close()
     if torch is not None:
         x = torch.empty((N, N), device="cuda")
         rows.append({"level": "(read one torch tensor)", "dtype": "float32", "library": "torch",

@@ -377,15 +377,27 @@ def _census_numba_level(name: str) -> tuple:
 
 
 def _census_in_child(names: list[str]) -> dict[str, list[Census]]:
-    """Census Numba levels in a child process with the simulator off."""
+    """Census Numba levels with the simulator off, in child processes: one per CPU (at most one
+    per level), the levels dealt out round-robin, since each compile is single-threaded."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     env["NUMBA_GEMM_CENSUS_PROGRESS"] = "1" if _progress_on() else "0"
-    out = _run_streaming_progress([sys.executable, "-m", "numba_gemm.sass", "--json", *names], env)
-    if out.returncode != 0:
-        raise RuntimeError(f"SASS census of {names} failed in a child process:\n{out.stderr[-4000:]}")
-    data = json.loads(out.stdout)
+    workers = max(1, min(len(names), os.cpu_count() or 1))
+    groups = [names[i::workers] for i in range(workers)]
+
+    def run(group):
+        out = _run_streaming_progress([sys.executable, "-m", "numba_gemm.sass", "--json", *group], env)
+        if out.returncode != 0:
+            raise RuntimeError(f"SASS census of {group} failed in a child process:\n{out.stderr[-4000:]}")
+        return json.loads(out.stdout)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    data = {}
+    with ThreadPoolExecutor(workers) as pool:
+        for part in pool.map(run, groups):
+            data.update(part)
     return {n: [Census(**c) for c in data[n]] for n in names}
 
 
