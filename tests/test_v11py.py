@@ -173,6 +173,10 @@ def test_census_is_v11s(census):
         for banned in v11py.SASS_MUST_NOT_HAVE + ("LDL", "STL", "CALL"):
             assert not any(o.startswith(banned) for o in ops), (name, banned)
         assert _count(ops, "HGMMA") == 4, name               # nvdisasm: HGMMA.64x256x16.F32
+        # the epilogue as v11's fast path: 64 pairs of floats per thread, 8 bytes per store (and
+        # per load of C for beta != 0); with 4-byte stores it was 128 of each
+        assert ops.get("STG.E.64") == 64 and ops.get("LDG.E.64") == 64, name
+        assert not ops.get("STG.E") and not ops.get("LDG.E"), name
         assert c["local"] == 0 and c["spills"] == 0, name
         assert c["registers"] <= 255, name
 

@@ -24,8 +24,8 @@ Specialisations: f16 and bf16 (the wgmma type); nothing else varies at compile t
 
 Edges as v11: TMA zero-fills boxes past M and K; B panels wholly right of N are not loaded
 (their stale shared memory reaches only accumulator columns >= N, never stored); masked
-stores of C; beta == 0 never reads C; offsets of C in 64 bits. Stores are 32-bit (v11 stores
-float2 where C's rows allow). Limits are TMA's, as v11: K % 8 == 0, N % 8 == 0 and 16-byte
+stores of C, two floats per store as v11's (8 bytes: N % 8 == 0 keeps each pair in one row and
+aligned); beta == 0 never reads C; offsets of C in 64 bits. Limits are TMA's, as v11: K % 8 == 0, N % 8 == 0 and 16-byte
 aligned bases for 2-byte types; other operands are refused before launch, naming v9.
 
 In the CUDA simulator the intrinsics are plain-Python twins (numba_gemm.ptx: the TMA copy
@@ -33,7 +33,8 @@ with its swizzle and zero fill, counted mbarrier phases, the warpgroup's wgmma e
 wait_group from the descriptors), so the pipeline, indexing and edges run in CI on small
 shapes; the maps are then simulator maps (ptx.sim_tensor_map) of the host arrays.
 
-Not yet measured on the H200; AUTO = False until it is.
+Measured on the H200: docs/RESULTS.md, fifth run (before its epilogue stored 8 bytes at a time);
+AUTO = False while it is slower than v11.
 """
 from __future__ import annotations
 
@@ -129,7 +130,6 @@ def _sim_store2(C, c, col, n, v0, v1, beta):
     c = int(c)
     if col < n:
         C[c] = v0 if beta == 0 else v0 + beta * C[c]
-    if col + 1 < n:
         C[c + 1] = v1 if beta == 0 else v1 + beta * C[c + 1]
 
 
@@ -140,35 +140,41 @@ def _build_store2():
 
     @intrinsic
     def store2(typingctx, C, c, col, n, v0, v1, beta):
-        """C[c], C[c + 1] = v0, v1 where col, col + 1 < n, plus beta * C[...] unless beta == 0
-        (then C is not read). The branches are built in LLVM IR: as Python `if`s, the 64
-        inlined copies of the epilogue made Numba's inliner copy thousands of IR blocks."""
+        """C[c], C[c + 1] = v0, v1 where col < n, plus beta * C[...] unless beta == 0 (then C is
+        not read), as one 8-byte store (STG.E.64; and one LDG.E.64 for beta != 0). It takes
+        what v11py guarantees: N % 8 == 0 and col even, so col + 1 < n whenever col < n, and
+        c = row·N + col is even, so C + c is 8-byte aligned (C's base is 16-byte aligned).
+        The branches are built in LLVM IR: as Python `if`s, the 64 inlined copies of the
+        epilogue made Numba's inliner copy thousands of IR blocks."""
         if not (isinstance(C, types.Array) and C.dtype == types.float32 and C.ndim == 1):
             raise TypeError(f"store2 takes a 1-D float32 array, got {C}")
 
         def codegen(context, builder, sig, args):
             ary = context.make_array(C)(context, builder, args[0])
-            f32 = ir.FloatType()
+            f32, f32x2 = ir.FloatType(), ir.VectorType(ir.FloatType(), 2)
             cc = context.cast(builder, args[1], c, types.uint64)
             col_ = context.cast(builder, args[2], col, types.uint32)
             n_ = context.cast(builder, args[3], n, types.uint32)
-            vals = [context.cast(builder, a, t, types.float32) for a, t in ((args[4], v0), (args[5], v1))]
             b = context.cast(builder, args[6], beta, types.float32)
+
+            def pair(x, y):
+                vec = builder.insert_element(ir.Constant(f32x2, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+                return builder.insert_element(vec, y, ir.Constant(ir.IntType(32), 1))
+
+            vals = pair(*[context.cast(builder, a, t, types.float32) for a, t in ((args[4], v0), (args[5], v1))])
             read = builder.fcmp_unordered("!=", b, ir.Constant(f32, 0.0))
-            for e, v in enumerate(vals):
-                inside = builder.icmp_unsigned("<", builder.add(col_, ir.Constant(col_.type, e)), n_)
-                with builder.if_then(inside):
-                    ptr = builder.gep(ary.data, [builder.add(cc, ir.Constant(cc.type, e))], inbounds=True)
-                    with builder.if_else(read) as (with_c, without_c):
-                        with with_c:
-                            bb_c = builder.block
-                            v_c = builder.fadd(v, builder.fmul(b, builder.load(ptr)))
-                        with without_c:
-                            bb_0 = builder.block
-                    out = builder.phi(f32)
-                    out.add_incoming(v_c, bb_c)
-                    out.add_incoming(v, bb_0)
-                    builder.store(out, ptr)
+            with builder.if_then(builder.icmp_unsigned("<", col_, n_)):
+                ptr = builder.bitcast(builder.gep(ary.data, [cc], inbounds=True), f32x2.as_pointer())
+                with builder.if_else(read) as (with_c, without_c):
+                    with with_c:
+                        bb_c = builder.block
+                        v_c = builder.fadd(vals, builder.fmul(pair(b, b), builder.load(ptr, align=8)))
+                    with without_c:
+                        bb_0 = builder.block
+                out = builder.phi(f32x2)
+                out.add_incoming(v_c, bb_c)
+                out.add_incoming(vals, bb_0)
+                builder.store(out, ptr, align=8)
             return context.get_dummy_value()
 
         return types.void(C, c, col, n, v0, v1, beta), codegen
