@@ -362,3 +362,50 @@ def test_hopper_exercise_answers():
     assert all(cm.swizzle128(r, c) ^ (kk * 32) == cm.swizzle128(r, c + 2 * kk)   # v8py
                for r in range(8) for c in range(2) for kk in range(4))
     assert cm.swizzle128(2, 0) + 32 == 320 and cm.swizzle128(2, 2) == 256
+
+
+def test_every_level_section_has_an_exercise_with_its_answer():
+    """Every registry level's LADDER section asks at least one exercise and answers it: a new
+    level without one fails here."""
+    for lv in registry():
+        assert lv in SECTIONS, f"{lv}: no '## {lv} — ' section in LADDER.md"
+        body = SECTIONS[lv]
+        assert "**Exercise" in body and re.search(r"<summary>Answers?</summary>", body), \
+            f"{lv}: no exercise with an answer"
+
+
+def test_new_rung_exercise_answers():
+    """The answers of the k7, k8, split-K, v11r and v11py exercises, recomputed with the
+    package's code and the committed runs."""
+    from numba_gemm.registry import get
+
+    k5, k7, k8 = (get(n).module.GEOMETRY for n in ("k5", "k7", "k8"))
+    assert (k7.thread_m * k7.thread_n, k7.thread_m + k7.thread_n) == (64, 16)          # k7
+    assert (k5.thread_m * k5.thread_n, k5.thread_m + k5.thread_n) == (32, 12)
+    assert get("k7").module.TILING.warp_m + get("k7").module.TILING.warp_n == 96
+    m8 = get("k8").module                                                              # k8
+    assert (k8.tile_m * k8.tile_k + k8.tile_k * k8.tile_n) // m8.THREADS == 8 and k8.tile_k == 8
+    k5sk = get("k5sk").module                                                          # k5sk
+    assert k5sk.CTAS_PER_SM == 5 and k5sk.plan_splits(16, 8192, 8192) == 10
+    assert 10 * 16 * 8192 * 4 == 5_242_880
+    k8sk = get("k8sk").module                                                          # k8sk
+    assert k8sk.CTAS_PER_SM == 2 and k8sk.plan_splits(1024, 1024, 1024) == 4
+    fp32 = {t["level"]: t["kernel_ms"] for r in json.loads(
+        (ROOT / "docs" / "data" / "h200_shapes_fp32.json").read_text())["results"]
+        if r["name"] == "square 1024" for t in r["levels"]}
+    assert (round(fp32["k8sk"] * 1e3, 1), round(fp32["k8"] * 1e3, 1)) == (58.2, 102.1)
+    sk = get("v11sk").module                                                           # v11sk
+    got = {s: (t.bm, S) for s in ((512, 512, 512), (1024, 1024, 1024), (1, 4096, 4096))
+           for t, S in [sk.plan_splits(*s)]}
+    assert got == {(512, 512, 512): (128, 1), (1024, 1024, 1024): (128, 2), (1, 4096, 4096): (64, 8)}
+    assert sk.MIN_SLICE_K_TILES == 8
+    r = get("v11r").module                                                             # v11r
+    base = 1 << 40
+    wa, wb = r.load_width(base, 3001 * 2), r.load_width(base, 5000 * 2)
+    n = r.tile_instructions(wa, wb)
+    assert (wa, wb, n["loads_a"], n["loads_b"]) == (2, 8, 32, 16)
+    assert r.tile_instructions(2, 2)["loads_b"] == 64
+    rows = {(x["level"], x["M"]): x["ms"] * 1e3 for x in json.loads(                  # v11py
+        (ROOT / "docs" / "data" / "h200_v11py_fp16.json").read_text())["results"]}
+    per_wave = {n: (rows["v11py", n] - rows["v11", n]) / ((n // 128) * (n // 256) / 132) for n in (4096, 8192)}
+    assert (round(per_wave[4096], 1), round(per_wave[8192], 1)) == (8.9, 9.4)
