@@ -75,6 +75,8 @@ class Census:
     spill_stores: int | None = None                # bytes, from the linker log (None: unknown)
     spill_loads: int | None = None
     stack_bytes: int | None = None
+    launch_bounds: list | None = None              # a Numba kernel's (threads, blocks per SM)
+    sass: str = field(default="", repr=False, compare=False)   # the kernel's disassembly
 
     @property
     def total(self) -> int:
@@ -312,6 +314,7 @@ def census_cubin(cubin: bytes, level: str, log: str | None = None, names=None) -
             stack_bytes=stack,
             spill_stores=spills[1] if spills else None,
             spill_loads=spills[2] if spills else None,
+            sass=code,
         ))
     return out
 
@@ -328,6 +331,7 @@ def census_numba(pyfunc, signature, level: str, kernel: str, launch_bounds=None,
     cubin, log = link_ptx(ptx, arch)
     (census,) = census_cubin(cubin, level, log)   # Numba emits one entry per compilation
     census.kernel = kernel
+    census.launch_bounds = list(launch_bounds) if launch_bounds else None
     return census
 
 
@@ -449,6 +453,20 @@ def census_levels_uncached(levels) -> dict[str, list[Census]]:
     return out
 
 
+def kernel_censuses(*names: str) -> dict[str, Census]:
+    """{kernel: Census} of every kernel of the named levels, through the disk cache (a test or
+    tool that reads a kernel's SASS shares the one compile with every other reader)."""
+    from .registry import get
+
+    levels = [get(n) for n in names]
+    out = {}
+    for name, got in census_levels(levels).items():
+        if isinstance(got, Exception):
+            raise got
+        out.update({c.kernel: c for c in got})
+    return out
+
+
 def missing(level, kernels) -> list[str]:
     """The level's SASS_MUST_HAVE instructions that none of its kernels' censuses contains."""
     return [p for p in level.sass_must_have if not any(c.has(p) for c in kernels)]
@@ -489,8 +507,15 @@ def _timed(name, fn):
 
 
 def _run_streaming_progress(cmd, env):
-    """subprocess.run(cmd) with the child's [census] lines passed to our stderr as they come."""
+    """subprocess.run(cmd) with the child's [census] lines passed to our stderr as they come.
+    stdout (the JSON, SASS included: megabytes) is drained by a thread meanwhile, so a full pipe
+    never blocks the child."""
+    import threading
+
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    chunks = []
+    reader = threading.Thread(target=lambda: chunks.append(p.stdout.read()))
+    reader.start()
     err = []
     for line in p.stderr:
         if line.startswith("[census]"):
@@ -498,9 +523,9 @@ def _run_streaming_progress(cmd, env):
             sys.stderr.flush()
         else:
             err.append(line)
-    stdout = p.stdout.read()
+    reader.join()
     p.wait()
-    return subprocess.CompletedProcess(cmd, p.returncode, stdout, "".join(err))
+    return subprocess.CompletedProcess(cmd, p.returncode, "".join(chunks), "".join(err))
 
 
 @functools.lru_cache(maxsize=None)

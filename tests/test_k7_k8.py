@@ -7,11 +7,7 @@ one to four blocks, chosen to hit each of the four specialisations, a partial ti
 and K, and shapes smaller than one tile. The census compiles the kernels as they launch
 (with their launch bounds) in a child process without the simulator: no GPU needed.
 """
-import json
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -25,7 +21,6 @@ from numba_gemm.twins import main_loop
 from numba_gemm.sgemm._k6_edges import vector_operands
 
 LEVELS = ["k7", "k8"]
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (M, N, K) -> the specialisation it takes with aligned buffers
 SHAPES = {
@@ -108,36 +103,6 @@ def test_warp_step_prices_conflict_free_lds128(level):
 
 # ---- SASS census ---------------------------------------------------------------------------
 
-CENSUS = r'''
-import json, re, sys
-from numba import cuda
-from numba_gemm import sass
-from numba_gemm.registry import get
-from numba_gemm.twins import main_loop
-from numba_gemm.sgemm._k6_edges import vector_operands
-
-out = {}
-for level in sys.argv[1:]:
-    mod = get(level).module
-    try:
-        from numba_gemm import twins
-        twin, twin_error = twins.twin_sass(level), None
-    except Exception as e:          # no NVRTC here: the twin comparison is skipped
-        twin, twin_error = {}, f"CUDA C twin not compiled: {e!r}"
-    for name, k in mod.SPECIALISATIONS.values():
-        if name not in (level, level + "_edge"):
-            continue
-        bounds = k.targetoptions.get("launch_bounds")
-        ptx, _ = cuda.compile_ptx(k.py_func, mod.SIGNATURE, cc=(9, 0), launch_bounds=bounds)
-        cubin, log = sass.link_ptx(ptx)
-        (c,) = sass.census_cubin(cubin, level, log)
-        out[name] = {"opcodes": c.opcodes, "registers": c.registers, "bounds": bounds,
-                     "spills": [c.spill_stores, c.spill_loads], "sass": sass.disassemble(cubin),
-                     "twin_sass": twin.get(name), "twin_error": twin_error}
-print(json.dumps(out))
-'''
-
-
 def _is(instruction, opcode):
     """`instruction` (predicate, opcode, operands) is an `opcode`[.modifiers]."""
     return re.match(rf"(@!?P\d\s+)?{opcode}\b", instruction) is not None
@@ -145,13 +110,26 @@ def _is(instruction, opcode):
 
 @pytest.fixture(scope="module")
 def census():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, "-c", CENSUS, *LEVELS], capture_output=True, text=True, env=env)
-    if out.returncode != 0 and "CensusUnavailable" in out.stderr:
-        pytest.skip(out.stderr.strip().splitlines()[-1])
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """k7's and k8's kernels from the shared census (one compile, cached), each with its CUDA C
+    twin's SASS where NVRTC is here."""
+    from numba_gemm import sass, twins
+
+    try:
+        got = sass.kernel_censuses(*LEVELS)
+    except sass.CensusUnavailable as e:
+        pytest.skip(str(e))
+    out = {}
+    for level in LEVELS:
+        try:
+            twin, twin_error = twins.twin_sass(level), None
+        except Exception as e:          # no NVRTC here: the twin comparison is skipped
+            twin, twin_error = {}, f"CUDA C twin not compiled: {e!r}"
+        for name in (level, level + "_edge"):
+            c = got[name]
+            out[name] = {"opcodes": c.opcodes, "registers": c.registers, "bounds": c.launch_bounds,
+                         "spills": [c.spill_stores, c.spill_loads], "sass": c.sass,
+                         "twin_sass": twin.get(name), "twin_error": twin_error}
+    return out
 
 
 @pytest.mark.parametrize("level", LEVELS)

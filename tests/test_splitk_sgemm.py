@@ -6,10 +6,6 @@ the shapes they exist for (16×8192×8192, 64×64×2**20), M·N past 2**31 and a
 The simulator runs one Python thread per GPU thread (256 per k8sk block, 128 per k5sk block),
 so its shapes are a few CTAs: S forced to 1, 2 and 3 on K of three K tiles.
 """
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,7 +20,6 @@ from numba_gemm.registry import get
 from numba_gemm.twins import main_loop
 
 LEVELS = ["k5sk", "k8sk"]
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _mod(level):
@@ -192,38 +187,18 @@ def test_bad_forced_splits_are_refused(level):
 
 # ---- SASS census ---------------------------------------------------------------------------
 
-CENSUS = r'''
-import json, sys
-from numba import cuda
-from numba_gemm import sass
-from numba_gemm.registry import get
-
-out = {}
-for level in sys.argv[1:]:
-    mod = get(level).module
-    for name, (k, sig) in mod.KERNELS.items():
-        if name not in (level, level + "_edge", "k8", "k8_edge"):
-            continue
-        bounds = k.targetoptions.get("launch_bounds")
-        ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0), launch_bounds=bounds)
-        cubin, log = sass.link_ptx(ptx)
-        (c,) = sass.census_cubin(cubin, level, log)
-        out[name] = {"opcodes": c.opcodes, "registers": c.registers, "bounds": bounds,
-                     "spills": [c.spill_stores, c.spill_loads], "sass": sass.disassemble(cubin)}
-print(json.dumps(out))
-'''
-
-
 @pytest.fixture(scope="module")
 def census():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, "-c", CENSUS, "k8", *LEVELS], capture_output=True, text=True,
-                         env=env)
-    if out.returncode != 0 and "CensusUnavailable" in out.stderr:
-        pytest.skip(out.stderr.strip().splitlines()[-1])
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """k8's and the split levels' kernels, from the shared census (one compile, cached)."""
+    from numba_gemm import sass
+
+    try:
+        got = sass.kernel_censuses("k8", *LEVELS)
+    except sass.CensusUnavailable as e:
+        pytest.skip(str(e))
+    return {name: {"opcodes": c.opcodes, "registers": c.registers, "bounds": c.launch_bounds,
+                   "spills": [c.spill_stores, c.spill_loads], "sass": c.sass}
+            for name, c in got.items()}
 
 
 def _common(c, name):

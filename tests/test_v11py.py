@@ -8,22 +8,17 @@ are the smallest shapes that reach every path: stages reused (the empty-barrier 
 alpha/beta, beta == 0 with C poisoned, fp16 and bf16. On a GPU the same cases run for real,
 with v11's test shapes.
 """
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from numba_gemm import check
+from numba_gemm import check, sass
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma as wg
 from numba_gemm.hgemm import v11_wgmma as v11
 from numba_gemm.hgemm import v11py_wgmma as v11py
 from numba_gemm.registry import get
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 F16, BF16 = np.dtype(np.float16), cm.BF16
 DTYPES = [F16] + ([BF16] if BF16 is not None else [])
 
@@ -132,28 +127,15 @@ def test_refuses_what_tma_cannot_describe():
 
 # ---- the census: compiled for sm_90a (wgmma needs it) in a child without the simulator ----
 
-CENSUS = r'''
-import json
-from numba_gemm import sass
-from numba_gemm.hgemm import v11py_wgmma as v
-out = {}
-for name, (k, sig) in v.KERNELS.items():
-    c = sass.census_numba(k.py_func, sig, "v11py", name, k.targetoptions.get("launch_bounds"), v.ARCH)
-    out[name] = {"opcodes": c.opcodes, "registers": c.registers, "spills": c.spill_stores,
-                 "local": c.local_memory_ops}
-print(json.dumps(out))
-'''
-
-
 @pytest.fixture(scope="module")
 def census():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, "-c", CENSUS], capture_output=True, text=True, env=env)
-    if out.returncode != 0 and "nvdisasm not found" in out.stderr:
-        pytest.skip("nvdisasm not installed")
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """v11py's kernels from the shared census (compiled for sm_90a without the simulator)."""
+    try:
+        got = sass.kernel_censuses("v11py")
+    except sass.CensusUnavailable as e:
+        pytest.skip(str(e))
+    return {name: {"opcodes": c.opcodes, "registers": c.registers, "spills": c.spill_stores,
+                   "local": c.local_memory_ops} for name, c in got.items()}
 
 
 def _count(opcodes, prefix):
