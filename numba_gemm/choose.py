@@ -185,7 +185,6 @@ _T0_US = tuple(float(x) for x in np.concatenate([np.arange(2, 20, 1), np.arange(
 _BW_EFF = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 
 
-
 def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_BANDWIDTH) -> dict:
     """Constants of one level and dtype that minimise the squared log error of predicted
     against measured time over samples ({"M", "N", "K", "elem_bytes", "ms", "geometry"}):

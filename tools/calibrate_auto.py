@@ -14,7 +14,6 @@ few per cent of each other where both were measured, and the suite may have meas
 import argparse
 import datetime
 import json
-import math
 import os
 import sys
 from collections import defaultdict
@@ -23,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")   # the fit reads level modules, runs nothing
 
 from numba_gemm import choose, registry  # noqa: E402
+from numba_gemm.shapes import geomean  # noqa: E402
 
 TWO_BYTE = ("float16", "bfloat16")
 
@@ -111,9 +111,8 @@ def holdout(paths, reg) -> str:
             vs_blas.append(blas / times[pick])
         lines.append(f"{name:>22} {dtype:>8} {pick:>6} {best:>6} {ratios[-1]:9.3f} "
                      f"{vs_blas[-1] if blas else float('nan'):11.3f}")
-    gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
-    lines.append(f"left-out shapes: pick/best geomean {gm(ratios):.3f}, worst {max(ratios):.3f}; "
-                 f"cuBLAS/pick geomean {gm(vs_blas):.3f}")
+    lines.append(f"left-out shapes: pick/best geomean {geomean(ratios):.3f}, worst {max(ratios):.3f}; "
+                 f"cuBLAS/pick geomean {geomean(vs_blas):.3f}")
     return "\n".join(lines)
 
 
