@@ -73,6 +73,12 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
     return Geometry(int(bm), int(bn), int(splits))
 
 
+def as_planned(lv, M: int, N: int, K: int, splits: int | None) -> bool:
+    """Whether a measurement made with `splits` (None: not recorded) is of the level as it now
+    plans M×N×K: one taken at another K split describes a level that no longer exists."""
+    return splits in (None, geometry(lv, M, N, K).splits)
+
+
 def _load(path=CALIBRATION) -> dict:
     try:
         with open(path) as f:

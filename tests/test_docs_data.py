@@ -387,7 +387,6 @@ def test_new_rung_exercise_answers():
     assert (k8.tile_m * k8.tile_k + k8.tile_k * k8.tile_n) // m8.THREADS == 8 and k8.tile_k == 8
     k5sk = get("k5sk").module                                                          # k5sk
     assert k5sk.CTAS_PER_SM == 5 and k5sk.plan_splits(16, 8192, 8192) == 10
-    assert 10 * 16 * 8192 * 4 == 5_242_880
     k8sk = get("k8sk").module                                                          # k8sk
     assert k8sk.CTAS_PER_SM == 2 and k8sk.plan_splits(1024, 1024, 1024) == 4
     fp32 = {t["level"]: t["kernel_ms"] for r in json.loads(

@@ -129,9 +129,8 @@ def _measured():
         for r in rows:
             if "levels" in r:
                 for t in r["levels"]:
-                    # a level measured with another K split than it now plans is not this level
-                    planned = choose.geometry(registry.get(t["level"]), r["M"], r["N"], r["K"]).splits
-                    if t["ok"] and math.isfinite(t["kernel_ms"]) and t.get("splits") in (None, planned):
+                    if t["ok"] and math.isfinite(t["kernel_ms"]) and \
+                            choose.as_planned(registry.get(t["level"]), r["M"], r["N"], r["K"], t.get("splits")):
                         out.setdefault((r["dtype"], r["M"], r["N"], r["K"]), {})[t["level"]] = t["kernel_ms"]
             elif r.get("ms"):
                 out.setdefault((r["dtype"], r["M"], r["N"], r["K"]), {})[r["level"]] = r["ms"]

@@ -69,9 +69,8 @@ def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
         if not pts or choose.as_dtype(dtype) not in lv.dtypes:
             continue
         es = choose.as_dtype(dtype).itemsize
-        ss = [{"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": es, "geometry": g}
-              for M, N, K, ms, splits in pts
-              for g in [choose.geometry(lv, M, N, K)] if splits in (None, g.splits)]
+        ss = [{"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": es, "geometry": choose.geometry(lv, M, N, K)}
+              for M, N, K, ms, splits in pts if choose.as_planned(lv, M, N, K, splits)]
         if not ss:
             continue
         fitted = choose.fit(ss)
@@ -95,7 +94,7 @@ def holdout(paths, reg) -> str:
         for r in (data["results"] if isinstance(data, dict) else data):
             if "levels" in r:
                 times = {t["level"]: t["kernel_ms"] for t in r["levels"] if t["ok"] and t["kernel_ms"] == t["kernel_ms"]
-                         and t.get("splits") in (None, choose.geometry(reg[t["level"]], r["M"], r["N"], r["K"]).splits)}
+                         and choose.as_planned(reg[t["level"]], r["M"], r["N"], r["K"], t.get("splits"))}
                 shapes_[r["dtype"], r["M"], r["N"], r["K"]] = (times, r.get("cublas_ms"), r["name"])
     lines = [f"{'shape':>22} {'dtype':>8} {'pick':>6} {'best':>6} {'pick/best':>9} {'cuBLAS/pick':>11}"]
     ratios, vs_blas = [], []
