@@ -18,7 +18,8 @@
 #             figures, notebook): every tests/test_*.py not named above, so none is left out
 #   `tests` runs chunk ${TEST_CHUNK:-1} and says which to run next, or the files in TEST_FILES.
 #   LEVELS / SIZES narrow the sgemm step, HGEMM_LEVELS the hgemm step, SANITIZE_LEVELS (default:
-#   every native level) the sanitize step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
+#   every native level) the sanitize step, HGEMM_DTYPES (default: fp16 bf16) the hgemm step,
+#   OVERHEAD_LEVELS (default: every level) the overhead step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
 #   SANITIZE_TOOLS the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE /
 #   PROFILE_DTYPE the profile step (ncu sections of one launch per level, cuBLAS beside them).
 # PACK_LOGS=1 packs the logs into $OUT/logs.tar.gz at the end (the JSON stay beside it).
@@ -89,7 +90,7 @@ if has sgemm; then
   cat "$OUT/sgemm.txt"
 fi
 if has hgemm; then
-  for dt in fp16 bf16; do
+  for dt in ${HGEMM_DTYPES:-fp16 bf16}; do
     timeout 300 python3 bench.py --level "${HGEMM_LEVELS:-hgemm}" --size 4096,8192 --dtype $dt --json "$OUT/hgemm_$dt.json" >"$OUT/hgemm_$dt.txt" 2>&1
     cat "$OUT/hgemm_$dt.txt"
   done
@@ -107,7 +108,7 @@ if has curve; then  # TFLOPS vs size, kernel time, for the top of both ladders
 fi
 if has overhead; then
   # every level compiles on its first call: more than 3 minutes on a fresh machine
-  timeout 420 python3 bench.py --overhead >"$OUT/overhead.txt" 2>&1
+  timeout 420 python3 bench.py --overhead ${OVERHEAD_LEVELS:+--level $OVERHEAD_LEVELS} >"$OUT/overhead.txt" 2>&1
   cat "$OUT/overhead.txt"
 fi
 if has micro; then
