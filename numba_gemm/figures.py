@@ -356,7 +356,7 @@ def load_results(path=RESULTS_JSON) -> tuple[list[dict], dict]:
             if run.get("levels"):                            # the run's other rows are context only
                 raw = [r for r in raw if r["level"] in run["levels"]]
             source = {"json": run["json"], "command": run["command"], "commit": run.get("commit"),
-                      "date": data.get("date")}
+                      "date": run.get("date", data.get("date"))}
             results += [dict(r, run=source) for r in raw]   # each result says which run it is
     else:
         results, prov = data["results"], data.get("provenance", {})
