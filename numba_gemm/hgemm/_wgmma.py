@@ -1,6 +1,8 @@
-"""Host-side logic shared by the wgmma levels (v11, v12, v13): their tile record, the wgmma
-shared-memory descriptor (the host mirror of native/wgmma.cuh), the launch shape, TMA's row
-rule and the tensor maps plus kernel arguments every one of them passes."""
+"""Host-side logic shared by the wgmma levels (v11 and the levels built on it): their tile
+record, the wgmma shared-memory descriptor (the host mirror of native/wgmma.cuh), the launch
+shape, TMA's row rule and the tensor maps plus kernel arguments every one of them passes.
+v10 passes the same maps and arguments (its TMA boxes and 128-byte rows are these), so it
+uses check_operands and maps_and_args with its own TileConfig."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -101,7 +103,7 @@ def smem_desc(addr: int, lbo: int, sbo: int, swizzle: str = "128B") -> int:
 
 # ---------------------------------------------------------------------------- host side
 
-def tile_order(M: int, N: int, K: int, l2_bytes: int | None, config: WgmmaTile):
+def tile_order(M: int, N: int, K: int, l2_bytes: int | None, config):
     """(super_m, super_n): v9's L2 rule for this tile."""
     if l2_bytes is None:
         l2_bytes = cm.l2_cache_bytes()
@@ -118,8 +120,9 @@ def tma_rule(M: int, N: int, K: int) -> str | None:
     return cm.check_dims(M, N, K) or cm.tma_row_rule(K, N, FALLBACK)
 
 
-def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config: WgmmaTile) -> None:
-    """Every tensor-map rule for both operands, without a driver: raises ValueError."""
+def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config) -> None:
+    """Every tensor-map rule for both operands, without a driver: raises ValueError. `config`:
+    a WgmmaTile, or any tile with bm and bk (v10's TileConfig)."""
     reason = tma_rule(M, N, K)
     if reason:
         raise ValueError(f"level {level} cannot run M={M}, N={N}, K={K}: {reason}")
@@ -130,8 +133,9 @@ def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config:
         raise ValueError(f"level {level} cannot use TMA here: {e}; level {FALLBACK} has no such limit") from None
 
 
-def maps_and_args(level: str, A, B, C, alpha, beta, config: WgmmaTile):
-    """Checked tensor maps of A and B, then C, M, N, K, alpha, beta, vec_c, super_m, super_n."""
+def maps_and_args(level: str, A, B, C, alpha, beta, config):
+    """Checked tensor maps of A and B, then C, M, N, K, alpha, beta, vec_c, super_m, super_n.
+    `config`: a WgmmaTile, or any tile with bm, bn and bk (v10's TileConfig)."""
     M, K = A.shape
     N = B.shape[1]
     pa, pb, pc = cm.device_ptr(A), cm.device_ptr(B), cm.device_ptr(C)
@@ -142,5 +146,5 @@ def maps_and_args(level: str, A, B, C, alpha, beta, config: WgmmaTile):
     super_m, super_n = tile_order(M, N, K, None, config)
     return [tm_a, tm_b] + cm.pack_args(
         ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
-        ("i", int(pc % 8 == 0 and N % 2 == 0)), ("i", super_m), ("i", super_n),
+        ("i", int(cm.vec_c(pc, N))), ("i", super_m), ("i", super_n),
     )

@@ -25,10 +25,8 @@ before launch with a pointer to v9, which serves any shape.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from .. import tma
 from . import _common as cm
+from . import _wgmma as wg
 
 LEVEL = "v10"
 PARENT = "v9"
@@ -46,9 +44,8 @@ RASTER = "super"
 CONFIG = cm.TileConfig(bm=128, bn=256, bk=64, stages=4, warps_m=2, warps_n=4, min_blocks=1, tma_lag=2)
 DEFINES = CONFIG.defines(tma=True)
 SMEM = CONFIG.smem(tma=True)  # stages + alignment slack + full/empty barriers
-BOX_A = (CONFIG.bm, CONFIG.bk)   # rows, cols of one A box
+BOX_A = (CONFIG.bm, CONFIG.bk)   # rows, cols of one A box (wg.maps_and_args encodes these)
 BOX_B = (CONFIG.bk, 64)   # one B panel: the inner extent of a SWIZZLE_128B box is at most 128 bytes
-INNER_BYTES = 128  # what the kernel's XOR walk assumes of every box row
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None,
@@ -68,15 +65,9 @@ def unsupported(M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> str |
 
 
 def check_operands(pa: int, pb: int, M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> None:
-    """Every tensor-map rule for both operands, without a driver: raises ValueError."""
-    reason = unsupported(M, N, K, config)
-    if reason:
-        raise ValueError(f"level v10 cannot run M={M}, N={N}, K={K}: {reason}")
-    try:
-        tma.check_matrix(pa, M, K, config.bm, config.bk, kernel_inner_bytes=INNER_BYTES)
-        tma.check_matrix(pb, K, N, config.bk, 64, kernel_inner_bytes=INNER_BYTES)
-    except ValueError as e:
-        raise ValueError(f"level v10 cannot use TMA here: {e}; level v9 has no such limit") from None
+    """Every tensor-map rule for both operands, without a driver: raises ValueError (the
+    wgmma levels' check: the same boxes, the same 128-byte rows)."""
+    wg.check_operands(LEVEL, pa, pb, M, N, K, config)
 
 
 def run(A, B, C, alpha, beta, stream=None, config: cm.TileConfig | None = None, defines=()):
@@ -84,17 +75,7 @@ def run(A, B, C, alpha, beta, stream=None, config: cm.TileConfig | None = None, 
     config = cm.checked_tile(CONFIG if config is None else config, tma=True)
     M, K = A.shape
     N = B.shape[1]
-    kind = cm.element_type(A)
-    pa, pb, pc = cm.device_ptr(A), cm.device_ptr(B), cm.device_ptr(C)
-    check_operands(pa, pb, M, N, K, config)
-    dtype = np.float16 if kind == "f16" else np.uint16  # uint16 -> the BFLOAT16 map type
-    tm_a = tma.cached_matrix_map(dtype, pa, M, K, (config.bm, config.bk), INNER_BYTES)
-    tm_b = tma.cached_matrix_map(dtype, pb, K, N, (config.bk, 64), INNER_BYTES)
-    super_m, super_n = tile_order(M, N, K, config=config)
-    args = [tm_a, tm_b] + cm.pack_args(
-        ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
-        ("i", int(cm.vec_c(pc, N))), ("i", super_m), ("i", super_n),
-    )
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config)
     grid, block, smem = launch_config(M, N, K, config)
-    cm.launch(SOURCE, KERNEL_NAMES[kind], grid, block, smem, stream, args,
+    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args,
               config.defines(tma=True) + tuple(defines))
