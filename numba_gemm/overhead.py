@@ -21,29 +21,17 @@ line names the card, the date (UTC), the commit and the command.
 """
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 import time
 from datetime import datetime, timezone
 
 import numpy as np
 
+from .util import commit
+
 N = 64
 SLEEP_CYCLES = 20_000_000      # ~10 ms at 2 GHz: longer than queuing the timed launches
 KERNEL_CALLS = 100
-
-
-def commit() -> str:
-    """The checkout's commit, '+changes' when tracked files differ from it; 'unknown' outside git."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=here, timeout=10).returncode
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("+changes" if dirty else "")
 
 
 def card(torch) -> str:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import choose, registry as _levels
+from . import choose, registry as _levels, util
 
 # (name, M, N, K): squares, transformer projections (decode to prefill against the (N, K) of
 # 7B-70B models' layers), short K, narrow N, and rows TMA cannot describe.
@@ -276,19 +276,10 @@ DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 def provenance(command: str) -> dict:
-    """Card, date, commit and command of a run (the commit from NUMBA_GEMM_COMMIT, else git: a
-    copy of the checkout sent to another machine may carry a stale .git)."""
+    """Card, date, commit (util.commit) and command of a run."""
     import datetime
-    import os
-    import subprocess
 
-    commit = os.environ.get("NUMBA_GEMM_COMMIT")
-    if not commit:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                    text=True, timeout=10, cwd=os.path.dirname(__file__)).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            commit = ""
+    commit = util.commit()
     card = ""
     try:
         from numba import cuda
