@@ -17,6 +17,11 @@ plus the hooks of its kind: Numba levels `kernel` and `SIGNATURE` (or `KERNELS`)
 levels `SOURCE` (a .cu file in native/), `KERNEL_NAMES`, `CONFIG`, `DEFINES`; the SGEMM ledger
 hooks `GEOMETRY` and `warp_step`; the HGEMM ones `CONFIG`, `RASTER` and `tile_order`.
 
+The registry checks this contract when it discovers a module (`contract_problems`: the names,
+their types, DELTA's "LEVEL = PARENT ..." form, PARENT a level of the same family, SOURCE a file
+in native/) and refuses one that breaks it, naming the module and what is wrong. What costs a
+compile (DEFINES accepted by NVRTC, SASS_MUST_HAVE present in the SASS) is left to the tests.
+
 Levels from outside the package: the environment variable NUMBA_GEMM_EXTRA_LEVELS lists
 importable modules as `family:module` entries separated by commas, e.g.
 
@@ -71,7 +76,84 @@ def _order(name: str):
     return (m.group(1), int(m.group(2)), m.group(3)) if m else (name, 0, "")
 
 
+def _is_str_tuple(v, prefix: str = "") -> bool:
+    return isinstance(v, (tuple, list)) and all(isinstance(x, str) and x.startswith(prefix) for x in v)
+
+
+def contract_problems(mod: ModuleType, family: str) -> list[str]:
+    """What `mod` lacks of the level contract (module docstring) for `family`, cheaply: names,
+    types and files, nothing compiled. Empty when it meets it. PARENT's existence needs the
+    other levels: registry() checks it."""
+    out = []
+
+    def need(name, ok, what):
+        if not hasattr(mod, name):
+            out.append(f"no {name} ({what})")
+        elif not ok(getattr(mod, name)):
+            out.append(f"{name} = {getattr(mod, name)!r:.80} is not {what}")
+
+    need("LEVEL", lambda v: isinstance(v, str) and re.fullmatch(r"[a-z0-9_]+", v) is not None,
+         "a lower-case name such as 'k4'")
+    need("PARENT", lambda v: v is None or isinstance(v, str), "a level name or None")
+    need("TITLE", lambda v: isinstance(v, str) and v.strip() != "", "a non-empty str")
+    level, parent = getattr(mod, "LEVEL", "?"), getattr(mod, "PARENT", None)
+    head = f"{level} = {parent} " if parent else f"{level} = "
+    need("DELTA", lambda v: isinstance(v, str) and v.startswith(head), f"a str starting {head!r}")
+
+    def dtypes(v):
+        try:
+            got = [np.dtype(d) for d in v]
+        except (TypeError, ValueError):
+            return False
+        return np.dtype(np.float32 if family == "sgemm" else np.float16) in got
+
+    need("DTYPES", dtypes, "a tuple of NumPy dtypes with " + ("float32" if family == "sgemm" else "float16"))
+    need("SASS_MUST_HAVE", lambda v: _is_str_tuple(v) and len(v) > 0, "a non-empty tuple of SASS opcodes")
+    if hasattr(mod, "SASS_MUST_NOT_HAVE"):
+        need("SASS_MUST_NOT_HAVE", _is_str_tuple, "a tuple of SASS opcodes")
+    need("run", callable, "run(A, B, C, alpha, beta, stream=None)")
+    if hasattr(mod, "unsupported"):
+        need("unsupported", callable, "unsupported(M, N, K) -> str | None")
+
+    if hasattr(mod, "SOURCE"):                                     # native: NVRTC compiles it
+        import importlib.resources
+
+        native = importlib.resources.files("numba_gemm.native")
+        need("SOURCE", lambda v: isinstance(v, str) and native.joinpath(v).is_file(),
+             "the name of a .cu file in native/")
+        kinds = {"f16", "bf16"} if family == "hgemm" else None
+        need("KERNEL_NAMES", lambda v: isinstance(v, dict) and len(v) > 0
+             and all(isinstance(sym, str) and sym for sym in v.values()) and (kinds is None or set(v) == kinds),
+             "a dict of kernel symbols by element type" + (" ('f16', 'bf16')" if kinds else ""))
+        need("DEFINES", lambda v: _is_str_tuple(v, "-D"), "a tuple of -D options")
+        if family != "hgemm":                                      # (hgemm: below, with its fields)
+            need("CONFIG", lambda v: True, "the tile the launch and the ledgers read")
+    elif not (hasattr(mod, "KERNELS") or hasattr(mod, "kernel") and hasattr(mod, "SIGNATURE")):
+        out.append("neither KERNELS nor kernel + SIGNATURE (a Numba level's kernels for the census)")
+    elif hasattr(mod, "KERNELS"):
+        need("KERNELS", lambda v: isinstance(v, dict) and len(v) > 0
+             and all(isinstance(e, tuple) and len(e) == 2 for e in v.values()),
+             "a dict name -> (kernel, signature)")
+
+    if family == "sgemm":
+        need("GEOMETRY", lambda v: True, "the launch shape the ledgers read")
+        need("warp_step", callable, "warp_step(M, N, K, bx, by, warp, ph, g) for the ledgers")
+    else:
+        from .ledgers.ledger import RASTERS
+
+        need("CONFIG", lambda v: all(isinstance(getattr(v, f, None), int) for f in ("bm", "bn", "bk", "threads")),
+             "a tile with int bm, bn, bk and threads")
+        need("RASTER", lambda v: v in RASTERS, f"one of {', '.join(RASTERS)}")
+        if getattr(mod, "RASTER", None) == "super":
+            need("tile_order", callable, "tile_order(M, N, K, l2_bytes) -> (super_m, super_n), as RASTER is 'super'")
+    return out
+
+
 def _level(mod: ModuleType, family: str) -> Level:
+    bad = contract_problems(mod, family)
+    if bad:
+        raise ValueError(f"level module {mod.__name__} ({family}) does not meet the level contract "
+                         f"(numba_gemm.registry): {'; '.join(bad)}")
     return Level(
         name=mod.LEVEL,
         parent=mod.PARENT,
@@ -120,7 +202,8 @@ def registry() -> dict[str, Level]:
         for lv in found:
             parent = levels.get(lv.parent)
             if lv.parent is not None and (parent is None or parent.family != lv.family):
-                raise ValueError(f"level {lv.name}: PARENT {lv.parent!r} is not a {lv.family} level")
+                raise ValueError(f"level module {lv.module.__name__} ({lv.family}) does not meet the "
+                                 f"level contract: PARENT {lv.parent!r} is not a {lv.family} level")
         _REGISTRY = levels
     return _REGISTRY
 

@@ -1,5 +1,6 @@
-"""HGEMM levels (every level of the registry's hgemm family): the level contract and host logic
-here; correctness on the GPU only.
+"""HGEMM levels (every level of the registry's hgemm family): host logic here (the level contract
+is the registry's, checked when it discovers a module: tests/test_new_level.py); correctness on
+the GPU only.
 
 GPU tests: fresh random fp16/bf16 inputs on ragged shapes, alpha/beta, beta == 0 with C
 poisoned by NaN, shapes whose rows are not 16-byte aligned (served by the element-wise fallback
@@ -14,39 +15,13 @@ import pytest
 from numba_gemm import check
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.registry import registry
-from tests.conftest import GPU
 from tools import hgemm_sweep
 
 LEVELS = [lv.module for lv in registry().values() if lv.family == "hgemm"]
 ids = [m.LEVEL for m in LEVELS]
-NATIVE = [lv.module for lv in registry().values() if lv.family == "hgemm" and lv.native]
 SWEPT = hgemm_sweep.sweepable()      # the levels that take a TileConfig
 DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
 LEVEL = {m.LEVEL: m for m in LEVELS}
-
-
-@pytest.mark.parametrize("lv", LEVELS, ids=ids)
-def test_level_contract(lv):
-    for attr in ("LEVEL", "TITLE", "DELTA", "DTYPES", "SASS_MUST_HAVE", "RASTER"):
-        assert getattr(lv, attr), attr
-    assert lv.DELTA.startswith(lv.LEVEL + " = ")
-    assert lv.PARENT is None or lv.PARENT in LEVEL
-    assert lv.RASTER in ("m-fastest", "n-fastest", "super")
-    assert lv.RASTER != "super" or callable(getattr(lv, "tile_order", None))
-    assert callable(lv.run) and callable(lv.unsupported)
-    assert np.dtype(np.float16) in [np.dtype(d) for d in lv.DTYPES]
-
-
-@pytest.mark.parametrize("lv", NATIVE, ids=[m.LEVEL for m in NATIVE])
-def test_native_level_contract(lv):
-    from numba_gemm import nvrtc
-
-    assert (nvrtc.native_dir() / lv.SOURCE).is_file()
-    assert set(lv.KERNEL_NAMES) == {"f16", "bf16"}
-    # the tile the ledgers and the launch read: a TileConfig (mma.sync levels) or the wgmma
-    # levels' own record, both with the block tile and the thread count
-    assert all(isinstance(getattr(lv.CONFIG, f), int) for f in ("bm", "bn", "bk", "threads"))
-    assert all(d.startswith("-D") for d in lv.DEFINES)
 
 
 @pytest.mark.parametrize("lv", list(SWEPT.values()), ids=list(SWEPT))

@@ -2,7 +2,11 @@
 seconds, k5's a minute) and of an HGEMM level (v9: NVRTC's disk cache shares its cubin with test_sass),
 written outside the package under new names and registered through NUMBA_GEMM_EXTRA_LEVELS,
 go through every path a user takes: the registry, bench.py in the simulator (the HGEMM copy
-says it needs a GPU), --explain, --sass, the plot, and the registry-parametrised tests."""
+says it needs a GPU), --explain, --sass, the plot, and the registry-parametrised tests.
+
+The level contract is checked by the registry when it discovers a module (registry.contract_problems):
+every level meets it, and a copy that breaks it is refused, naming the module and what is wrong.
+What needs a compile is tested where the levels are (test_sass, test_nvrtc, test_hopper)."""
 import os
 import re
 import subprocess
@@ -55,6 +59,52 @@ def outside(tmp_path_factory):
         reg.refresh()
         yield env
     reg.refresh()
+
+
+@pytest.mark.parametrize("name", list(reg.registry()))
+def test_every_level_meets_the_contract(name):
+    lv = reg.get(name)
+    assert reg.contract_problems(lv.module, lv.family) == []
+
+
+# (id, level copied, [(text in the copy, its replacement), ...], what the refusal must say)
+BROKEN = [
+    ("no-title", "v9", [('TITLE = "super-tile rasterisation for L2"\n', "")], "no TITLE"),
+    ("missing-source", "v9", [('SOURCE = "v9_supertile.cu"', 'SOURCE = "v9_nowhere.cu"')],
+     "SOURCE = 'v9_nowhere.cu' is not the name of a .cu file in native/"),
+    ("bad-raster", "v9", [('RASTER = "super"', 'RASTER = "diagonal"')], "RASTER = 'diagonal' is not one of"),
+    ("bad-defines", "v9", [("DEFINES = CONFIG.defines()", 'DEFINES = ("HG_BM=128",)')],
+     "DEFINES = ('HG_BM=128',) is not a tuple of -D options"),
+    ("no-tile-order", "v9", [("def tile_order(", "def _tile_order(")], "no tile_order"),
+    ("bad-delta", "v9", [('DELTA = "v9copy = v8 + ', 'DELTA = "v9copy is v8 + ')], "is not a str starting 'v9copy = v8 '"),
+    ("no-float16", "v9", [("DTYPES = cm.DTYPES", 'DTYPES = ("float32",)')], "with float16"),
+    ("no-run", "v9", [("def run(", "def _run(")], "no run"),
+    ("parent-of-another-family", "v9", [('PARENT = "v8"', 'PARENT = "k2"'), ('DELTA = "v9copy = v8 ', 'DELTA = "v9copy = k2 ')],
+     "PARENT 'k2' is not a hgemm level"),
+    ("no-warp-step", "k2", [("def warp_step(", "def _warp_step(")], "no warp_step"),
+    ("bad-level-name", "k2", [('LEVEL = "k2copy"', 'LEVEL = "K2 copy"')], "LEVEL = 'K2 copy' is not a lower-case name"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BROKEN)), ids=[b[0] for b in BROKEN])
+def test_the_registry_refuses_a_copy_that_breaks_the_contract(case, tmp_path, monkeypatch):
+    _, name, edits, said = BROKEN[case]
+    text = _copy_source(reg.get(name))
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    module = f"broken{case}_{COPIES[name]}"
+    (tmp_path / f"{module}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(reg.EXTRA_LEVELS_ENV, f"{reg.get(name).family}:{module}")
+    reg.refresh()
+    try:
+        with pytest.raises(ValueError) as e:
+            reg.registry()
+    finally:
+        monkeypatch.undo()
+        reg.refresh()
+    assert module in str(e.value) and said in str(e.value), str(e.value)
 
 
 def _run(env, *args, timeout=300):
