@@ -8,6 +8,7 @@
     python bench.py --level k6 --sass              # static SASS census (no GPU needed)
     python bench.py --suite shapes --dtype bf16    # ~20 user shapes vs roofline and cuBLAS (GPU)
     python bench.py --suite shapes --explain       # their rooflines and auto's choice, nothing run
+    python bench.py --help                         # every level (the registry's list) and its parent
 
 Each level is first checked against a float64 reference twice (alpha=0.5, beta=-1.5 on a
 random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events

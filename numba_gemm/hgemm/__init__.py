@@ -1,2 +1,4 @@
-"""HGEMM levels (v*): fp16/bf16 inputs, fp32 accumulate and output; native CUDA compiled by NVRTC,
-and the levels written in numba.cuda with inline PTX (v8py)."""
+"""HGEMM levels (v*): fp16/bf16 inputs, fp32 accumulate and output, one module per level: native
+CUDA C++ compiled by NVRTC (the module's SOURCE names its native/*.cu), and the levels written in
+numba.cuda with inline PTX (names ending in "py", each the twin of a native level). The list is
+the registry's: numba_gemm.levels(), or `python bench.py --help`."""
