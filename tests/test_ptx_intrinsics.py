@@ -257,6 +257,8 @@ def test_intrinsics_emit_their_ptx():
 # ---- Hopper: wgmma's accumulator layout, descriptors, the twins of wgmma, TMA, mbarrier ----
 
 from numba_gemm.hgemm import _wgmma  # noqa: E402
+from numba_gemm.ptx.hopper import _MBarrier  # noqa: E402
+from numba_gemm.ptx.mma_sync import _SIM_SMEM_BASE  # noqa: E402
 
 
 def isa_wgmma_d(t, i):
@@ -287,7 +289,7 @@ def test_descriptor_decode_inverts_the_host_encoding(a, l, s, swizzle):
 def _tma_stage(rng, bf16, stage_addr):
     """A stage as v11 lays it out, written with TMA's documented swizzle (_common.tma_swizzle_128b):
     A 128 x 64 at stage_addr, then B 64 x 256 as 4 panels of 64 x 64, 8 KB apart. Returns the
-    shared window (bytes from address ptx._SIM_SMEM_BASE) and A, B as bits."""
+    shared window (bytes from address _SIM_SMEM_BASE) and A, B as bits."""
     A = _bits(rng.uniform(-1, 1, (128, 64)), bf16)
     B = _bits(rng.uniform(-1, 1, (64, 256)), bf16)
     smem = np.zeros(stage_addr + 49152 + 1024, np.uint8)
@@ -295,7 +297,7 @@ def _tma_stage(rng, bf16, stage_addr):
     def place(box, at):
         raw = box.reshape(-1).view(np.uint8)
         for o in range(0, raw.size, 16):
-            dst = at + cm.tma_swizzle_128b(o) - ptx._SIM_SMEM_BASE
+            dst = at + cm.tma_swizzle_128b(o) - _SIM_SMEM_BASE
             smem[dst:dst + 16] = raw[o:o + 16]
 
     place(A, stage_addr)
@@ -349,7 +351,7 @@ def test_tma_box_zero_fills_outside_the_matrix(x, y, rows, cols):
 
 
 def test_mbarrier_twin_counts_arrivals_and_bytes():
-    b = ptx._MBarrier(2)
+    b = _MBarrier(2)
     b.arrive(tx=100)                  # arrive.expect_tx: one arrival, 100 bytes expected
     assert b.phase == 0
     b.complete_tx(60)
