@@ -279,14 +279,7 @@ def main(argv=None):
             sass.find_nvdisasm()
         except sass.CensusUnavailable as e:
             sys.exit(f"bench.py --sass: {e} (or: pip install 'numba_gemm[test]')")
-        results = sass.census_levels(levels)
-        rows = []
-        for name, r in results.items():
-            if isinstance(r, Exception):
-                print(f"{name}: skipped: {r}", file=sys.stderr)
-            else:
-                rows.extend(r)
-        print(sass.format_table(rows))
+        print(sass.census_table(levels))
         return 0
 
     shapes = shapes_from(args, simulator)

@@ -26,14 +26,14 @@ they do at run time); a bare Python function without.
 
 Numba picks the real compiler or the CUDA simulator once, at import. When this process runs
 the simulator (CI without a GPU), the Numba levels are compiled in a child process with the
-simulator off; compilation needs no GPU, only the NVVM and nvJitLink libraries.
+simulator off; compilation needs no GPU, only the NVVM and nvJitLink libraries. The child
+processes, the per-level disk cache and the progress lines are numba_gemm.census_cache.
 
     python -m numba_gemm.sass k5 k6        # print the census table
 """
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import re
@@ -43,6 +43,8 @@ import sys
 import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+
+from . import census_cache
 
 ARCH = "sm_90"
 
@@ -380,41 +382,24 @@ def _census_numba_level(name: str) -> tuple:
                  for kname, (f, sig, bounds) in numba_kernels(module).items())
 
 
-def _census_in_child(names: list[str]) -> dict[str, list[Census]]:
-    """Census Numba levels with the simulator off, in child processes: one per CPU (at most one
-    per level), the levels dealt out round-robin, since each compile is single-threaded."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    env["NUMBA_GEMM_CENSUS_PROGRESS"] = "1" if _progress_on() else "0"
-    workers = max(1, min(len(names), os.cpu_count() or 1))
-    groups = [names[i::workers] for i in range(workers)]
-
-    def run(group):
-        out = _run_streaming_progress([sys.executable, "-m", "numba_gemm.sass", "--json", *group], env)
-        if out.returncode != 0:
-            raise RuntimeError(f"SASS census of {group} failed in a child process:\n{out.stderr[-4000:]}")
-        return json.loads(out.stdout)
-
-    from concurrent.futures import ThreadPoolExecutor
-
-    data = {}
-    with ThreadPoolExecutor(workers) as pool:
-        for part in pool.map(run, groups):
-            data.update(part)
-    return {n: [Census(**c) for c in data[n]] for n in names}
-
-
 _CHILD_CACHE: dict[str, list[Census]] = {}
 
 
+def _cached(level) -> list[Census] | None:
+    data = census_cache.load(level)
+    try:
+        return None if data is None else [Census(**c) for c in data]
+    except TypeError:    # written by another version of Census: taken again
+        return None
+
+
 def census_levels(levels) -> dict[str, list[Census]]:
-    """census_levels_uncached through the per-level disk cache (census_cache_path)."""
+    """census_levels_uncached through the per-level disk cache (census_cache.cache_path)."""
     out, todo = {}, []
     for lv in levels:
-        hit = _load_census(lv)
+        hit = _cached(lv)
         if hit is not None:
-            _progress(f"{lv.name}: from the cache")
+            census_cache.progress(f"{lv.name}: from the cache")
             out[lv.name] = hit
         else:
             todo.append(lv)
@@ -422,7 +407,7 @@ def census_levels(levels) -> dict[str, list[Census]]:
         fresh = census_levels_uncached(todo)
         for lv in todo:
             if not isinstance(fresh[lv.name], Exception):
-                _store_census(lv, fresh[lv.name])
+                census_cache.store(lv, [asdict(c) for c in fresh[lv.name]])
         out.update(fresh)
     return {lv.name: out[lv.name] for lv in levels}
 
@@ -438,14 +423,15 @@ def census_levels_uncached(levels) -> dict[str, list[Census]]:
     if numba_names and _simulating():
         missing = [n for n in numba_names if n not in _CHILD_CACHE]
         if missing:
-            _CHILD_CACHE.update(_census_in_child(missing))
+            _CHILD_CACHE.update({n: [Census(**c) for c in cs]
+                                 for n, cs in census_cache.in_children(missing).items()})
         numba_results = {n: _CHILD_CACHE[n] for n in numba_names}
     else:
-        numba_results = {n: _timed(n, lambda: list(_census_numba_level(n))) for n in numba_names}
+        numba_results = {n: census_cache.timed(n, lambda: list(_census_numba_level(n))) for n in numba_names}
     for lv in levels:
         if lv.native:
             try:
-                out[lv.name] = _timed(lv.name, lambda: _census_native(lv))
+                out[lv.name] = census_cache.timed(lv.name, lambda: _census_native(lv))
             except CensusUnavailable as e:
                 out[lv.name] = e
         else:
@@ -485,111 +471,6 @@ def census_level(level) -> list[Census]:
 
 
 # ---------------------------------------------------------------------------------------
-# Per-level census cache and progress (a census compiles every kernel: ~40 s for k6)
-
-def _progress_on() -> bool:
-    return os.environ.get("NUMBA_GEMM_CENSUS_PROGRESS", "1") not in ("", "0")
-
-
-def _progress(msg: str) -> None:
-    if _progress_on():
-        print(f"[census] {msg}", file=sys.stderr, flush=True)
-
-
-def _timed(name, fn):
-    import time
-
-    _progress(f"{name}: compiling ...")
-    t = time.perf_counter()
-    r = fn()
-    _progress(f"{name}: done in {time.perf_counter() - t:.1f} s")
-    return r
-
-
-def _run_streaming_progress(cmd, env):
-    """subprocess.run(cmd) with the child's [census] lines passed to our stderr as they come.
-    stdout (the JSON, SASS included: megabytes) is drained by a thread meanwhile, so a full pipe
-    never blocks the child."""
-    import threading
-
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    chunks = []
-    reader = threading.Thread(target=lambda: chunks.append(p.stdout.read()))
-    reader.start()
-    err = []
-    for line in p.stderr:
-        if line.startswith("[census]"):
-            sys.stderr.write(line)
-            sys.stderr.flush()
-        else:
-            err.append(line)
-    reader.join()
-    p.wait()
-    return subprocess.CompletedProcess(cmd, p.returncode, "".join(chunks), "".join(err))
-
-
-@functools.lru_cache(maxsize=None)
-def _tool_versions() -> str:
-    from importlib import metadata
-
-    parts = []
-    for dist in ("numba", "numba-cuda", "cuda-core", "cuda-bindings", "nvidia-nvjitlink", "nvidia-cuda-nvdisasm"):
-        try:
-            parts.append(f"{dist}={metadata.version(dist)}")
-        except metadata.PackageNotFoundError:
-            pass
-    try:
-        parts.append(subprocess.run([find_nvdisasm(), "--version"], capture_output=True, text=True).stdout)
-    except CensusUnavailable:
-        pass
-    return "\n".join(parts)
-
-
-def census_key(level) -> str:
-    """sha256 of what a level's census depends on: its sources (a native level: the NVRTC cache
-    key of its shipped tile; a Numba level: every module of its package and the intrinsics),
-    this module, and the compiler and disassembler versions."""
-    from pathlib import Path
-
-    h = hashlib.sha256(Path(__file__).read_bytes())
-    if level.native:
-        from . import nvrtc
-
-        h.update(nvrtc.cache_key(level.module.SOURCE, nvrtc.DEFAULT_ARCH,
-                                 tuple(getattr(level.module, "DEFINES", ()))).encode())
-    else:
-        files = sorted(Path(level.module.__file__).parent.glob("*.py"))
-        files.append(Path(__file__).with_name("intrinsics.py"))
-        for f in files:
-            h.update(f.name.encode() + b"\0" + f.read_bytes())
-    h.update(_tool_versions().encode())
-    return h.hexdigest()[:32]
-
-
-def census_cache_path(level):
-    from . import nvrtc
-
-    return nvrtc.cache_dir() / "census" / f"{level.name}.{census_key(level)}.json"
-
-
-def _load_census(level) -> list[Census] | None:
-    try:
-        data = json.loads(census_cache_path(level).read_text())
-        return [Census(**c) for c in data]
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def _store_census(level, censuses) -> None:
-    from . import nvrtc
-
-    try:
-        nvrtc.atomic_write(census_cache_path(level), json.dumps([asdict(c) for c in censuses]).encode())
-    except OSError:
-        pass             # a read-only cache: the census is simply taken again next time
-
-
-# ---------------------------------------------------------------------------------------
 # Table
 
 def format_table(censuses) -> str:
@@ -613,6 +494,18 @@ def format_table(censuses) -> str:
     return "\n".join(lines)
 
 
+def census_table(levels) -> str:
+    """format_table of every kernel of `levels` (through the cache); a level whose census cannot
+    be taken here is named on stderr and left out."""
+    rows = []
+    for name, r in census_levels(levels).items():
+        if isinstance(r, Exception):
+            print(f"{name}: skipped: {r}", file=sys.stderr)
+        else:
+            rows.extend(r)
+    return format_table(rows)
+
+
 def main(argv=None) -> int:
     import argparse
 
@@ -623,18 +516,11 @@ def main(argv=None) -> int:
     from .registry import get, registry
 
     levels = [get(n) for n in args.levels] if args.levels else list(registry().values())
-    results = census_levels(levels)
     if args.json:
-        print(json.dumps({n: [asdict(c) for c in r] for n, r in results.items()
+        print(json.dumps({n: [asdict(c) for c in r] for n, r in census_levels(levels).items()
                           if not isinstance(r, Exception)}))
-        return 0
-    rows = []
-    for name, r in results.items():
-        if isinstance(r, Exception):
-            print(f"{name}: skipped: {r}", file=sys.stderr)
-        else:
-            rows.extend(r)
-    print(format_table(rows))
+    else:
+        print(census_table(levels))
     return 0
 
 

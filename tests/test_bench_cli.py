@@ -66,7 +66,7 @@ def test_sass_without_nvdisasm_is_one_line(monkeypatch):
 
 
 def test_census_cached_per_level_on_disk(tmp_path, monkeypatch):
-    from numba_gemm import registry, sass
+    from numba_gemm import census_cache, registry, sass
 
     monkeypatch.setenv("NUMBA_GEMM_CACHE_DIR", str(tmp_path))
     calls = []
@@ -81,7 +81,7 @@ def test_census_cached_per_level_on_disk(tmp_path, monkeypatch):
     again = sass.census_levels(lvs)
     assert calls == [["k2", "v7"]] and again == first
     assert sorted(p.name.split(".")[0] for p in (tmp_path / "census").iterdir()) == ["k2", "v7"]
-    sass.census_cache_path(lvs[0]).write_text("{not json")        # a corrupt entry: taken again
+    census_cache.cache_path(lvs[0]).write_text("{not json")        # a corrupt entry: taken again
     sass.census_levels(lvs)
     assert calls[-1] == ["k2"]
 
