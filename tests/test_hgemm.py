@@ -8,6 +8,7 @@ of the cp.async levels, refused before launch by v10), and offsets past 2^31 ele
 compared with check.verify(family="hgemm").
 """
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,23 @@ ids = [m.LEVEL for m in LEVELS]
 SWEPT = hgemm_sweep.sweepable()      # the levels that take a TileConfig
 DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
 LEVEL = {m.LEVEL: m for m in LEVELS}
+
+
+@pytest.mark.parametrize("lv", LEVELS, ids=ids)
+def test_docstring_header_names_the_diff_and_the_run(lv):
+    """The first line of each level's docstring (the llm.c habit): the two files to diff — the
+    parent's .cu and this level's (a Numba level's module against its parent, its native twin) —
+    and the bench.py command that checks and times it."""
+    root = Path(__file__).resolve().parent.parent
+    read, run = lv.__doc__.splitlines()[0].split(" · ")
+    assert run == f"run: python bench.py --level {lv.LEVEL} --dtype fp16"
+    own = f"native/{lv.SOURCE}" if hasattr(lv, "SOURCE") else f"numba_gemm/hgemm/{Path(lv.__file__).name}"
+    if lv.PARENT is None:
+        assert read.startswith(f"read: {own} ")
+    else:
+        assert read.startswith(f"read: diff native/{LEVEL[lv.PARENT].SOURCE} {own}")
+    for path in re.findall(r"\b(?:native|numba_gemm)/[\w/]+\.(?:cu|py)\b", read):
+        assert (root / path).is_file(), path
 
 
 @pytest.mark.parametrize("lv", list(SWEPT.values()), ids=list(SWEPT))

@@ -1,12 +1,14 @@
-"""v10: v9 with loads by TMA (cp.async.bulk.tensor.2d) and an mbarrier full/empty pipeline.
+"""read: diff native/v9_supertile.cu native/v10_tma.cu · run: python bench.py --level v10 --dtype fp16
+
+v10: v9 with loads by TMA (cp.async.bulk.tensor.2d) and an mbarrier full/empty pipeline.
 
 v10 = v9 with the load and synchronisation layers replaced — and a bigger tile. Two changes:
 
 1. loads and synchronisation, described below;
 2. tile: 128×256×64, 4 stages, 8 warps (2×4) of 64×64, one block per SM, instead of v9's
    128×128×64, 3 stages, 4 warps, two blocks per SM. With TMA doing the loads this tile is the
-   sweep's best for v10 (483 TFLOPS at 8192, against 448 for v10 on v9's tile; on v9's tile
-   TMA is worth +7 %, on this one +25 %: docs/RESULTS.md). So v9 → v10 mixes the two effects.
+   sweep's best for v10, and TMA is worth more on it than on v9's tile (docs/RESULTS.md, "Tile
+   sweep"). So v9 → v10 mixes the two effects.
 
 The tile order (super-tiles) and the ldmatrix/mma.sync code are v9's, unchanged
 (native/v10_tma.cu includes the same headers). One thread issues one TMA per operand box

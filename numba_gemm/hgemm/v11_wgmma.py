@@ -1,4 +1,6 @@
-"""v11: v10 with the tensor-core instruction changed: wgmma (warpgroup MMA) instead of mma.sync.
+"""read: diff native/v10_tma.cu native/v11_wgmma.cu · run: python bench.py --level v11 --dtype fp16
+
+v11: v10 with the tensor-core instruction changed: wgmma (warpgroup MMA) instead of mma.sync.
 
 v11 = v10 + wgmma.mma_async m64n256k16, reading A and B straight from the SWIZZLE_128B shared
 tiles that TMA wrote, through 64-bit matrix descriptors. The tile (128×256×64, 4 stages),
@@ -23,10 +25,10 @@ Descriptors (native/wgmma.cuh; `smem_desc` below is the same function): A is K-m
 N-major (imm-trans-b = 1) in 64-column panels, LBO = 8192 (next panel), SBO = 1024 (next 8
 k rows), the k step +2048 bytes.
 
-Measured (H200, kernel time, docs/RESULTS.md, commit fcfef86): 8192³ fp16 747 TFLOPS (v10 501,
-1.49×; cuBLAS 733), bf16 779; 4096³ fp16 690 (0.95× cuBLAS). Above the 644 TFLOPS mma.sync
-register-loop ceiling (numba_gemm.microbench). Its K loop runs at 819 TFLOPS (time against K
-at M = N = 4096); what it loses to cuBLAS at 4096³ is a fixed ~30 µs, mostly the epilogue.
+Measured on the H200: docs/RESULTS.md, "2026-12-01, third run: the kernels' own time
+(HGEMM)": above the mma.sync register-loop ceiling (numba_gemm.microbench); its K loop runs at
+the tensor cores' rate (time against K at M = N = 4096), and what it loses to cuBLAS at 4096³
+is a fixed cost per launch, mostly the epilogue.
 
 Limits (TMA's, as v10): 16-byte aligned base and K % 8 == 0, N % 8 == 0 for 2-byte types;
 other shapes are refused before launch, naming v9, which serves any shape.

@@ -1,4 +1,6 @@
-"""v11py: v11 written in numba.cuda — Hopper's tensor cores (wgmma), TMA and mbarriers from Python.
+"""read: diff native/v11_wgmma.cu numba_gemm/hgemm/v11py_wgmma.py (its native twin) · run: python bench.py --level v11py --dtype fp16
+
+v11py: v11 written in numba.cuda — Hopper's tensor cores (wgmma), TMA and mbarriers from Python.
 
 The same kernel as v11 (native/v11_wgmma.cu, its K loop in native/wgmma_tma_loop.cuh),
 statement for statement: a 128×256×64 block tile in 4 stages of 48 KB, 256 threads as two
@@ -33,8 +35,9 @@ with its swizzle and zero fill, counted mbarrier phases, the warpgroup's wgmma e
 wait_group from the descriptors), so the pipeline, indexing and edges run in CI on small
 shapes; the maps are then simulator maps (ptx.sim_tensor_map) of the host arrays.
 
-Measured on the H200: docs/RESULTS.md, fifth run (before its epilogue stored 8 bytes at a time);
-AUTO = False while it is slower than v11.
+Measured on the H200: docs/RESULTS.md, "v11py with one 8-byte store per pair of floats" (sixth
+run), and "v11py against v11" (fifth run, before those stores); AUTO = False while it is slower
+than v11.
 """
 from __future__ import annotations
 

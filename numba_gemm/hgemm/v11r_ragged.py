@@ -1,4 +1,6 @@
-"""v11r: v11 with TMA replaced by the CTA's own register-staged loads — wgmma at any shape.
+"""read: diff native/v11_wgmma.cu native/v11r_ragged.cu · run: python bench.py --level v11r --dtype fp16
+
+v11r: v11 with TMA replaced by the CTA's own register-staged loads — wgmma at any shape.
 
 v11r = v11 with one change: who fills the shared stages. TMA describes only rows whose stride
 and base are multiples of 16 bytes (fp16/bf16: K and N multiples of 8), so every other shape
@@ -31,12 +33,14 @@ variant, and (4, 4), (8, 8), (8, 2), (2, 8)): HGMMA.64x256x16.F32 (4), WARPGROUP
 WARPGROUP.DEPBAR.LE; the operand loads exactly as the model counts them (twice: tile 0 and the
 loop) on top of v11's epilogue loads — at (2, 2) 192 LDG.E.U16 and 96 STS, 5032 instructions
 per kernel, 255 registers; at (8, 8) 48 more LDG.E.64 and 48 STS.64, 4336 instructions, 232
-registers; no UTMALDG, no HMMA, no LDSM, no local memory. Not yet measured on the H200.
+registers; no UTMALDG, no HMMA, no LDSM, no local memory. Measured on the H200 in the shape
+suite: docs/RESULTS.md, "2026-12-02, sixth run: the shape suite with auto refitted; v11py's
+8-byte stores" (and the fifth run's, from which auto's price of the ragged rows was fitted).
 
 Limits: any M, N, K >= 1 below 2^31 (int32 kernel arguments), at most 2^31 - 1 tiles; bases
 2-byte aligned (every fp16/bf16 array is) and rows contiguous, anything else is refused
 before launch. Shapes TMA can describe are served too (W = 8); auto ranks v11r by its cost
-model once it has been calibrated on the H200.
+model, calibrated on the shape suite's runs.
 """
 from __future__ import annotations
 

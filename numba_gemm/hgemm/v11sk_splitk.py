@@ -1,4 +1,6 @@
-"""v11sk: v11 + split-K — S CTAs per output tile, each on one slice of K, reduced in a fixed order.
+"""read: diff native/v11_wgmma.cu native/v11sk_splitk.cu · run: python bench.py --level v11sk --dtype fp16
+
+v11sk: v11 + split-K — S CTAs per output tile, each on one slice of K, reduced in a fixed order.
 
 v11sk = v11 with the grid made two-dimensional. A shape with few output tiles leaves most of the
 132 SMs idle under v11 (16×8192 with 128×256 tiles is 32 CTAs; 128×4096 is 16): nothing there
@@ -25,8 +27,9 @@ launch (2 MiB each way at 16×8192, S = 4, beside B's 128 MiB; 16 MiB each way a
 S = 8, and at 512×4096, S = 2, beside B's 32 MiB). The K loop's instructions and registers
 (154) are v11's; at M ≤ 64 the tensor work per CTA is half v11's (64-row tile). Census (sm_90a, CI-asserted for both row
 tiles): 4264 instructions per kernel (v11: 4240), 4 HGMMA.64x256x16.F32, 16 UTMALDG.2D,
-WARPGROUP.ARRIVE, WARPGROUP.DEPBAR.LE; no HMMA, no LDSM, no local memory. Not yet measured on
-the H200.
+WARPGROUP.ARRIVE, WARPGROUP.DEPBAR.LE; no HMMA, no LDSM, no local memory. Measured on the H200
+in the shape suite: docs/RESULTS.md, "2026-12-02, sixth run: the shape suite with auto refitted;
+v11py's 8-byte stores" (and the fifth run).
 
 Limits (TMA's, as v11): 16-byte aligned bases and K % 8 == 0, N % 8 == 0 for 2-byte types;
 other shapes are refused before launch, naming v9. `SPLITS` (module) or run(..., splits=S)

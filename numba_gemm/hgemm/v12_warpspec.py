@@ -1,4 +1,6 @@
-"""v12: v11 + warp specialisation — a producer warpgroup, two consumer warpgroups, setmaxnreg.
+"""read: diff native/v11_wgmma.cu native/v12_warpspec.cu · run: python bench.py --level v12 --dtype fp16
+
+v12: v11 + warp specialisation — a producer warpgroup, two consumer warpgroups, setmaxnreg.
 
 v12 = v11 with the roles split. In v11 thread 0 both issued the TMA loads and computed, so the
 refill had to trail the reads by two stages (only two tiles ahead in flight) and warp 0 paid for
@@ -15,11 +17,12 @@ needs (ptxas would warn C7508 and ignore it otherwise; the CI test reads the log
 
 Which ledger moved: load latency hidden (up to 4 stages in flight instead of 2, no computing
 warp ever waits for the producer) and issue slots (the consumers' warps issue only waits, wgmma
-and their arrivals). Bytes are v11's. Measured (H200, kernel time,
-docs/RESULTS.md): no step — v12/v11 = 0.99–1.00 at 4096³ and 8192³ in fp16 and bf16. v11's K
-loop already ran at the tensor cores' rate (819 TFLOPS for both, time against K), so there was
-no load latency left to hide; the fixed cost per tile (the epilogue) is the same in both. Census (CI-asserted): HGMMA.64x256x16.F32, UTMALDG.2D,
-USETMAXREG.DEALLOC / .TRY_ALLOC, SYNCS; no HMMA, LDSM or local memory.
+and their arrivals). Bytes are v11's. Measured on the H200 (docs/RESULTS.md, "2026-12-01,
+third run: the kernels' own time (HGEMM)"): no step over v11, in either dtype. v11's K loop
+already ran at the tensor cores' rate (time against K), so there was no load latency left to
+hide; the fixed cost per tile (the epilogue) is the same in both. Census (CI-asserted):
+HGMMA.64x256x16.F32, UTMALDG.2D, USETMAXREG.DEALLOC / .TRY_ALLOC, SYNCS; no HMMA, LDSM or local
+memory.
 
 Limits as v10/v11 (TMA): K % 8 == 0, N % 8 == 0, 16-byte aligned base; otherwise refused
 before launch, naming v9.

@@ -1,4 +1,6 @@
-"""v13: v12 + a persistent grid of 2-CTA clusters with the B tile multicast by TMA.
+"""read: diff native/v12_warpspec.cu native/v13_persistent.cu · run: python bench.py --level v13 --dtype fp16
+
+v13: v12 + a persistent grid of 2-CTA clusters with the B tile multicast by TMA.
 
 v13 = v12 with the grid and the loads changed; the warpgroup roles, the 128×256×64 tile, the
 4-stage ring and the wgmma loop are v12's.
@@ -21,12 +23,11 @@ DRAM bytes: the super-tile rule, now in pair units. Census (CI-asserted): HGMMA,
 .MULTICAST, USETMAXREG, SYNCS.ARRIVE.TRANS64.RED (the remote arrivals); no HMMA, LDSM or
 local memory.
 
-Measured (H200, kernel time, docs/RESULTS.md, commit fcfef86): 8192³ fp16 738 TFLOPS = 1.007×
-cuBLAS, bf16 782 = 1.001×; 4096³ fp16 694 = 0.954×, bf16 714 = 0.953×; v13/v12 = 1.00–1.01.
 run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster, for
-comparison: 0.92× (4096³) and 0.94× (8192³) of v13 — the multicast is worth 6–8 % and the
-persistent grid alone loses as much. The fixed cost per tile (~7.5 µs per round of 132 tiles,
-the epilogue from registers while the tensor cores idle) is what cuBLAS still does better.
+comparison. Measured on the H200: docs/RESULTS.md, "2026-12-01, third run: the kernels' own
+time (HGEMM)", with the cluster=1 variant: no step over v12; the multicast is worth about what
+the persistent grid alone loses; the fixed cost per round of tiles (the epilogue from registers
+while the tensor cores idle) is what cuBLAS still does better.
 
 Limits as v10-v12 (TMA: K % 8 == 0, N % 8 == 0, 16-byte aligned base; refused before launch,
 naming v9). A pair whose second tile lies below M (odd number of tile rows) still runs that

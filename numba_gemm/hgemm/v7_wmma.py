@@ -1,4 +1,6 @@
-"""v7: tensor cores through the WMMA API, cp.async double buffering, padded shared rows.
+"""read: native/v7_wmma.cu (the first HGEMM rung: no parent to diff against) · run: python bench.py --level v7 --dtype fp16
+
+v7: tensor cores through the WMMA API, cp.async double buffering, padded shared rows.
 
 The first HGEMM rung (native/v7_wmma.cu). 128×128×32 block tile, 8 warps as 2×4, each warp
 owns 64×32 of C as 4×2 WMMA 16×16×16 fragments (fp32 accumulators). Global → shared goes by

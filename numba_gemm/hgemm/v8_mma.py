@@ -1,4 +1,6 @@
-"""v8: inline PTX ldmatrix + mma.sync.m16n8k16; the 128-byte XOR swizzle instead of padding.
+"""read: diff native/v7_wmma.cu native/v8_mma.cu · run: python bench.py --level v8 --dtype fp16
+
+v8: inline PTX ldmatrix + mma.sync.m16n8k16; the 128-byte XOR swizzle instead of padding.
 
 v8 = v7 with WMMA's opaque fragments replaced by the instructions themselves — and, with them,
 a new shared layout and a new pipeline shape. v8 changes six things at once, not one:
@@ -18,15 +20,14 @@ The block tile of C stays 128×128. What it attacks: issue cycles (no fragment s
 epilogue round trip) and shared-memory bytes (no padding).
 
 Tile choice for the H200 (the seed's 128×64×64, 2 stages, 48 KB was sized for a 5080): a
-sweep of eleven tiles on the H200 (tools/hgemm_sweep.py, docs/RESULTS.md) put 128×128×64 with
-3 cp.async stages and 4 warps of 64×64, two blocks per SM, at the top for v8 and v9 (394 and 420
-TFLOPS at 8192; the 128×256×64 4-stage tile with 8 such warps: 386 and 386). A warp's 16-deep k
-step is 8 ldmatrix (512 B each) for 32 mma: at the measured register-only mma.sync ceiling
-(644 TFLOPS = 2702 FLOP per SM per clock, one m16n8k16 per ~1.5 clk per SM;
-`python -m numba_gemm.microbench --tensor` measures it) that is ~32 clk of shared reads per
-~48 clk of mma at the measured 4.00 clk per ldmatrix.x4 (512 bytes, 128 per clock, as a
-conflict-free LDS.128's 4.04; `python -m numba_gemm.microbench --tensor`); a 64×32 warp tile
-would need ~24 clk of reads per ~24 of mma, too tight (docs/LADDER.md, "From k8 to v7",
+sweep of eleven tiles on the H200 (tools/hgemm_sweep.py; its figures: docs/RESULTS.md, "Tile
+sweep") put 128×128×64 with 3 cp.async stages and 4 warps of 64×64, two blocks per SM, at the
+top for v8 and v9, ahead of the 128×256×64 4-stage tile with 8 such warps. A warp's 16-deep k
+step is 8 ldmatrix (512 B each) for 32 mma: priced with the register-only mma.sync ceiling and
+the cost of one ldmatrix.x4 (both measured by `python -m numba_gemm.microbench --tensor`;
+docs/RESULTS.md, "2026-12-01: the whole ladder at 4096³, the host cost per call, the
+tensor-core ceilings"), the shared reads take about two thirds of the mma time; a 64×32 warp
+tile would need as many clocks of reads as of mma, too tight (docs/LADDER.md, "From k8 to v7",
 prices both). 128 fp32 accumulators per thread put the
 kernel near 250 registers, so two 4-warp blocks fill an SM's register file: one block's
 barrier, pipeline fill and epilogue overlap the other's main loop.

@@ -1,4 +1,6 @@
-"""v8py: v8 written in numba.cuda — tensor cores from Python, through inline-PTX intrinsics.
+"""read: diff native/v8_mma.cu numba_gemm/hgemm/v8py_mma.py (its native twin) · run: python bench.py --level v8py --dtype fp16
+
+v8py: v8 written in numba.cuda — tensor cores from Python, through inline-PTX intrinsics.
 
 The same kernel as v8 (native/v8_mma.cu and its headers), statement for statement: ldmatrix.x4 for A,
 ldmatrix.x4.trans for B, mma.sync.m16n8k16 with fp32 accumulators, the 128-byte XOR swizzle,

@@ -1,4 +1,6 @@
-"""v9: v8 + a 1-D grid decoded into super-tiles, chosen from the card's L2 size.
+"""read: diff native/v8_mma.cu native/v9_supertile.cu · run: python bench.py --level v9 --dtype fp16
+
+v9: v8 + a 1-D grid decoded into super-tiles, chosen from the card's L2 size.
 
 v9 = v8 with one change at the top of the kernel: which tile block `blockIdx.x` computes
 (native/v9_supertile.cu is v8_mma.cu with tile_supertile in place of tile_row_major). Blocks are
@@ -13,7 +15,9 @@ The super-tile obeys the seed's working-set rule (SM·BM + SN·BN)·K·2 bytes �
 by the pure function `_common.choose_supertile` from CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE; see its
 docstring for the rule and why half the L2. The decode (`_common.supertile_decode`, mirrored by
 the kernel) handles ragged edges with no idle blocks. At 4096² A + B = 64 MB: any order nearly
-fits, so expect v9 ≈ v8 there and the difference at 8192².
+fits, so expect v9 ≈ v8 there and the difference at 8192². Measured on the H200: docs/RESULTS.md,
+"Why v9 (super-tiles) does not move the time on the H200" (it halves DRAM traffic; the H200 was
+not DRAM-bound).
 """
 from __future__ import annotations
 
