@@ -1,19 +1,18 @@
 """gemm() and plan(): C = alpha·A@B + beta·C with one level of the ladder, from any framework.
 
-The call path (bench.py --overhead measures the host cost of each stage):
-  1. check level, alpha, beta (TypeError/ValueError naming the argument);
-  2. read each operand once into a record (numba_gemm.operands: pointer, shape, strides,
-     dtype incl. bfloat16, device, owning library) and validate the records;
-  3. pick the stream: `stream=` if given, else the one the inputs' library considers current
-     (torch's current stream for torch tensors, CuPy's for CuPy arrays, Numba's default
-     stream otherwise); inputs produced on another stream are waited for with an event;
-  4. launch. The launches a level's run() makes are recorded once (numba_gemm.launch) and
-     cached by everything validation and run() read — level, alpha, beta and each record's
-     pointer, shape, strides, dtype, device — so a repeated call is a dictionary lookup and
-     one cuLaunchKernel. For torch CUDA tensors with C given, a repeated call skips step 2:
-     its key is made of the tensors' own fields (those the records would hold), so a hit
-     stands for a call that passed every check with these values. Step 3 and the capture
-     check run on every call.
+One pipeline serves both (bench.py --overhead measures the host cost of each stage).
+`prepare()` checks level, alpha and beta, reads each operand once into a record
+(numba_gemm.operands: pointer, shape, strides, dtype incl. bfloat16, device, owning library),
+validates the records, chooses the level, and for device operands makes C when none is given
+and records the launches the level's run() makes (numba_gemm.launch). What it returns holds a
+`Submission`: the device, the recorded launches and the inputs' producers. Submitting picks the
+stream (`stream=` if given, else the one the inputs' library considers current: torch's or
+CuPy's current stream, Numba's default stream otherwise), checks CUDA graph capture, waits with
+an event for inputs produced on other streams, and launches. A Plan holds one prepared call;
+gemm() caches recorded launches by everything validation and run() read (level, alpha, beta
+and each record's pointer, shape, strides, dtype, device), and, for torch CUDA tensors with C
+given, keeps the Submission under a key made of the tensors' own fields (those the records
+would hold), so that a repeated call is one lookup and the launches.
 
 CUDA graph capture: the kernel goes to the stream in use; when that stream is capturing, the
 launch is captured (replaying the graph recomputes C from A and B as they are then). A call
@@ -22,17 +21,14 @@ Warm a level up (one call outside the capture) before capturing: its first call 
 and loads the kernel, which a capture does not allow.
 
 level="auto" (the default): numba_gemm.choose ranks the levels that take the dtype and serve
-this shape on this device by predicted time (tiles and waves over the SMs, bytes, split-K
-partials; constants fitted to measurements, numba_gemm/data/h200_auto.json), uncalibrated
-levels last; the first that accepts these operands runs (the TMA levels v10+ also need 16-byte
-aligned bases at run time: when they refuse, the next in the ranking runs). The native levels
-need a GPU of the architecture they are compiled for (sm_90a). A level module can opt out with
-`AUTO = False`. A new level needs no edit here: it joins the ranking once calibrated.
-In the simulator (no GPU) only the Numba levels run: when auto's ranking holds none for the
-dtype (float16/bfloat16), the Numba levels that take it and serve the shape, AUTO = False
-included (v8py and v11py, which stay out of the ranking on a GPU because native levels run
-there), ranked the same way: v8py, which is calibrated. It takes seconds even at tiny shapes
-(one Python thread per GPU thread, 128×128 tiles).
+this shape on this device by predicted time (calibrated levels first, numba_gemm/data/
+h200_auto.json); the first that accepts these operands runs (the TMA levels v10+ also need
+16-byte aligned bases at run time: when they refuse, the next runs). The native levels need a
+GPU of the architecture they are compiled for (sm_90a); a level module can opt out with
+`AUTO = False`. In the simulator (no GPU) only the Numba levels run: when auto's ranking holds
+none for the dtype (float16/bfloat16), the Numba levels that take it and serve the shape,
+AUTO = False included (v8py, v11py), ranked the same way. They take seconds even at tiny
+shapes (one Python thread per GPU thread).
 """
 from __future__ import annotations
 
@@ -44,7 +40,7 @@ import warnings
 
 import numpy as np
 
-from . import gpu, launch, operands
+from . import driver, gpu, launch, operands
 from . import registry as _levels
 from .gpu import NoGPUError
 from .operands import BFLOAT16
@@ -188,13 +184,12 @@ def native_usable(device: int) -> bool:
     compiles them for."""
     ok = _native_ok.get(device)
     if ok is None:
-        from . import nvrtc
+        from numba import cuda
 
-        with launch.on_device(device):
-            from numba import cuda
+        from .nvrtc import DEFAULT_ARCH
 
-            with cuda.gpus[device]:
-                ok = nvrtc.device_arch() == nvrtc.DEFAULT_ARCH
+        with driver.on_device(device), cuda.gpus[device]:
+            ok = driver.device_arch() == DEFAULT_ARCH
         _native_ok[device] = ok
     return ok
 
@@ -226,7 +221,7 @@ def _no_level(dtype, M, N, K, native):
 # ---------------------------------------------------------------------------- device path
 
 _launch_cache: dict = {}    # (level, alpha, beta, the records' fields) -> (Level, [Launch])
-_torch_cache: dict = {}     # the fast path: (level, alpha, beta, torch tensors' fields) -> (device, [Launch])
+_torch_cache: dict = {}     # the fast path: (level, alpha, beta, torch tensors' fields) -> Submission
 _CACHE_SIZE = 512           # entries per cache; the oldest goes first
 _cache_lock = threading.Lock()
 
@@ -248,65 +243,18 @@ def _record_key(r):
     return (r.ptr, r.shape, r.strides, r.dtype, r.device, r.readonly)
 
 
-_Tensor = None      # torch.Tensor, once torch is imported
-
-
-def _torch_fields(x):
-    """What operands.read() takes from a CUDA torch tensor (pointer, shape, strides, dtype,
-    device), straight from its accessors; None for anything else (a tensor that needs grad
-    or is a negative-bit view included: the full path refuses those)."""
-    if type(x) is not _Tensor or x.requires_grad or x.is_neg():
-        return None
-    dev = x.get_device()
-    return (x.data_ptr(), x.shape, x.stride(), x.dtype, dev) if dev >= 0 else None
-
-
 def _torch_key(lv, A, B, C, alpha, beta):
     """The fast path's cache key for torch tensors A, B, C: everything the full path's reading,
     validation and recording look at, so that a hit stands for a call that passed them all
     with the same values. None when an operand is not a CUDA torch tensor."""
-    global _Tensor
-    if _Tensor is None:
-        torch = sys.modules.get("torch")
-        if torch is None:
-            return None
-        _Tensor = torch.Tensor
-    fa = _torch_fields(A)
-    fb = fa and _torch_fields(B)
-    fc = fb and _torch_fields(C)
+    if "torch" not in sys.modules:
+        return None
+    fa = operands.torch_fields(A)
+    fb = fa and operands.torch_fields(B)
+    fc = fb and operands.torch_fields(C)
     if fc is None:
         return None
     return (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta), fa, fb, fc)
-
-
-def _library_output(a, M, N):
-    """An uninitialised float32 M×N array made by A's library on A's device; MemoryError when
-    the device has no room (the library's own error is chained)."""
-    try:
-        return _allocate(a, M, N)
-    except Exception as e:  # noqa: BLE001 - torch, CuPy and Numba each have their own OOM type
-        text = str(e).lower()
-        if "out of memory" in text or "out_of_memory" in text:
-            raise MemoryError(f"cannot allocate C ({M}x{N} float32, {4 * M * N / 2**30:.1f} GiB) "
-                              f"on GPU {a.device}: out of device memory") from e
-        raise
-
-
-def _allocate(a, M, N):
-    lib, dev = a.library, a.device
-    if lib == "torch":
-        import torch
-
-        return torch.empty((M, N), dtype=torch.float32, device=a.obj.device)
-    if lib == "cupy":
-        import cupy
-
-        with cupy.cuda.Device(dev):
-            return cupy.empty((M, N), dtype=np.float32)
-    from numba import cuda
-
-    with cuda.gpus[dev]:        # Numba's, or a library without a known allocator
-        return cuda.device_array((M, N), np.float32)
 
 
 def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
@@ -331,9 +279,9 @@ def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
             err = e
             continue
         if not rec.launches:    # it launched some other way (and so, eagerly): never cache that
-            raise launch.LaunchError(f"level {cand.name} launched its kernel outside "
-                                     "numba_gemm.nvrtc.launch / sgemm._common.launch: gemm() cannot "
-                                     "record it")
+            raise driver.LaunchError(f"level {cand.name} launched its kernel outside "
+                                     "numba_gemm.launch (launch_native / launch_numba): gemm() "
+                                     "cannot record it")
         return cand, rec.launches
     raise err
 
@@ -352,9 +300,6 @@ def _producers(records) -> tuple:
     return tuple(libraries), tuple(streams)
 
 
-_TORCH = (("torch",), ())       # _producers of torch tensors
-
-
 def _call_stream(library, producer, device, user):
     """(the stream a call runs on, the library whose current stream it is or None): `user` if
     given, else A's producer stream, else A's library's current stream."""
@@ -362,12 +307,12 @@ def _call_stream(library, producer, device, user):
         return user, None
     if producer is not None:
         return producer, None
-    return launch.current_stream(library, device), library
+    return driver.current_stream(library, device), library
 
 
 def _check_capture(library, device, stream, user_given):
-    if not launch.is_capturing(stream) and user_given:
-        launch.refuse_if_library_capturing(library, device, stream)
+    if not driver.is_capturing(stream) and user_given:
+        driver.refuse_if_library_capturing(library, device, stream)
 
 
 def _order_inputs(stream, device, producers, current=None):
@@ -376,54 +321,90 @@ def _order_inputs(stream, device, producers, current=None):
     libraries, streams = producers
     for lib in libraries:
         if lib != current:
-            p = launch.current_stream(lib, device)
+            p = driver.current_stream(lib, device)
             if p != stream:
-                launch.wait(stream, p, device)
+                driver.wait(stream, p, device)
     for p in streams:
         if p != stream:
-            launch.wait(stream, p, device)
+            driver.wait(stream, p, device)
 
 
-def _submit(device, launches, user, library, producer, producers):
-    """A recorded call: its stream (_call_stream, for A's library and producer stream), the
-    capture check, the waits for other inputs' producers, the launches."""
-    S, current = _call_stream(library, producer, device, user)
-    with launch.on_device(device):
-        _check_capture(library, device, S, user is not None)
-        _order_inputs(S, device, producers, current)
-        for L in launches:
-            L(S)
+class Submission:
+    """What launching a prepared device call needs, and nothing that holds an operand: the
+    device, the recorded launches, A's library and producer stream (the call's default stream)
+    and the producers of every input. The caches keep these, so they never keep arrays alive."""
+
+    __slots__ = ("device", "launches", "library", "producer", "producers")
+
+    def __init__(self, device, launches, library, producer, producers):
+        self.device, self.launches = device, launches
+        self.library, self.producer, self.producers = library, producer, producers
+
+    def __call__(self, user=None) -> None:
+        """The launches on the call's stream (`user`, a raw handle, or the default), after the
+        capture check and the waits for inputs produced on other streams."""
+        S, current = _call_stream(self.library, self.producer, self.device, user)
+        with driver.on_device(self.device):
+            _check_capture(self.library, self.device, S, user is not None)
+            _order_inputs(S, self.device, self.producers, current)
+            for L in self.launches:
+                L(S)
 
 
-def _gemm_device(lv, a, B, C, alpha, beta, user, torch_key=None):
-    S, current = _call_stream(a.library, a.stream, a.device, user)
+class Prepared:
+    """One gemm made ready: the level, the shape, C (given or made), the operand records, and
+    either a Submission (device operands on a GPU) or the host path's simulated flag."""
+
+    __slots__ = ("level", "M", "N", "K", "C", "records", "submission", "simulated")
+
+    def __init__(self, level, shape, C, records, submission=None, simulated=False):
+        self.level, (self.M, self.N, self.K), self.C, self.records = level, shape, C, records
+        self.submission, self.simulated = submission, simulated
+
+
+def prepare(lv, A, B, C, alpha: float, beta: float, user=None, cache=None) -> Prepared:
+    """Read and validate the operands, choose the level and, for device operands on a GPU,
+    make C when it is not given and record the launches (looked up in `cache` first, keyed by
+    everything validation and run() read). `user`: the caller's raw stream handle or None."""
+    m = mode()
+    a = operands.read(A, "A", user if m == "gpu" else None)
+    if not (m == "gpu" and a.on_device):
+        b = operands.read(B, "B")
+        c = operands.read(C, "C") if C is not None else None
+        M, N, K = validate(a, b, c, beta, lv)
+        simulated = m == "simulator"
+        return Prepared(_host_level(lv, a, M, N, K, simulated), (M, N, K), C, (a, b, c),
+                        simulated=simulated)
+    S, _ = _call_stream(a.library, a.stream, a.device, user)
     b = operands.read(B, "B", S)
     c = operands.read(C, "C", S) if C is not None else None
     M, N, K = validate(a, b, c, beta, lv)
-    with launch.on_device(a.device):
+    with driver.on_device(a.device):
         _check_capture(a.library, a.device, S, user is not None)
         if c is None:
-            C = _library_output(a, M, N)
+            C = operands.output_like(a, M, N)
             c = operands.read(C, "C", S)
-        key = (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta),
-               _record_key(a), _record_key(b), _record_key(c))
-        hit = _launch_cache.get(key)
+        key = cache is not None and (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta),
+                                     _record_key(a), _record_key(b), _record_key(c))
+        hit = cache.get(key) if key else None
         if hit is None:
             hit = _record_launches(lv, a, b, c, alpha, beta, M, N, K)
-            _remember(_launch_cache, key, hit)
-        if torch_key is not None:      # read, validated and recorded: the fast path may skip all three
-            _remember(_torch_cache, torch_key, (a.device, hit[1]))
-        _order_inputs(S, a.device, _producers((a, b, c)), current)
-        for L in hit[1]:
-            L(S)
-    return C
+            if key:
+                _remember(cache, key, hit)
+    level, launches = hit
+    records = (a, b, c)
+    return Prepared(level, (M, N, K), C, records,
+                    Submission(a.device, launches, a.library, a.stream, _producers(records)))
 
 
 # ---------------------------------------------------------------------------- host / simulator path
 
-def _gemm_host(lv, a, b, c, C, alpha, beta, M, N, K, stream, simulated):
+def _gemm_host(p: Prepared, alpha, beta, stream):
     """NumPy inputs (GPU: copied over and back), or simulator arrays."""
     from numba import cuda
+
+    lv, (a, b, c), C, simulated = p.level, p.records, p.C, p.simulated
+    M, N, K = p.M, p.N, p.K
 
     if lv.native and simulated:
         raise NoGPUError(f"level {lv.name} is a native CUDA level and needs a GPU")
@@ -437,13 +418,13 @@ def _gemm_host(lv, a, b, c, C, alpha, beta, M, N, K, stream, simulated):
     s = 0
     if not simulated:
         cuda.current_context()   # the capture query below needs a current context (a first call)
-        h = launch.stream_handle(stream) if stream is not None else 0
+        h = driver.stream_handle(stream)
         try:
-            capturing = launch.is_capturing(h)
-        except launch.LaunchError:
+            capturing = driver.is_capturing(h)
+        except driver.LaunchError:
             capturing = True
         if capturing:
-            raise launch.LaunchError("host (NumPy) operands need synchronous copies, which a CUDA "
+            raise driver.LaunchError("host (NumPy) operands need synchronous copies, which a CUDA "
                                      "graph capture forbids: pass device arrays")
         s = cuda.external_stream(h) if h else 0
     dA = cuda.to_device(a.host.view(transfer_dtype(a.dtype)), stream=s)
@@ -519,26 +500,22 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
     """
     lv = resolve_level(level)
     alpha, beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
-    m = mode()
-    if m == "gpu":
-        user = None if stream is None else launch.stream_handle(stream)
+    user = key = None
+    if mode() == "gpu":
+        user = None if stream is None else driver.stream_handle(stream)
         key = _torch_key(lv, A, B, C, alpha, beta) if C is not None else None
         if key is not None:
             hit = _torch_cache.get(key)
             if hit is not None:     # the same fields as a call that passed every check
-                _submit(hit[0], hit[1], user, "torch", None, _TORCH)
+                hit(user)
                 return C
-        a = operands.read(A, "A", user)
-        if a.on_device:
-            return _gemm_device(lv, a, B, C, alpha, beta, user, key)
-    else:
-        a = operands.read(A, "A")
-    b = operands.read(B, "B")
-    c = operands.read(C, "C") if C is not None else None
-    M, N, K = validate(a, b, c, beta, lv)
-    simulated = m == "simulator"
-    lv = _host_level(lv, a, M, N, K, simulated)
-    return _gemm_host(lv, a, b, c, C, alpha, beta, M, N, K, stream, simulated)
+    p = prepare(lv, A, B, C, alpha, beta, user, _launch_cache)
+    if p.submission is None:
+        return _gemm_host(p, alpha, beta, stream)
+    if key is not None:      # read, validated and recorded: the fast path may skip all three
+        _remember(_torch_cache, key, p.submission)
+    p.submission(user)
+    return p.C
 
 
 class Plan:
@@ -556,58 +533,35 @@ class Plan:
     def __init__(self, A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
         lv = resolve_level(level)
         self.alpha, self.beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
-        m = mode()
-        self._stream = stream
-        self._user = None
-        if m == "gpu":
-            self._user = None if stream is None else launch.stream_handle(stream)
-        a = operands.read(A, "A", self._user)
-        self.device, self.dtype, self._auto = a.device, a.dtype, lv is None
-        if a.on_device and m == "gpu":
-            S, _ = _call_stream(a.library, a.stream, a.device, self._user)
-            b = operands.read(B, "B", S)
-            c = operands.read(C, "C", S) if C is not None else None
-            self.M, self.N, self.K = validate(a, b, c, self.beta, lv)
-            with launch.on_device(a.device):
-                if c is None:
-                    C = _library_output(a, self.M, self.N)
-                    c = operands.read(C, "C", S)
-                self.level, self._launches = _record_launches(lv, a, b, c, self.alpha, self.beta,
-                                                              self.M, self.N, self.K)
-            self._records = (a, b, c)
-            self._producers = _producers(self._records)
-            self.C = C
-            self._host = None
-        else:
-            b = operands.read(B, "B")
-            c = operands.read(C, "C") if C is not None else None
-            self.M, self.N, self.K = validate(a, b, c, self.beta, lv)
-            simulated = m == "simulator"
-            self.level = _host_level(lv, a, self.M, self.N, self.K, simulated)
-            if C is None and not a.on_device:        # the plan's own output, in A's library
-                C = np.empty((self.M, self.N), np.float32)
-                if a.library == "torch":
-                    import torch
+        self._stream, self._auto = stream, lv is None
+        self._user = None if stream is None or mode() != "gpu" else driver.stream_handle(stream)
+        p = self.prepared = prepare(lv, A, B, C, self.alpha, self.beta, self._user)
+        self.level, self.M, self.N, self.K = p.level, p.M, p.N, p.K
+        self.device, self.dtype = p.records[0].device, p.records[0].dtype
+        if p.submission is None and C is None and not p.records[0].on_device:
+            # the plan's own output, in A's library, written by every execute
+            p.C = np.empty((p.M, p.N), np.float32)
+            if p.records[0].library == "torch":
+                import torch
 
-                    C = torch.from_numpy(C)
-                c = operands.read(C, "C")
-            self.C = C
-            self._host = (a, b, c, simulated)
+                p.C = torch.from_numpy(p.C)
+            p.records = p.records[:2] + (operands.read(p.C, "C"),)
+
+    @property
+    def C(self):
+        return self.prepared.C
 
     def execute(self, stream=None):
         """Run the plan; returns C (the given one, or the plan's own output array)."""
-        if self._host is not None:
-            a, b, c, simulated = self._host
-            out = _gemm_host(self.level, a, b, c, self.C, self.alpha, self.beta, self.M, self.N,
-                             self.K, stream if stream is not None else self._stream, simulated)
-            if self.C is None:           # the first execute made the output: keep writing it
-                self.C = out
-                self._host = (a, b, operands.read(out, "C"), simulated)
+        p = self.prepared
+        if p.submission is None:
+            out = _gemm_host(p, self.alpha, self.beta, stream if stream is not None else self._stream)
+            if p.C is None:           # the first execute made the output: keep writing it
+                p.C = out
+                p.records = p.records[:2] + (operands.read(out, "C"),)
             return out
-        a = self._records[0]
-        user = self._user if stream is None else launch.stream_handle(stream)
-        _submit(a.device, self._launches, user, a.library, a.stream, self._producers)
-        return self.C
+        p.submission(self._user if stream is None else driver.stream_handle(stream))
+        return p.C
 
     __call__ = execute
 

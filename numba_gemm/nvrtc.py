@@ -1,15 +1,14 @@
-"""Compile the native levels with NVRTC, cache the cubins on disk, load and launch them.
+"""Compile the native levels with NVRTC, cache the cubins on disk, load them.
 
-Everything here works from pip wheels: NVRTC (nvidia-cuda-nvrtc), the CUDA headers found by
-cuda.pathfinder, and cuda.bindings for the driver calls. Compiling needs no GPU; loading and
-launching do.
+Everything here works from pip wheels: NVRTC (nvidia-cuda-nvrtc) and the CUDA headers found
+by cuda.pathfinder. Compiling needs no GPU; loading does (numba_gemm.driver), and launches go
+through numba_gemm.launch.launch_native.
 
 - compile_cubin(name, arch) -> bytes   SASS for one .cu in numba_gemm.native (cached on disk)
 - compile_variant(name, defines, arch) -> bytes   the same with extra -D options
 - function(name, kernel, arch, defines) -> CUfunction loaded into Numba's current context
 - defines: extra "-DNAME=VALUE" options (e.g. a level's tile configuration); they are compile
   options, so they are part of the cache key.
-- launch(fn, grid, block, smem, stream, args)   cuLaunchKernel (numba_gemm.launch), or recorded
 
 We compile straight to CUBIN for a real architecture (sm_90a), never to PTX: the GPU's driver
 may be older than this NVRTC, and a driver refuses PTX from a newer ISA, while SASS for a
@@ -43,6 +42,8 @@ import threading
 import warnings
 from pathlib import Path
 
+from . import driver
+
 DEFAULT_ARCH = "sm_90a"
 
 # -lineinfo keeps SASS readable against the source at no runtime cost.
@@ -53,10 +54,6 @@ _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 class CompileError(RuntimeError):
     """NVRTC rejected a source; the message carries the full NVRTC log."""
-
-
-class DriverError(RuntimeError):
-    """A CUDA driver call failed."""
 
 
 # ---------------------------------------------------------------------------- locations
@@ -371,46 +368,18 @@ def disassemble(cubin: bytes) -> str:
         return out.stdout
 
 
-# ---------------------------------------------------------------------------- load + launch
-
-def check(result, what: str):
-    """Raise DriverError unless a cuda.bindings driver call succeeded; return its values."""
-    from cuda.bindings import driver as drv
-
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if err != drv.CUresult.CUDA_SUCCESS:
-        _, name = drv.cuGetErrorName(err)
-        _, desc = drv.cuGetErrorString(err)
-        name = name.decode() if isinstance(name, bytes) else name
-        desc = desc.decode() if isinstance(desc, bytes) else desc
-        raise DriverError(f"{what} failed: {name}: {desc}")
-    if not rest:
-        return None
-    return rest[0] if len(rest) == 1 else tuple(rest)
-
+# ---------------------------------------------------------------------------- load
 
 _modules: dict = {}
 _functions: dict = {}
 _load_lock = threading.Lock()
 
 
-def _context_key():
-    """Make Numba's primary context current (the arrays live there) and return its handle."""
-    from cuda.bindings import driver as drv
-    from numba import cuda
-
-    cuda.current_context()
-    ctx = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    return int(ctx)
-
-
 def function(source_name: str, kernel_name: str, arch: str = DEFAULT_ARCH, defines=()):
     """The CUfunction `kernel_name` of native/<source_name> (compiled with `defines`), loaded
-    once per context."""
-    from cuda.bindings import driver as drv
-
+    once per context (numba_gemm.driver)."""
     defines = _defines(defines)
-    ctx = _context_key()
+    ctx = driver.current_context()
     key = (ctx, source_name, kernel_name, arch, defines)
     fn = _functions.get(key)
     if fn is not None:
@@ -419,72 +388,13 @@ def function(source_name: str, kernel_name: str, arch: str = DEFAULT_ARCH, defin
         mkey = (ctx, source_name, arch, defines)
         mod = _modules.get(mkey)
         if mod is None:
-            cubin = compile_variant(source_name, defines, arch)
-            err, mod = drv.cuModuleLoadData(cubin)
-            if err == drv.CUresult.CUDA_ERROR_INVALID_IMAGE:   # a corrupt cache entry: once more
+            mod = driver.load_module(compile_variant(source_name, defines, arch))
+            if mod is None:                  # a corrupt cache entry: once more
                 forget(source_name, arch, defines)
-                err, mod = drv.cuModuleLoadData(compile_variant(source_name, defines, arch))
-            mod = check((err, mod), f"cuModuleLoadData({source_name})")
+                mod = driver.load_module(compile_variant(source_name, defines, arch))
+                if mod is None:
+                    raise driver.DriverError(f"cuModuleLoadData({source_name}): the driver refuses "
+                                             "a freshly compiled image (CUDA_ERROR_INVALID_IMAGE)")
             _modules[mkey] = mod
-        fn = check(drv.cuModuleGetFunction(mod, kernel_name.encode()),
-                   f"cuModuleGetFunction({kernel_name})")
-        _functions[key] = fn
+        fn = _functions[key] = driver.module_function(mod, kernel_name)
     return fn
-
-
-def device_arch() -> str:
-    """sm_XY[a] of the current device: 'a' (arch-specific features such as wgmma/setmaxnreg) on 9.0."""
-    from cuda.bindings import driver as drv
-
-    _context_key()
-    dev = check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
-    A = drv.CUdevice_attribute
-    major = check(drv.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attr")
-    minor = check(drv.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attr")
-    return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
-
-
-def device_attribute(name: str) -> int:
-    """An integer CU_DEVICE_ATTRIBUTE_<name> of the current device (e.g. 'L2_CACHE_SIZE')."""
-    from cuda.bindings import driver as drv
-
-    _context_key()
-    dev = check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
-    attr = getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
-    return int(check(drv.cuDeviceGetAttribute(attr, dev), f"cuDeviceGetAttribute({name})"))
-
-
-_smem_set: dict = {}
-
-
-def _allow_dynamic_smem(fn, smem: int) -> None:
-    from cuda.bindings import driver as drv
-
-    key = int(fn)
-    if smem <= 48 * 1024 or _smem_set.get(key, 0) >= smem:
-        return
-    check(
-        drv.cuFuncSetAttribute(
-            fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem
-        ),
-        f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={smem})",
-    )
-    _smem_set[key] = smem
-
-
-def stream_handle(stream) -> int:
-    """The raw CUstream of `stream` (numba_gemm.launch.stream_handle), 0 for None."""
-    from .launch import stream_handle as handle
-
-    return 0 if stream is None else handle(stream)
-
-
-def launch(fn, grid, block, smem: int, stream, args, cluster: int | None = None) -> None:
-    """cuLaunchKernel(fn) with `args` (ctypes objects, or objects with getPtr(), in order), or
-    cuLaunchKernelEx with `cluster` CTAs per cluster along x; inside
-    numba_gemm.launch.recording() the launch is collected instead. Every native level launches
-    through here, so that gemm() and plan() can record its launches."""
-    from .launch import launch_native
-
-    _allow_dynamic_smem(fn, smem)
-    launch_native(fn, grid, block, smem, stream, args, cluster)

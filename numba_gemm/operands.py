@@ -31,6 +31,8 @@ import sys
 
 import numpy as np
 
+from . import driver
+
 try:
     import ml_dtypes
 
@@ -228,8 +230,49 @@ def _read_torch(x, name, stream):
         host = x.view(getattr(sys.modules["torch"], "int16")).numpy().view(dt) if dt == BFLOAT16 else x.numpy()
         return Operand(x.data_ptr(), tuple(x.shape), tuple(x.stride()), dt, HOST, "torch", x,
                        host=host)
-    # stream None: torch orders its work on its current stream (launch.current_stream)
+    # stream None: torch orders its work on its current stream (driver.current_stream)
     return Operand(x.data_ptr(), tuple(x.shape), tuple(x.stride()), dt, dev, "torch", x)
+
+
+_Tensor = None      # torch.Tensor, once torch is imported
+
+
+def torch_fields(x):
+    """What read() takes from a CUDA torch tensor (pointer, shape, strides, dtype, device),
+    straight from its accessors, for gemm()'s fast-path key; None for anything else (a tensor
+    that needs grad or is a negative-bit view included: read() refuses those)."""
+    global _Tensor
+    if _Tensor is None:
+        _Tensor = sys.modules["torch"].Tensor
+    if type(x) is not _Tensor or x.requires_grad or x.is_neg():
+        return None
+    dev = x.get_device()
+    return (x.data_ptr(), x.shape, x.stride(), x.dtype, dev) if dev >= 0 else None
+
+
+def output_like(a: Operand, M: int, N: int):
+    """An uninitialised float32 M×N array made by record a's library on a's device; MemoryError
+    when the device has no room (the library's own error is chained)."""
+    try:
+        if a.library == "torch":
+            import torch
+
+            return torch.empty((M, N), dtype=torch.float32, device=a.obj.device)
+        if a.library == "cupy":
+            import cupy
+
+            with cupy.cuda.Device(a.device):
+                return cupy.empty((M, N), dtype=np.float32)
+        from numba import cuda
+
+        with cuda.gpus[a.device]:        # Numba's, or a library without a known allocator
+            return cuda.device_array((M, N), np.float32)
+    except Exception as e:  # noqa: BLE001 - torch, CuPy and Numba each have their own OOM type
+        text = str(e).lower()
+        if "out of memory" in text or "out_of_memory" in text:
+            raise MemoryError(f"cannot allocate C ({M}x{N} float32, {4 * M * N / 2**30:.1f} GiB) "
+                              f"on GPU {a.device}: out of device memory") from e
+        raise
 
 
 # --- DLPack (https://dmlc.github.io/dlpack/latest/c_api.html), parsed with ctypes
@@ -304,9 +347,7 @@ def _read_dlpack_or_cai(x, name, stream):
         kw = {}
     elif dev_type in (DL_CUDA, DL_CUDA_MANAGED):
         if stream is None:
-            from . import launch
-
-            stream = launch.current_stream(library_of(x), int(dev_id))
+            stream = driver.current_stream(library_of(x), int(dev_id))
         kw = {"stream": _dlpack_stream(stream)}
     else:
         raise TypeError(f"{name} lives on DLPack device type {dev_type}; gemm() takes CUDA or host memory")
@@ -348,8 +389,6 @@ def _read_cai(x, name, stream):
     strides = _element_strides(cai.get("strides"), dtype.itemsize, name)
     s = cai.get("stream") if cai.get("version", 0) >= 3 else None
     producer = None if s is None else (0 if s == 1 else int(s))   # CAI: 1 = legacy default
-    from . import launch
-
-    dev = launch.pointer_device(ptr) if ptr else 0
+    dev = driver.pointer_device(ptr) if ptr else 0
     return Operand(int(ptr), shape, strides, dtype, dev, library_of(x), x,
                    readonly=bool(readonly), stream=producer)

@@ -97,7 +97,7 @@ def _operands(dtype, torch):
 
 
 def measure(levels, calls: int = 2000) -> list[dict]:
-    from . import api, launch, operands
+    from . import api, driver, operands
 
     try:
         import torch
@@ -126,15 +126,16 @@ def measure(levels, calls: int = 2000) -> list[dict]:
         A, B, C = _operands(dtype, torch)
         recs = [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))]
         p = api.plan(A, B, C, level=lv.name)
-        S, _ = api._call_stream(recs[0].library, recs[0].stream, recs[0].device, None)
+        sub = p.prepared.submission
+        S, _ = api._call_stream(sub.library, sub.producer, sub.device, None)
         row = {"level": lv.name, "dtype": dtype.name, "library": "torch" if torch else "numba"}
         row["read"] = _per_call(lambda: [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))],
                                 lambda: None, calls)
         row["validate"] = _per_call(lambda: api.validate(*recs, 0.0, lv), lambda: None, calls)
-        row["launch"] = _per_call(lambda: [L(S) for L in p._launches], sync, calls)
+        row["launch"] = _per_call(lambda: [L(S) for L in sub.launches], sync, calls)
         row["gemm"] = _per_call(lambda: api.gemm(A, B, C, level=lv.name), sync, calls)
         row["plan"] = _per_call(p.execute, sync, calls)
-        row["kernel"] = _kernel_time(p._launches, S, torch) if torch is not None else None
+        row["kernel"] = _kernel_time(sub.launches, S, torch) if torch is not None else None
         row["torch.mm"] = ref.get(dtype.name)
         rows.append(row)
     bar.close()
@@ -142,7 +143,7 @@ def measure(levels, calls: int = 2000) -> list[dict]:
         x = torch.empty((N, N), device="cuda")
         rows.append({"level": "(read one torch tensor)", "dtype": "float32", "library": "torch",
                      "accessors": _per_call(lambda: operands.read(x, "A"), lambda: None, calls),
-                     "dlpack": _per_call(lambda: operands._read_dlpack_or_cai(x, "A", launch.current_stream("torch", 0)),
+                     "dlpack": _per_call(lambda: operands._read_dlpack_or_cai(x, "A", driver.current_stream("torch", 0)),
                                          lambda: None, calls),
                      "cai": _per_call(lambda: operands._read_cai(x, "A", None), lambda: None, calls)})
     return rows

@@ -79,13 +79,13 @@ def tensor_cubin() -> bytes:
 def _timed_loop(fn, blocks: int, threads: int, src, out, cyc, iters: int):
     """Launch a register/shared-only loop kernel fn(src, out, cyc, iters) on blocks × threads:
     (seconds by CUDA events, {SM: [(clock64 at start, at end) of each block it ran]})."""
-    from numba_gemm import nvrtc
     from numba_gemm.hgemm._common import device_ptr, pack_args
+    from numba_gemm.launch import launch_native
 
     args = pack_args(("p", device_ptr(src)), ("p", device_ptr(out)), ("p", device_ptr(cyc)), ("i", iters))
     start, stop = cuda.event(), cuda.event()
     start.record()
-    nvrtc.launch(fn, (blocks, 1, 1), (threads, 1, 1), 0, None, args)
+    launch_native(fn, (blocks, 1, 1), (threads, 1, 1), 0, None, args)
     stop.record()
     stop.synchronize()
     per_sm: dict[int, list] = {}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from . import nvrtc
+from .launch import launch_native
 from .registry import get
 
 
@@ -95,7 +96,7 @@ class Twin:
         args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_float(alpha),
                 ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)), ctypes.c_float(beta),
                 ctypes.c_void_p(_ptr(C))]
-        nvrtc.launch(fn, self.module.grid(M, N), self.module.BLOCK, 0, stream, args)
+        launch_native(fn, self.module.grid(M, N), self.module.BLOCK, 0, stream, args)
 
     def _run_split(self, fn, A, B, C, alpha, beta, stream):
         """A split-K level's launches (numba_gemm.sgemm._splitk_parts) in CUDA C: the level's
@@ -111,13 +112,13 @@ class Twin:
         args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(kslice),
                 ctypes.c_float(a), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)), ctypes.c_float(b),
                 ctypes.c_void_p(_ptr(out))]
-        nvrtc.launch(fn, _splitk_parts.grid(self.module.grid(M, N), S), self.module.BLOCK, 0, stream, args)
+        launch_native(fn, _splitk_parts.grid(self.module.grid(M, N), S), self.module.BLOCK, 0, stream, args)
         if S > 1:
             threads = splitk.REDUCE_THREADS
             blocks = max(1, min(-(-M * N // (threads * splitk.REDUCE_PER_THREAD)), 2**31 - 1))
             args = [ctypes.c_void_p(_ptr(out)), ctypes.c_int32(S), ctypes.c_int64(M * N),
                     ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_void_p(_ptr(C))]
-            nvrtc.launch(nvrtc.function(REDUCE_SOURCE, "splitk_reduce"), (blocks,), (threads,), 0, stream, args)
+            launch_native(nvrtc.function(REDUCE_SOURCE, "splitk_reduce"), (blocks,), (threads,), 0, stream, args)
 
 
 def _ptr(x) -> int:

@@ -519,7 +519,7 @@ def test_capture_refuses_an_eager_launch_on_another_stream():
     side = torch.cuda.Stream()
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
-    from numba_gemm.launch import LaunchError
+    from numba_gemm.driver import LaunchError
 
     with torch.cuda.graph(g):
         with pytest.raises(LaunchError, match="capturing"):

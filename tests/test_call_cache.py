@@ -14,7 +14,7 @@ import types
 import numpy as np
 import pytest
 
-from numba_gemm import api, gpu, launch
+from numba_gemm import api, driver, gpu, launch, operands
 from numba_gemm.sgemm import _common as sg
 
 TORCH_STREAM = 0x5000           # torch's current stream, unless a test changes it
@@ -105,13 +105,13 @@ def gpu_stub(monkeypatch):
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: state.stream)
     torch.cuda = types.SimpleNamespace(is_current_stream_capturing=lambda: state.capturing)
     monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.setattr(api, "_Tensor", None)
+    monkeypatch.setattr(operands, "_Tensor", None)
     monkeypatch.setattr(api, "_mode", "gpu")
     monkeypatch.setattr(api, "_launch_cache", {})
     monkeypatch.setattr(api, "_torch_cache", {})
-    monkeypatch.setattr(launch, "_lib", drv)
-    monkeypatch.setattr(launch, "_primary", {0: 0xC0, 1: 0xC1})
-    monkeypatch.setattr(launch, "_events", {})
+    monkeypatch.setattr(driver, "_lib", drv)
+    monkeypatch.setattr(driver, "_primary", {0: 0xC0, 1: 0xC1})
+    monkeypatch.setattr(driver, "_events", {})
     monkeypatch.setattr(gpu, "simulating", lambda: False)
 
     @contextlib.contextmanager
@@ -244,7 +244,7 @@ def test_hit_keeps_the_capture_rules(gpu_stub):
     api.gemm(A, B, C, level="k2")                    # warmed up outside the capture
     gpu_stub.state.capturing = True                  # torch captures on its current stream
     gpu_stub.capturing.add(TORCH_STREAM)
-    with pytest.raises(launch.LaunchError, match="outside the graph"):
+    with pytest.raises(driver.LaunchError, match="outside the graph"):
         api.gemm(A, B, C, level="k2", stream=0x7000)
     api.gemm(A, B, C, level="k2")                    # on torch's stream: captured
     assert [L["stream"] for L in gpu_stub.launches] == [TORCH_STREAM, TORCH_STREAM]
@@ -264,7 +264,7 @@ def test_plan_runs_on_the_stream_of_each_execute(gpu_stub):
 
 def test_other_libraries_take_the_record_path_keyed_by_strides(gpu_stub, monkeypatch):
     """Operands read through __cuda_array_interface__: the records' key, strides included."""
-    monkeypatch.setattr(launch, "pointer_device", lambda ptr: 0)
+    monkeypatch.setattr(driver, "pointer_device", lambda ptr: 0)
 
     class CAI:
         def __init__(self, shape, ptr, strides=None):

@@ -5,7 +5,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from numba_gemm import launch, operands
+from numba_gemm import driver, launch, operands
 from numba_gemm.operands import BFLOAT16, HOST, Operand
 
 
@@ -139,7 +139,7 @@ class FakeCAI:
 
 @pytest.fixture
 def device_of_pointer(monkeypatch):
-    monkeypatch.setattr(launch, "pointer_device", lambda ptr: 3)
+    monkeypatch.setattr(driver, "pointer_device", lambda ptr: 3)
 
 
 def test_cai_read_once(device_of_pointer):
@@ -221,15 +221,15 @@ class NumbaLikeStream:
 
 
 def test_stream_handles():
-    assert launch.stream_handle(CudaStreamProtocol()) == 0x55
-    assert launch.stream_handle(TorchLikeStream()) == 0x66
-    assert launch.stream_handle(NumbaLikeStream()) == 0x77
-    assert launch.stream_handle(0) == 0 and launch.stream_handle(0x99) == 0x99
+    assert driver.stream_handle(CudaStreamProtocol()) == 0x55
+    assert driver.stream_handle(TorchLikeStream()) == 0x66
+    assert driver.stream_handle(NumbaLikeStream()) == 0x77
+    assert driver.stream_handle(0) == 0 and driver.stream_handle(0x99) == 0x99
     for bad in (True, "s", 1.5):
         with pytest.raises(TypeError):
-            launch.stream_handle(bad)
+            driver.stream_handle(bad)
     with pytest.raises(ValueError):
-        launch.stream_handle(-1)
+        driver.stream_handle(-1)
 
 
 def test_numba_flattened_layout():
@@ -303,7 +303,7 @@ def test_recorded_native_launch_carries_its_arguments(monkeypatch):
     from numba_gemm.hgemm import v8_mma as v8
 
     monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x99)
-    monkeypatch.setattr(nvrtc, "_allow_dynamic_smem", lambda fn, smem: None)
+    monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     M, N, K = 100, 72, 40
     h = lambda ptr, shape: Operand(ptr, shape, None, np.dtype(np.float16), 0, "test", None)
     a, b, c = h(0x10000, (M, K)), h(0x20000, (K, N)), _f32_record(0x30000, (M, N))
@@ -319,12 +319,12 @@ def test_recorded_native_launch_carries_its_arguments(monkeypatch):
 
 
 def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
-    """v13 launches clusters (cuLaunchKernelEx): through nvrtc.launch, so it is recorded too."""
+    """v13 launches clusters (cuLaunchKernelEx): through launch_native, so it is recorded too."""
     from numba_gemm import nvrtc
     from numba_gemm.hgemm import _wgmma, v13_persistent as v13
 
     monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x77)
-    monkeypatch.setattr(nvrtc, "_allow_dynamic_smem", lambda fn, smem: None)
+    monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(v13, "resident_clusters", lambda *a, **k: 66)
     monkeypatch.setattr(v13.cm, "l2_cache_bytes", lambda: 60 * 2**20)
     monkeypatch.setattr(_wgmma, "maps_and_args", lambda *a, **k: [ctypes.c_int32(i) for i in range(6)])

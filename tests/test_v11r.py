@@ -27,7 +27,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, launch
+from numba_gemm import check, driver, launch
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma
 from numba_gemm.hgemm import v11r_ragged as vr
@@ -326,7 +326,7 @@ def stubbed(monkeypatch):
         return 0x77
 
     monkeypatch.setattr(nvrtc, "function", function)
-    monkeypatch.setattr(nvrtc, "_allow_dynamic_smem", lambda fn, smem: None)
+    monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(cm, "l2_cache_bytes", lambda: 60 << 20)
     return compiled
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, launch, splitk
+from numba_gemm import check, driver, launch, splitk
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma
 from numba_gemm.hgemm import v11sk_splitk as sk
@@ -173,7 +173,7 @@ def stubbed(monkeypatch):
         launch._issue(launch.Launch(0x88, (1,), (256,), 0, None, b"packed"), stream)
 
     monkeypatch.setattr(nvrtc, "function", function)
-    monkeypatch.setattr(nvrtc, "_allow_dynamic_smem", lambda fn, smem: None)
+    monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(sk, "sm_count", lambda: 132)
     monkeypatch.setattr(sk.wg, "maps_and_args", maps_and_args)
     monkeypatch.setattr(sk.wg, "check_operands", lambda *a: calls["maps"].append("checked"))

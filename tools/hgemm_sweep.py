@@ -174,17 +174,13 @@ def timed(fn, reps):
 
 
 def driver_info(lv, cfg):
-    from cuda.bindings import driver as drv
-
-    from numba_gemm import nvrtc
+    from numba_gemm import driver, nvrtc
 
     mod = level_module(lv)
     fn = nvrtc.function(mod.SOURCE, mod.KERNEL_NAMES["f16"], defines=defines(lv, cfg))
-    smem = cfg.smem(tma=uses_tma(lv))
-    nvrtc._allow_dynamic_smem(fn, smem)
-    regs = nvrtc.check(drv.cuFuncGetAttribute(drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "attr")
-    blocks = nvrtc.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, cfg.threads, smem), "occupancy")
-    return {"registers": int(regs), "blocks_per_sm": int(blocks), "warps_per_sm": int(blocks) * cfg.threads // 32}
+    regs = driver.function_attribute(fn, "NUM_REGS")
+    blocks = driver.max_active_blocks(fn, cfg.threads, cfg.smem(tma=uses_tma(lv)))
+    return {"registers": regs, "blocks_per_sm": blocks, "warps_per_sm": blocks * cfg.threads // 32}
 
 
 def correctness(lv, cfg, rng):

@@ -304,19 +304,21 @@ def tma_row_rule(K: int, N: int, fallback: str = "v9") -> str | None:
 
 
 def launch(source: str, kernel: str, grid, block, smem: int, stream, args, defines=()) -> None:
+    """Kernel `kernel` of native/<source> (compiled with `defines`) through the one native
+    launch, numba_gemm.launch.launch_native."""
     from .. import nvrtc
+    from ..launch import launch_native
 
-    fn = nvrtc.function(source, kernel, defines=defines)
-    nvrtc.launch(fn, grid, block, smem, stream, args)
+    launch_native(nvrtc.function(source, kernel, defines=defines), grid, block, smem, stream, args)
 
 
 def l2_cache_bytes() -> int:
     """L2 size of the current device (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), cached."""
     global _L2
     if _L2 is None:
-        from .. import nvrtc
+        from .. import driver
 
-        _L2 = nvrtc.device_attribute("L2_CACHE_SIZE")
+        _L2 = driver.device_attribute("L2_CACHE_SIZE")
     return _L2
 
 

@@ -1,6 +1,6 @@
 """What the HGEMM levels written in numba.cuda (v8py, v11py) share to launch through
-numba_gemm.nvrtc with their own dynamic shared memory: the loaded function of a compiled
-kernel, and a flat array as the parameters Numba's ABI gives it."""
+numba_gemm.launch.launch_native with their own dynamic shared memory: the loaded function of a
+compiled kernel, and a flat array as the parameters Numba's ABI gives it."""
 from __future__ import annotations
 
 import ctypes
@@ -11,18 +11,13 @@ _FUNCTIONS: dict = {}     # (context, dispatcher, signature) -> CUfunction
 def function(dispatcher, signature):
     """The CUfunction of `dispatcher` compiled for `signature` in the current context (Numba
     compiles and loads it once)."""
-    from cuda.bindings import driver as drv
+    from .. import driver
 
-    from .. import nvrtc
-
-    key = (nvrtc._context_key(), dispatcher, signature)
+    key = (driver.current_context(), dispatcher, signature)
     fn = _FUNCTIONS.get(key)
     if fn is None:
-        # Numba loads its cubin as a library (cuda.core): the handle is a CUkernel; the
-        # function of the current context is what cuFuncSetAttribute and cuLaunchKernel take
         handle = dispatcher.compile(signature)._codelibrary.get_cufunc().handle
-        kernel = handle if isinstance(handle, drv.CUkernel) else drv.CUkernel(int(handle))
-        fn = _FUNCTIONS[key] = nvrtc.check(drv.cuKernelGetFunction(kernel), "cuKernelGetFunction")
+        fn = _FUNCTIONS[key] = driver.kernel_function(handle)
     return fn
 
 

@@ -331,10 +331,9 @@ def device_map(dtype, address: int, rows: int, cols: int, box: tuple[int, int]) 
     """Global address of the 128-byte tensor map of a row-major matrix (numba_gemm.tma's
     checked, cached map), copied to device memory once and cached with the map. The copy is
     synchronous, so any later launch on any stream sees it complete."""
-    from .. import nvrtc
-    from .. import tma
+    from .. import driver, tma
 
-    key = (nvrtc._context_key(), np.dtype(dtype).str, address, rows, cols, box)
+    key = (driver.current_context(), np.dtype(dtype).str, address, rows, cols, box)
     with _MAPS_LOCK:
         hit = _DEVICE_MAPS.get(key)
         if hit is not None:
@@ -388,7 +387,7 @@ def run(A, B, C, alpha, beta, stream=None):
             np.uint64(tm_a), np.uint64(tm_b), C.reshape(M * N), np.int32(M), np.int32(N),
             np.int32(K), np.float32(alpha), np.float32(beta), np.int32(super_m), np.int32(super_n))
         return
-    from .. import nvrtc
+    from ..launch import launch_native
 
     dtype = np.float16 if cm.element_type(A) == "f16" else np.uint16   # uint16 -> BFLOAT16 map
     tm_a = device_map(dtype, pa, M, K, BOX_A)
@@ -397,4 +396,4 @@ def run(A, B, C, alpha, beta, stream=None):
     args = ([ctypes.c_uint64(tm_a), ctypes.c_uint64(tm_b)] + array_args(cm.device_ptr(C), M * N, 4)
             + cm.pack_args(("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
                            ("i", super_m), ("i", super_n)))
-    nvrtc.launch(_function(name), grid, block, smem, stream, args)
+    launch_native(_function(name), grid, block, smem, stream, args)

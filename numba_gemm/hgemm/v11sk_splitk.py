@@ -120,9 +120,9 @@ def sm_count() -> int:
     """Multiprocessors of the current device, cached."""
     global _SMS
     if _SMS is None:
-        from .. import nvrtc
+        from .. import driver
 
-        _SMS = nvrtc.device_attribute("MULTIPROCESSOR_COUNT")
+        _SMS = driver.device_attribute("MULTIPROCESSOR_COUNT")
     return _SMS
 
 
@@ -131,6 +131,7 @@ _SMS = None
 
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
     from .. import launch, nvrtc
+    from ..launch import launch_native
 
     M, K = A.shape
     N = B.shape[1]
@@ -144,11 +145,11 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
     grid, block, smem = launch_config(M, N, K, tile, S)
     if S == 1:              # v11 itself: C with alpha and beta, one launch
         args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile) + [ctypes.c_int32(per)]
-        nvrtc.launch(kernel, grid, block, smem, stream, args)
+        launch_native(kernel, grid, block, smem, stream, args)
         return
     P = workspace.partials(C, S, M, N)          # S x M x N fp32, slice z at P + z*M*N
     args = wg.maps_and_args(LEVEL, A, B, P, 1.0, 0.0, tile) + [ctypes.c_int32(per)]
     # both launches hold the workspace: their arguments hold only its address
     with launch.keeping(P, stream):
-        nvrtc.launch(kernel, grid, block, smem, stream, args)
+        launch_native(kernel, grid, block, smem, stream, args)
         splitk.reduce(P, C, S, M, N, alpha, beta, stream)

@@ -91,60 +91,25 @@ def unsupported(M: int, N: int, K: int) -> str | None:
     return wg.tma_rule(M, N, K)
 
 
-_configs: dict = {}
-
-
-def _cluster_config(grid, block, smem, stream, cluster):
-    """The CUlaunchConfig with the cluster-dimension attribute, built once per launch shape:
-    building it costs tens of microseconds of Python, which the timed region would include."""
-    from cuda.bindings import driver as drv
-
-    from .. import nvrtc
-
-    key = (tuple(grid), tuple(block), smem, nvrtc.stream_handle(stream), cluster)
-    cfg = _configs.get(key)
-    if cfg is not None:
-        return cfg
-    cfg = drv.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-    cfg.sharedMemBytes = smem
-    cfg.hStream = drv.CUstream(nvrtc.stream_handle(stream))
-    attr = drv.CUlaunchAttribute()
-    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
-    cfg.attrs = [attr]
-    cfg.numAttrs = 1
-    if len(_configs) > 64:
-        _configs.clear()
-    _configs[key] = cfg
-    return cfg
-
-
 _resident: dict = {}
 
 
 def resident_clusters(fn, block, smem, cluster: int = CLUSTER) -> int:
     """How many clusters of this kernel fit on the device at once (cuOccupancyMaxActiveClusters)."""
-    from cuda.bindings import driver as drv
-
-    from .. import nvrtc
+    from .. import driver
 
     key = int(fn)
     if key not in _resident:
-        nvrtc.check(drv.cuFuncSetAttribute(
-            fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
-            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
-        cfg = _cluster_config((cluster, 1, 1), block, smem, 0, cluster)
-        n = nvrtc.check(drv.cuOccupancyMaxActiveClusters(fn, cfg), "cuOccupancyMaxActiveClusters")
+        n = driver.max_active_clusters(fn, block, smem, cluster)
         if n < 1:
             raise RuntimeError(f"no cluster of {cluster} CTAs with {smem} bytes of shared memory fits")
-        _resident[key] = int(n)
+        _resident[key] = n
     return _resident[key]
 
 
 def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER):
     from .. import nvrtc
+    from ..launch import launch_native
 
     M, K = A.shape
     N = B.shape[1]
@@ -157,4 +122,4 @@ def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER):
     block, smem = (CONFIG.threads, 1, 1), CONFIG.smem()
     resident = resident_clusters(fn, block, smem, cluster)
     grid, _, _ = launch_config(M, N, K, max_clusters=resident, cluster=cluster)
-    nvrtc.launch(fn, grid, block, smem, stream, args, cluster=cluster)
+    launch_native(fn, grid, block, smem, stream, args, cluster=cluster)

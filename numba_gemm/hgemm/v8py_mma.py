@@ -301,9 +301,9 @@ def run(A, B, C, alpha, beta, stream=None):
             np.int32(M), np.int32(N), np.int32(K), np.float32(alpha), np.float32(beta),
             np.int32(vec_a), np.int32(vec_b))
         return
-    from .. import nvrtc
+    from ..launch import launch_native
 
     args = (array_args(pa, M * K, 2) + array_args(pb, K * N, 2) + array_args(pc, M * N, 4)
             + cm.pack_args(("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
                            ("i", int(vec_a)), ("i", int(vec_b))))
-    nvrtc.launch(_function(name), grid, block, SMEM, stream, args)
+    launch_native(_function(name), grid, block, SMEM, stream, args)
