@@ -132,8 +132,8 @@ def parse_args(argv=None):
     p.add_argument("--sass", action="store_true",
                    help="print the static SASS census of the levels (no GPU needed), then exit")
     p.add_argument("--plot", metavar="FILE.png",
-                   help="draw the ladder: TFLOPS per level with the cuBLAS line (needs matplotlib "
-                        "and a GPU)")
+                   help="draw the ladder: TFLOPS per level beside cuBLAS, a panel per input type (the "
+                        "chart of docs/figures/ladder.png; needs matplotlib and a GPU)")
     p.add_argument("--overhead", action="store_true",
                    help="host cost per call at 64³ by stage (operand read, validate, launch) for "
                         "gemm() and plan() next to torch.mm (needs a GPU), then exit")
@@ -331,9 +331,15 @@ def main(argv=None):
             w = csv.DictWriter(f, fieldnames=[k for k in rows[0] if k != "extra"], extrasaction="ignore")
             w.writeheader()
             w.writerows(rows)
-    if args.plot:
-        from numba_gemm.plot import plot_ladder
-        plot_ladder(results, args.plot)
+    if args.plot:   # the docs' ladder chart, of this run
+        from datetime import date
+
+        from numba_gemm.figures import ladder_chart
+        from numba_gemm.util import commit
+        timed = [r.as_dict() for r in results if r.tflops]
+        if not timed:
+            sys.exit("bench.py --plot: nothing was timed (see the notes)")
+        ladder_chart(args.plot, timed, {"date": date.today().isoformat(), "commit": commit()})
 
     print(bench.format_table(results))
     times = {(r.level, r.M): r.ms for r in results if r.ms and r.M == r.N == r.K}

@@ -4,6 +4,7 @@ import json
 import pytest
 
 from numba_gemm import figures, ledgers
+from numba_gemm.figures.measured import _prov_line
 
 
 def test_k1_k2_segments_match_the_request_ledger():
@@ -144,9 +145,9 @@ def test_results_from_a_manifest_of_raw_files(tmp_path):
     results, prov = figures.load_results(m)
     assert [r["level"] for r in results] == ["k1", "k2", "v7"]
     assert prov["commands"] == [r["command"] for r in runs] and prov["files"] == ["s.json", "h.json"]
-    assert figures._prov_line(prov) == "a GPU, 2026-12-01, abc1234"
+    assert _prov_line(prov) == "a GPU, 2026-12-01, abc1234"
     raw, raw_prov = figures.load_results(tmp_path / "s.json")          # a raw file alone
-    assert len(raw) == 2 and figures._prov_line(raw_prov) == "s.json"
+    assert len(raw) == 2 and _prov_line(raw_prov) == "s.json"
     # results wrapped with their provenance, and a run that contributes only some levels
     (tmp_path / "h.json").write_text(json.dumps({"commit": "abc1234", "results": [
         _result("v7", 4096, 0.6, "float16"), _result("v8", 4096, 0.4, "float16")]}))
@@ -162,7 +163,7 @@ def test_committed_input_has_provenance_and_every_level():
     results, prov = figures.load_results()
     assert {"card", "date", "commit", "commands"} <= set(prov)
     if "runs" not in json.loads(figures.RESULTS_JSON.read_text()):   # not raw files: says so
-        assert prov.get("transcribed_from") and "transcribed" in figures._prov_line(prov)
+        assert prov.get("transcribed_from") and "transcribed" in _prov_line(prov)
     assert {r["level"] for r in results} >= {"k1", "k2", "k3", "k3c", "k4", "k5", "k6", "v7", "v8", "v9", "v10"}
     for p in figures.roofline_points(results):
         assert p["intensity"] > 0 and p["roof_tflops"] > 0

@@ -163,11 +163,11 @@ def test_sass_census_of_the_copies(outside):
 def test_plot_with_the_copies(outside, tmp_path):
     pytest.importorskip("matplotlib")
     from numba_gemm.bench import Result
-    from numba_gemm.plot import plot_ladder
+    from numba_gemm.figures import ladder_chart
 
     rs = [Result(SG, 4096, 4096, 4096, "float32", "gpu", ms=23.6, tflops=5.8, cublas_tflops=50.4),
           Result(HG, 4096, 4096, 4096, "float16", "gpu", ms=0.3, tflops=460.0, cublas_tflops=700.0)]
-    plot_ladder(rs, str(tmp_path / "p.png"))
+    ladder_chart(str(tmp_path / "p.png"), [r.as_dict() for r in rs], {})
     assert (tmp_path / "p.png").stat().st_size > 1000
 
 

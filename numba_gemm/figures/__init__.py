@@ -1,0 +1,90 @@
+"""The figures of docs/: every picture drawn from the package's own code.
+
+    python -m numba_gemm.figures                 # all figures into docs/figures/
+    python -m numba_gemm.figures banks swizzle   # some of them
+    python -m numba_gemm.figures --out DIR --results FILE.json
+
+    data        the concept figures' data: pure functions of the level modules, the ledgers and
+                numba_gemm.hgemm._common (tested without matplotlib)
+    draw        the concept figures, drawn from data (matplotlib: the `plot` extra,
+                `pip install -e ".[plot]"`, imported only when a figure is drawn)
+    measured    the roofline, the ladder and the size curve, from bench.py --json output (the
+                committed input is the manifest docs/data/h200_ladder.json; its forms are in
+                that module's docstring)
+
+Every name a caller uses is importable from here (`figures.load_results`, `figures.build`).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .data import (bank_examples, bank_grid, first_wave, hgemm_stages, k6_loader_map, launch_order,
+                   mbarrier_ring, phase_timeline, pipeline_schedule, segments_of, swizzle_map,
+                   thread_operands, tile_reads, warp_accesses, warp_tiling, wave_panels,
+                   wgmma_tile_layout)
+from .draw import (PNG, draw_banks, draw_k6_loaders, draw_k8_timeline, draw_launch_order,
+                   draw_mbarrier_ring, draw_outer, draw_pipelines, draw_segments, draw_swizzle,
+                   draw_tiles, draw_warp_tiling, draw_wgmma_tile)
+from .measured import (CURVE_JSON, DATA_DIR, RESULTS_JSON, ROOT, compute_roof, draw_curve,
+                       draw_ladder, draw_roofline, label_boxes, label_layout, ladder_chart,
+                       load_results, roof_label, roofline_points, tensor_ceilings, tile_intensity)
+
+FIGURES_DIR = ROOT / "docs" / "figures"
+
+FIGURES = {
+    "segments": ("k1_k2_segments.png", draw_segments),
+    "tiles": ("k3_tiles.png", draw_tiles),
+    "outer": ("k3_k6_outer_product.png", draw_outer),
+    "warptile": ("k7_warp_tiling.png", draw_warp_tiling),
+    "banks": ("banks.png", draw_banks),
+    "swizzle": ("v8_swizzle.png", draw_swizzle),
+    "launch": ("v9_launch_order.png", draw_launch_order),
+    "pipelines": ("v7_v10_pipelines.png", draw_pipelines),
+    "roofline": ("roofline.png", draw_roofline),
+    "ladder": ("ladder.png", draw_ladder),
+    "curve": ("size_curve.png", draw_curve),
+    "loaders": ("k6_loaders.png", draw_k6_loaders),
+    "k8timeline": ("k8_timeline.png", draw_k8_timeline),
+    "wgmma": ("v11_wgmma_tile.png", draw_wgmma_tile),
+    "mbarrier": ("v10_v13_mbarrier_ring.png", draw_mbarrier_ring),
+}
+MEASURED = ("roofline", "ladder")   # drawn from --results; the curve from CURVE_JSON
+
+
+def build(names=None, out: Path = FIGURES_DIR, results: Path = RESULTS_JSON) -> list[Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in names or FIGURES:
+        if name not in FIGURES:
+            raise SystemExit(f"unknown figure {name!r}: one of {', '.join(FIGURES)}")
+        fname, draw_figure = FIGURES[name]
+        path = out / fname
+        draw_figure(path, results) if name in MEASURED else draw_figure(path)
+        written.append(path)
+    return written
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Draw the figures of docs/ from the package's code.")
+    p.add_argument("names", nargs="*", help=f"figures to draw (default: all): {', '.join(FIGURES)}")
+    p.add_argument("--out", default=str(FIGURES_DIR), help="output folder (default: %(default)s)")
+    p.add_argument("--results", default=str(RESULTS_JSON),
+                   help="bench.py --json file for the measured figures (default: %(default)s)")
+    args = p.parse_args(argv)
+    for path in build(args.names, Path(args.out), Path(args.results)):
+        print(path)
+
+
+__all__ = [
+    "warp_accesses", "segments_of", "tile_reads", "thread_operands", "warp_tiling", "bank_grid",
+    "bank_examples", "swizzle_map", "launch_order", "first_wave", "wave_panels", "hgemm_stages",
+    "pipeline_schedule", "k6_loader_map", "wgmma_tile_layout", "mbarrier_ring", "phase_timeline",
+    "draw_segments", "draw_tiles", "draw_outer", "draw_warp_tiling", "draw_banks", "draw_swizzle",
+    "draw_launch_order", "draw_pipelines", "draw_k6_loaders", "draw_k8_timeline",
+    "draw_wgmma_tile", "draw_mbarrier_ring", "PNG", "ROOT", "DATA_DIR", "RESULTS_JSON",
+    "CURVE_JSON", "load_results", "tensor_ceilings", "compute_roof", "tile_intensity",
+    "roofline_points", "roof_label", "label_layout", "label_boxes", "draw_roofline", "draw_ladder",
+    "ladder_chart", "draw_curve", "FIGURES_DIR", "FIGURES", "MEASURED", "build", "main",
+]
