@@ -334,7 +334,8 @@ def test_excerpt_is_the_source(path, name, body):
 
 def test_every_marked_excerpt_is_shown():
     used = {(p, n) for p, n, _ in DOC_EXCERPTS}
-    for path in ("native/v10_tma.cu", "native/ptx.cuh", "numba_gemm/hgemm/v8py_mma.py", "numba_gemm/ptx.py"):
+    for path in ("native/v10_tma.cu", "native/ptx.cuh", "numba_gemm/hgemm/v8py_mma.py",
+                 "numba_gemm/ptx/mma_sync.py", "numba_gemm/ptx/hopper.py"):
         for name in re.findall(r"\[excerpt:([\w-]+)\]", (ROOT / path).read_text()):
             assert (path, name) in used, f"{path}#{name} is marked but not in LADDER.md"
 
