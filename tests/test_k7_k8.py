@@ -18,7 +18,7 @@ import numba_gemm
 from numba_gemm import check
 from numba_gemm.registry import get
 from numba_gemm.twins import main_loop
-from numba_gemm.sgemm._k6_edges import vector_operands
+from numba_gemm.sgemm._loaders import vector_operands
 
 LEVELS = ["k7", "k8"]
 

@@ -2,7 +2,7 @@
 // two copies of each tile; per phase the next slice is loaded global -> registers, this one
 // multiplied, the registers stored into the other buffer, then ONE barrier. Over the K range
 // [k_lo, k_hi) (multiples of WT_TK, or k_hi == K) into the M x N matrix at C: k8 is (0, K), k8sk
-// a slice. Loads are checked against K, as _k7_parts.double_buffered's: the last phase's
+// a slice. Loads are checked against K, as _warptile.double_buffered's: the last phase's
 // prefetch reads the next range's first tile (or, past K, zeros) into the buffer not read again.
 #pragma once
 #include "warptile.cuh"

@@ -1,4 +1,4 @@
-// The warp tiling of k7 and k8 (numba_gemm/sgemm/_k7_parts.py in CUDA C). The shipped tiling:
+// The warp tiling of k7 and k8 (numba_gemm/sgemm/_warptile.py in CUDA C). The shipped tiling:
 // a 128 x 128 block tile, 8 warps as 2 x 4 warp tiles of 64 x 32, each lane an 8 x 8 thread tile
 // made of 2 x 2 pieces of 4 x 4 (rows am + {0..3, 32..35}, columns bn + {0..3, 16..19}), so
 // every shared load of the inner loop is one conflict-free LDS.128. Block (32 lanes, 8 warps).
@@ -8,7 +8,7 @@
 #include "sgemm.cuh"
 
 // The tiling is the Numba level's TILING (tile_m, tile_n, tile_k, warp_m, warp_n, lanes_n) and
-// _k7_parts' A_PAD and MIN_BLOCKS, passed as -D options by numba_gemm.twins.defines.
+// _warptile's A_PAD and MIN_BLOCKS, passed as -D options by numba_gemm.twins.defines.
 #if !defined(WT_TM) || !defined(WT_TN) || !defined(WT_TK) || !defined(WT_WM) || !defined(WT_WN) || \
     !defined(WT_LANES_N) || !defined(WT_A_PAD) || !defined(WT_MIN_BLOCKS)
 #error "WT_TM, WT_TN, WT_TK, WT_WM, WT_WN, WT_LANES_N, WT_A_PAD, WT_MIN_BLOCKS come from the Numba level's TILING (numba_gemm.twins.defines)"
@@ -26,7 +26,7 @@ constexpr int AS = TM + WT_A_PAD;                                       // padde
 constexpr int A_LOADS = TM * TK / 4 / THREADS, B_LOADS = TK * TN / 4 / THREADS;
 constexpr int A_ROW_STEP = THREADS / (TK / 4), B_ROW_STEP = THREADS / (TN / 4);
 constexpr int SPREAD = TN / 4;
-// WarpTiling.problems() of _k7_parts, which the body assumes
+// WarpTiling.problems() of _warptile, which the body assumes
 static_assert(TM % WM == 0 && TN % WN == 0, "warp tiles must divide the block tile");
 static_assert(SUB_M >= 1 && SUB_N >= 1 && WM % (4 * LANES_M) == 0 && WN % (4 * LANES_N) == 0,
               "a warp tile must be whole 4x4 pieces for LANES_M x LANES_N lanes");
@@ -131,7 +131,7 @@ __device__ __forceinline__ void epilogue(float* C, const float (&acc)[THREAD_M][
 
 }  // namespace wt
 
-// A kernel under the Numba level's launch bounds (_k7_parts.jit)
+// A kernel under the Numba level's launch bounds (_warptile.jit)
 #define WT_KERNEL extern "C" __global__ void __launch_bounds__(wt::THREADS, wt::MIN_BLOCKS)
 
 #define WARPTILE_KERNELS(LEVEL, body)                                                          \

@@ -1,7 +1,7 @@
 """k7 — warp tiling: a 128×128 block tile, 64×32 per warp, 8×8 per thread as four 4×4 pieces.
 
 k6 gives each of 128 threads an 8×4 strip of a 32×128 tile. k7 grows every level of the
-hierarchy (numba_gemm.sgemm._k7_parts draws it):
+hierarchy (numba_gemm.sgemm._warptile draws it):
 
 * block: 128×128 with 256 threads. Per k a block stages 128 + 128 floats for 16384 FMAs
   (k6: 32 + 128 for 4096): 2.5× fewer global loads and shared stores per FMA. The bytes
@@ -20,7 +20,7 @@ chose them. 256 threads with launch bounds of 2 blocks per SM: at most 128 regis
 The cost of Python, statically (`python tools/twin_census.py k7`, sm_90; the main loop is one
 16-deep phase with 1024 FFMA): 1158 instructions against 1148 in the CUDA C twin, in each
 specialisation +10 (k7_edge 1206 / 1193, k7_bc 1174 / 1164, k7_a 1190 / 1180). It was 1180
-(+32) before two changes in _k7_parts: A and B read through the read-only path like the twin
+(+32) before two changes in _warptile: A and B read through the read-only path like the twin
 (`load4_readonly`: LDG.E.128.CONSTANT), and shared tile indices summed as uint64, so that
 their constants fold into immediate offsets (the transposed A stores had an address register
 per float). What is left: ptxas recomputes the shared window base (S2UR SR_CgaCtaId, ULEA)
@@ -31,9 +31,9 @@ import numpy as np
 from numba import cuda
 
 from ..ledgers.access import Geometry, Step
-from . import _k7_parts
+from . import _warptile
 from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, launch, u32, u64
-from ._k6_edges import vector_operands     # which operands may move as float4 (k6's rule)
+from ._loaders import vector_operands     # which operands may move as float4 (k6's rule)
 
 LEVEL = "k7"
 PARENT = "k6"
@@ -45,7 +45,7 @@ DELTA = (
 DTYPES = (np.float32,)
 SASS_MUST_HAVE = ("LDG.E.128", "LDS.128", "STS.128", "STG.E.128", "FFMA")
 
-TILING = _k7_parts.WarpTiling(tile_m=128, tile_n=128, tile_k=16, warp_m=64, warp_n=32, lanes_n=4)
+TILING = _warptile.WarpTiling(tile_m=128, tile_n=128, tile_k=16, warp_m=64, warp_n=32, lanes_n=4)
 TILE_M, TILE_N, TILE_K = TILING.tile_m, TILING.tile_n, TILING.tile_k
 THREAD_M, THREAD_N = TILING.thread_m, TILING.thread_n
 BLOCK = TILING.block                     # (32 lanes, 8 warps)
@@ -53,14 +53,14 @@ THREADS = TILING.threads
 GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
 
 
-def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
-    return _k7_parts.grid(M, N, t)
+def grid(M: int, N: int, t: _warptile.WarpTiling = TILING) -> tuple[int, int]:
+    return _warptile.grid(M, N, t)
 
 
-def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
+def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
     """The k7 kernel (a Python function, not yet jitted) for tiling `t`, with 128-bit global
     access to A (`a_vec`) and to B and C (`bc_vec`)."""
-    p = _k7_parts.make(t, a_vec, bc_vec)
+    p = _warptile.make(t, a_vec, bc_vec)
     # Numba types the closure's free variables: device functions yes, a namespace no
     loaders, load_tiles, store_tiles = p.loaders, p.load_tiles, p.store_tiles
     compute, thread_tile, epilogue = p.compute, p.thread_tile, p.epilogue
@@ -107,7 +107,7 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
     return k7
 
 
-SPECIALISATIONS = _k7_parts.specialisations(LEVEL, make_kernel, TILING)
+SPECIALISATIONS = _warptile.specialisations(LEVEL, make_kernel, TILING)
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
@@ -123,4 +123,4 @@ def run(A, B, C, alpha, beta, stream=None):
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
     """What warp `warp` of block (bx, by) touches in phase `ph` (the all-vector kernel)."""
-    return _k7_parts.warp_step(TILING, g, M, N, K, bx, by, warp, ph)
+    return _warptile.warp_step(TILING, g, M, N, K, bx, by, warp, ph)

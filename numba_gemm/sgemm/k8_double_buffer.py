@@ -14,7 +14,7 @@ every thread finished before the barrier that ended it, and the barrier ending p
 makes the new tiles visible before phase p+1 reads them. The last phase's loads fall
 outside K, so their checks give zeros and touch no memory.
 
-Same warp tiling, specialisations and edge handling as k7 (numba_gemm.sgemm._k7_parts), with
+Same warp tiling, specialisations and edge handling as k7 (numba_gemm.sgemm._warptile), with
 8-deep phases where k7's are 16 deep: a small search over K depth and warp shape
 (tools/k7_tiles.py, H200, 4096³) put the 8-deep k8 at 47.1 TFLOPS against 45.3 for 16, and
 it keeps 8 floats per thread in flight instead of 16 — at 16 the kernel sat at the
@@ -34,9 +34,9 @@ import numpy as np
 from numba import cuda
 
 from ..ledgers.access import Geometry, Step
-from . import _k7_parts
+from . import _warptile
 from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, launch, u32
-from ._k6_edges import vector_operands     # which operands may move as float4 (k6's rule)
+from ._loaders import vector_operands     # which operands may move as float4 (k6's rule)
 
 LEVEL = "k8"
 PARENT = "k7"
@@ -48,7 +48,7 @@ DELTA = (
 DTYPES = (np.float32,)
 SASS_MUST_HAVE = ("LDG.E.128", "LDS.128", "STS.128", "STG.E.128", "FFMA")
 
-TILING = _k7_parts.WarpTiling(tile_m=128, tile_n=128, tile_k=8, warp_m=64, warp_n=32, lanes_n=4)
+TILING = _warptile.WarpTiling(tile_m=128, tile_n=128, tile_k=8, warp_m=64, warp_n=32, lanes_n=4)
 TILE_M, TILE_N, TILE_K = TILING.tile_m, TILING.tile_n, TILING.tile_k
 THREAD_M, THREAD_N = TILING.thread_m, TILING.thread_n
 BLOCK = TILING.block
@@ -56,13 +56,13 @@ THREADS = TILING.threads
 GEOMETRY = Geometry(BLOCK, TILE_M, TILE_N, TILE_K, THREAD_M, THREAD_N)
 
 
-def grid(M: int, N: int, t: _k7_parts.WarpTiling = TILING) -> tuple[int, int]:
-    return _k7_parts.grid(M, N, t)
+def grid(M: int, N: int, t: _warptile.WarpTiling = TILING) -> tuple[int, int]:
+    return _warptile.grid(M, N, t)
 
 
-def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
+def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
     """The k8 kernel (not yet jitted) for tiling `t`; arguments as k7's make_kernel."""
-    p = _k7_parts.make(t, a_vec, bc_vec)
+    p = _warptile.make(t, a_vec, bc_vec)
     loaders, thread_tile = p.loaders, p.thread_tile
     double_buffered, epilogue = p.double_buffered, p.epilogue
     TM, TN, TK, AS = t.tile_m, t.tile_n, t.tile_k, t.a_stride
@@ -102,7 +102,7 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
     return k8
 
 
-SPECIALISATIONS = _k7_parts.specialisations(LEVEL, make_kernel, TILING)
+SPECIALISATIONS = _warptile.specialisations(LEVEL, make_kernel, TILING)
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
@@ -120,4 +120,4 @@ def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
     """k7's accesses for phase ph, whose tiles live in buffer ph % 2 (stored there during
     phase ph - 1). A buffer is TILE_K·132·4 bytes, a multiple of 128: the same banks as k7."""
     kb = ph % 2 * TILE_K
-    return _k7_parts.warp_step(TILING, g, M, N, K, bx, by, warp, ph, buffers=2, load_kb=kb, store_kb=kb)
+    return _warptile.warp_step(TILING, g, M, N, K, bx, by, warp, ph, buffers=2, load_kb=kb, store_kb=kb)

@@ -11,7 +11,7 @@ nothing to hide its load latency behind. K is the one long axis left, so k8sk cu
                    beta) at P[z·M·N + row·N + col], P = numba_gemm.workspace.partials(C, S, M, N)
     then numba_gemm.splitk.reduce: C = alpha·(P_0 + P_1 + ... + P_{S-1}) + beta·C, in that order
 
-The kernel is k8's, built from the same parts (numba_gemm.sgemm._k7_parts: its pipeline over
+The kernel is k8's, built from the same parts (numba_gemm.sgemm._warptile: its pipeline over
 a K range, `double_buffered`, whose last prefetch of a slice reads the next slice's first tile
 into the buffer that is not read again, and its epilogue into a matrix at an offset,
 `epilogue_at`): the
@@ -36,10 +36,10 @@ import numpy as np
 from numba import cuda, float32
 
 from ..ledgers.access import Step
-from . import _k7_parts, _splitk_parts
+from . import _splitk_parts, _warptile
 from . import k8_double_buffer as k8
 from ._common import SMEM_ALIGN, grid_limit, u32, u64
-from ._k6_edges import vector_operands     # which operands may move as float4 (k6's rule)
+from ._loaders import vector_operands     # which operands may move as float4 (k6's rule)
 from ._splitk_parts import SIGNATURE, launch   # (M, N, K, kslice, alpha, A, B, beta, C)
 
 LEVEL = "k8sk"
@@ -58,7 +58,7 @@ THREAD_M, THREAD_N = TILING.thread_m, TILING.thread_n
 BLOCK = TILING.block
 THREADS = TILING.threads
 GEOMETRY = k8.GEOMETRY
-CTAS_PER_SM = _k7_parts.MIN_BLOCKS          # k8's launch bounds: 2 CTAs of 256 threads per SM
+CTAS_PER_SM = _warptile.MIN_BLOCKS          # k8's launch bounds: 2 CTAs of 256 threads per SM
 
 # An int forces the split count (benchmarks); None: plan_splits. Read when a call's launches
 # are made: gemm() records them once per shape and operands, so set it before that first call.
@@ -85,10 +85,10 @@ def split_plan(M: int, N: int, K: int, splits: int | None = None) -> tuple[int, 
                                 lambda: plan_splits(M, N, K))
 
 
-def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
+def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
     """The k8sk kernel (not yet jitted) for tiling `t`: k8's, over slice blockIdx.z of K, its
     output at element blockIdx.z·M·N of C (arguments as k8's make_kernel)."""
-    p = _k7_parts.make(t, a_vec, bc_vec)
+    p = _warptile.make(t, a_vec, bc_vec)
     loaders, thread_tile = p.loaders, p.thread_tile
     double_buffered, epilogue_at = p.double_buffered, p.epilogue_at
     TM, TN, TK, AS = t.tile_m, t.tile_n, t.tile_k, t.a_stride
@@ -136,7 +136,7 @@ def make_kernel(t: _k7_parts.WarpTiling, a_vec: bool, bc_vec: bool):
     return k8sk
 
 
-SPECIALISATIONS = _k7_parts.specialisations(LEVEL, make_kernel, TILING)
+SPECIALISATIONS = _warptile.specialisations(LEVEL, make_kernel, TILING)
 kernel = SPECIALISATIONS[True, True][1]
 KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
