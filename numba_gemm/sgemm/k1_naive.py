@@ -1,4 +1,6 @@
-"""k1 — naive: one thread per output, threadIdx.x mapped to ROWS (the seed's one-letter bug).
+"""read: native/twins/k1.cu (the first SGEMM rung: no parent to diff against) · run: python bench.py --level k1
+
+k1 — naive: one thread per output, threadIdx.x mapped to ROWS (the seed's one-letter bug).
 
 Each thread walks one row of A and one column of B: the textbook triple loop, with the two
 outer loops spread over the threads. Because consecutive threads of a warp (consecutive
@@ -6,11 +8,13 @@ threadIdx.x) take consecutive *rows*, the warp's 32 loads of A land K floats apa
 requests per load of A, plus 1 (broadcast) for B — 33 requests per FMA. The bytes ledger
 cannot see this; the requests ledger can. k2 fixes the mapping.
 
-At N = 4096 k1 is also 3.3× slower than at 4097 (the seed: k1/k2 = 8.2× at 4096 but 2.4× at
+At N = 4096 k1 is also slower than at 4097 (the seed: k1/k2 = 8.2× at 4096 but 2.4× at
 4097). What is measured (docs/LADDER.md, "4096 vs 4097"): the same DRAM bytes and the same L1
-requests and sectors at both sizes, with 99 % L1 hits. That at 4096 every lane's address is the
+requests and sectors at both sizes, nearly all of them L1 hits. That at 4096 every lane's address is the
 same modulo 16 KiB, so that L1 serves the 32 lines' words one at a time, is inferred, not
 measured.
+
+Measured: docs/RESULTS.md.
 """
 import numpy as np
 from numba import cuda

@@ -1,4 +1,6 @@
-"""k2 — coalesced: k1 with threadIdx.x mapped to COLUMNS.
+"""read: diff native/twins/k1.cu native/twins/k2.cu · run: python bench.py --level k2
+
+k2 — coalesced: k1 with threadIdx.x mapped to COLUMNS.
 
 One swapped letter. A warp now covers 32 consecutive columns of one row of C: its B load is
 32 consecutive floats (one 128-byte request) and its A load is one float for all 32 threads
@@ -8,10 +10,11 @@ the bytes ledger (arithmetic intensity 0.25 FLOP/byte) does not.
 `kernel_tuned` is the same kernel with its K loop unrolled by 4 by hand, as nvcc unrolls the
 seed's K2: the remainder first, then steps of four over running offsets. Once k2 is coalesced
 the instruction count per FMA shows in its time: on the H200 (docs/RESULTS.md) the unrolled
-loop took k2 from 27.17 to 23.56 ms at 4096 against an earlier loop over running offsets
-(5.69 SASS instructions per FFMA in the hot loop, nvcc's seed 4.56; the unrolled loop 4.44).
-`run(..., tuned=True)` launches it; the level runs `kernel`, the plain loop (7.5 per FFMA,
-not yet timed on the H200).
+loop beat an earlier loop over running offsets, and its hot loop is no longer than nvcc's
+build of the seed in SASS instructions per FFMA (the census: `python tools/twin_census.py k2`).
+`run(..., tuned=True)` launches it; the level runs `kernel`, the plain loop.
+
+Measured: docs/RESULTS.md.
 """
 import numpy as np
 from numba import cuda

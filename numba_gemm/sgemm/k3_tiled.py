@@ -1,4 +1,6 @@
-"""k3 — shared-memory tiling: 32×32 tiles of A and B staged in shared memory, 1024-thread blocks.
+"""read: diff native/twins/k2.cu native/twins/k3.cu · run: python bench.py --level k3
+
+k3 — shared-memory tiling: 32×32 tiles of A and B staged in shared memory, 1024-thread blocks.
 
 Each block computes a 32×32 tile of C. Per phase of K, its 1024 threads each load one element
 of the A tile and one of the B tile (coalesced, zero-filled past the matrix edges), then every
@@ -8,6 +10,8 @@ The seed's point: k2 was not bandwidth-bound (its "2112% of roofline" came from 
 the gain is small (1.16× on the 4090); the cycles ledger with the 4090's prices predicts it —
 per FMA, k3 issues one conflict-free shared load of B (Bs[kk, tx], 32 distinct words: the
 seed's "32-way" load) plus one broadcast of A (As[ty, kk]), instead of two global loads.
+
+Measured: docs/RESULTS.md.
 """
 import numpy as np
 from numba import cuda

@@ -1,4 +1,6 @@
-"""k5 — register outer product: each thread computes an 8×4 block of C; a block covers 32×128.
+"""read: diff native/twins/k4.cu native/twins/k5.cu · run: python bench.py --level k5
+
+k5 — register outer product: each thread computes an 8×4 block of C; a block covers 32×128.
 
 Still 32×4 = 128 threads, but the output tile grows from 32×32 to 32×128 (B's shared tile is
 32×128). Each k step a thread reads 8 values of A (broadcasts) and 4 of B (conflict-free)
@@ -7,7 +9,7 @@ into registers and does their 8×4 outer product: 12 shared loads for 32 FMAs. k
 again (seed's 4090 prices: per 32 FMAs 27.8 -> 15.0 cycles of shared loads). Loading 40 floats
 per phase for 32 outputs also moves the bytes ledger the way k3c did (7.97 -> 12.72 FLOP/byte).
 Occupancy drops
-(32 accumulators, ~86 registers), and it is faster anyway.
+(32 accumulators: more registers per thread), and it is faster anyway.
 
 The gain needs the seed's `#pragma unroll`: the 32 k steps and the 8 rows of tile loads are
 straight-line code (see `unrolled` below), so a phase is 40 predicated LDG + 40 STS, then
@@ -15,6 +17,8 @@ straight-line code (see `unrolled` below), so a phase is 40 predicated LDG + 40 
 are ptxas's doing, as in nvcc's build of the seed: a thread's 8 values of A at k..k+3 are
 4 consecutive floats of one As row, and with every address a constant offset ptxas merges
 them. (k6 makes 128-bit access the design: B too, and global memory.)
+
+Measured: docs/RESULTS.md.
 """
 import numpy as np
 from numba import cuda

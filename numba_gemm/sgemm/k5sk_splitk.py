@@ -1,11 +1,13 @@
-"""k5sk — split-K for skinny M: k5's 32×128 tile, S CTAs per tile over slices of K.
+"""read: diff native/twins/k5.cu native/twins/k5sk.cu · run: python bench.py --level k5sk
+
+k5sk — split-K for skinny M: k5's 32×128 tile, S CTAs per tile over slices of K.
 
 At M ≤ 32 a product is bandwidth-bound: each element of B is used M times, so the time is
 B's bytes over DRAM bandwidth (16×8192×8192 fp32: 256 MB, 62 µs at 4.13 TB/s) if the kernel
 keeps enough loads in flight and does not run out of FFMA issue first. k8's 128×128 tile
 computes 128 rows for 16 (8× the FFMA) and gives 64 CTAs; k5's 32×128 tile wastes at most 31
 rows, but 16×8192 is still only 64 CTAs of 128 threads on a GPU that holds 660 of them (132
-SMs × 5 at k5sk's 96 registers), and each one walks all of K. k5sk cuts K:
+SMs × CTAS_PER_SM = 5, what k5sk's registers allow), and each one walks all of K. k5sk cuts K:
 
     gridDim = (N / 128, M / 32, S)             # blockIdx.z = the slice of K
     slice z: k in [z·kslice, min(K, (z+1)·kslice)), kslice a whole number of 32-deep K tiles
@@ -19,9 +21,9 @@ those warps still load their share of the tiles. The kernel is k5's body
 all of K and writes C with alpha and beta itself: one launch, no workspace.
 
 Why k5 and not k6 as the base: the SASS census (`python tools/twin_census.py k5 k6`) gives k6's
-all-float4 main loop 1251 instructions per 1024 FFMA (69 registers) against k5's 1477 (86), 15 %
-less issue per phase, but k6 is four specialisations with an interior/border split per phase
-(_k6_edges), each needing the K range; at M ≤ 16 the bound is DRAM bytes, the same for both,
+all-float4 main loop fewer instructions per 1024 FFMA and fewer registers than k5's, i.e. less
+issue per phase, but k6 is four specialisations with an interior/border split per phase
+(k6_vectorized.make_kernel), each needing the K range; at M ≤ 16 the bound is DRAM bytes, the same for both,
 and the FFMA that matter are the padding rows' (skipped here by warp). At M = 32 (16 FLOP per
 byte of B, the H200's FP32 balance) issue starts to count: k6sk is the next step if the H200
 shows k5sk short of bandwidth there.
@@ -30,7 +32,9 @@ Split count: numba_gemm.splitk.choose_splits with the GPU counted in resident CT
 CTAS_PER_SM). 16×8192×8192: 64 tiles × 10 slices; 128×4096×4096: 128 × 5; 64×64×2**20:
 2 × 16. Ledger: the phase is k5's (same `warp_step`); CTAs per wave ×S; DRAM + S·M·N·4 bytes
 written and read back (16×8192, S = 10: 5.2 MB each way against B's 256 MB). Determinism as
-k8sk: no atomics, a fixed reduction order. Not yet measured on the H200.
+k8sk: no atomics, a fixed reduction order.
+
+Measured: docs/RESULTS.md.
 """
 import numpy as np
 from numba import cuda

@@ -1,4 +1,6 @@
-"""k7 — warp tiling: a 128×128 block tile, 64×32 per warp, 8×8 per thread as four 4×4 pieces.
+"""read: diff native/twins/k6.cu native/twins/k7.cu · run: python bench.py --level k7
+
+k7 — warp tiling: a 128×128 block tile, 64×32 per warp, 8×8 per thread as four 4×4 pieces.
 
 k6 gives each of 128 threads an 8×4 strip of a 32×128 tile. k7 grows every level of the
 hierarchy (numba_gemm.sgemm._warptile draws it):
@@ -17,15 +19,16 @@ Edges and alignment as k6: four specialisations by which operands' rows are 16-b
 The tile sizes are compile-time constants (`TILING`); docs/LADDER.md has the search that
 chose them. 256 threads with launch bounds of 2 blocks per SM: at most 128 registers.
 
-The cost of Python, statically (`python tools/twin_census.py k7`, sm_90; the main loop is one
-16-deep phase with 1024 FFMA): 1158 instructions against 1148 in the CUDA C twin, in each
-specialisation +10 (k7_edge 1206 / 1193, k7_bc 1174 / 1164, k7_a 1190 / 1180). It was 1180
-(+32) before two changes in _warptile: A and B read through the read-only path like the twin
-(`load4_readonly`: LDG.E.128.CONSTANT), and shared tile indices summed as uint64, so that
-their constants fold into immediate offsets (the transposed A stores had an address register
-per float). What is left: ptxas recomputes the shared window base (S2UR SR_CgaCtaId, ULEA)
-and the B tile's addresses every phase, because NVVM places them inside the loop. Not yet
-timed on a GPU.
+The cost of Python, statically: `python tools/twin_census.py k7` sets the main loop (one
+16-deep phase, 1024 FFMA) beside the CUDA C twin's, specialisation by specialisation. Two
+changes in _warptile closed most of the gap: A and B read through the read-only path like
+the twin (`load4_readonly`: LDG.E.128.CONSTANT), and shared tile indices summed as uint64, so
+that their constants fold into immediate offsets (the transposed A stores had an address
+register per float). What is left: ptxas recomputes the shared window base (S2UR
+SR_CgaCtaId, ULEA) and the B tile's addresses every phase, because NVVM places them inside
+the loop.
+
+Measured: docs/RESULTS.md.
 """
 import numpy as np
 from numba import cuda

@@ -1,4 +1,6 @@
-"""k8 — double buffering: the next K slice travels global -> registers while this one is multiplied.
+"""read: diff native/twins/k7.cu native/twins/k8.cu · run: python bench.py --level k8
+
+k8 — double buffering: the next K slice travels global -> registers while this one is multiplied.
 
 k7's phase is load, barrier, multiply, barrier: while a block waits for its loads (hundreds
 of cycles from L2 or DRAM) its warps have nothing to multiply, and only the other block on
@@ -16,19 +18,18 @@ outside K, so their checks give zeros and touch no memory.
 
 Same warp tiling, specialisations and edge handling as k7 (numba_gemm.sgemm._warptile), with
 8-deep phases where k7's are 16 deep: a small search over K depth and warp shape
-(tools/k7_tiles.py, H200, 4096³) put the 8-deep k8 at 47.1 TFLOPS against 45.3 for 16, and
-it keeps 8 floats per thread in flight instead of 16 — at 16 the kernel sat at the
-128-register cap and k8_edge spilled 8 bytes under ptxas 13.0. Shared memory: 2 copies of
-8-deep tiles, 16.6 KB.
-The instructions per FMA are k7's, but the 8-deep A load spans 16 rows (ldg128_x16, 16.00
-cycles against ldg128_x8's 8.00 on the H200), so the cycles ledger predicts 0.95× k7; what
-moves the other way is the stall it does not model: the load latency now overlaps the FFMAs
-of the same block.
+(tools/k7_tiles.py, on the H200 at 4096³) put the 8-deep k8 ahead of the 16-deep one, and it
+keeps 8 floats per thread in flight instead of 16 — at 16 the kernel sat at the 128-register
+cap and k8_edge spilled. Shared memory: 2 copies of 8-deep tiles, 16.6 KB.
+The instructions per FMA are k7's, but the 8-deep A load spans 16 rows (the microbenchmarks
+price ldg128_x16 above k7's ldg128_x8: numba_gemm/data/h200_costs.json), so the cycles ledger
+predicts k8 a little slower than k7; what moves the other way is the stall it does not model:
+the load latency now overlaps the FFMAs of the same block.
 
-Statically (`python tools/twin_census.py k8`, sm_90): the main loop is 587 instructions for
-512 FFMA per phase, 124 registers, no local memory (the CUDA C twin: 590, and 6 local-memory
-instructions); k8_edge 635 / 652, k8_bc 609 / 623, k8_a 617 / 635. Measured (H200, docs/
-RESULTS.md): 46.9 TFLOPS at 4096³ (0.92× cuBLAS), 47.8 at 8192³ (0.94×), 36.5 at 4097³.
+Statically, `python tools/twin_census.py k8` sets the main loop (512 FFMA per phase), its
+registers and local memory beside the CUDA C twin's, specialisation by specialisation.
+
+Measured: docs/RESULTS.md.
 """
 import numpy as np
 from numba import cuda
