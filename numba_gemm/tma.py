@@ -121,7 +121,7 @@ def encode_tiled(dtype, address: int, global_dims, global_strides, box_dims,
     """Check, then cuTensorMapEncodeTiled; returns a cuda.bindings CUtensorMap (128 bytes)."""
     from cuda.bindings import driver as drv
 
-    from .nvrtc import check
+    from .driver import check
 
     elem = np.dtype(dtype).itemsize
     check_tiled(address, global_dims, global_strides, box_dims, elem, element_strides,
