@@ -1,12 +1,14 @@
 """The CUDA C twins (numba_gemm.twins): one per SGEMM level, compiled by NVRTC to the same
 instructions the level exists for, and exact like the level on a GPU."""
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import GPU, gpu_only, sgemm_case
 
 import numba_gemm
 from numba_gemm import check, nvrtc, sass, twins
-from numba_gemm.sgemm import _k7_parts
+from numba_gemm.sgemm import _warptile
 
 SGEMM = [lv.name for lv in numba_gemm.levels() if lv.family == "sgemm"]
 
@@ -14,6 +16,21 @@ SGEMM = [lv.name for lv in numba_gemm.levels() if lv.family == "sgemm"]
 @pytest.mark.parametrize("level", SGEMM)
 def test_every_sgemm_level_has_a_twin(level):
     assert twins.has_twin(level), f"native/{twins.source(level)} is missing"
+
+
+@pytest.mark.parametrize("level", SGEMM)
+def test_docstring_header_names_the_twins_to_diff_and_the_run(level):
+    """The first line of each SGEMM level's docstring (the llm.c habit): its parent's twin and
+    its own to diff, and the bench.py command that checks and times it."""
+    lv = numba_gemm.registry.get(level)
+    read, run = lv.module.__doc__.splitlines()[0].split(" · ")
+    own = f"native/{twins.source(level)}"
+    assert run == f"run: python bench.py --level {level}"
+    if lv.parent is None:
+        assert read.startswith(f"read: {own} ")
+    else:
+        assert read == f"read: diff native/{twins.source(lv.parent)} {own}"
+    assert (Path(twins.__file__).resolve().parent.parent / own).is_file()
 
 
 def test_only_sgemm_levels_have_twins():
@@ -62,8 +79,8 @@ def test_twin_options_are_the_levels_constants(level):
     if hasattr(mod, "TILING"):
         t = mod.TILING
         assert got == {"WT_TM": t.tile_m, "WT_TN": t.tile_n, "WT_TK": t.tile_k, "WT_WM": t.warp_m,
-                       "WT_WN": t.warp_n, "WT_LANES_N": t.lanes_n, "WT_A_PAD": _k7_parts.A_PAD,
-                       "WT_MIN_BLOCKS": _k7_parts.MIN_BLOCKS}
+                       "WT_WN": t.warp_n, "WT_LANES_N": t.lanes_n, "WT_A_PAD": _warptile.A_PAD,
+                       "WT_MIN_BLOCKS": _warptile.MIN_BLOCKS}
         assert (mod.TILE_M, mod.TILE_N, mod.TILE_K) == (t.tile_m, t.tile_n, t.tile_k)
     else:
         assert got == {"TILE_M": mod.TILE_M, "TILE_N": mod.TILE_N, "TILE_K": mod.TILE_K,
@@ -119,7 +136,7 @@ def test_main_loop_is_one_phase_of_the_levels_tile(level):
 def test_another_tile_is_a_python_value(level, change, ffma):
     """Options other than the shipped ones build that tile (the loop follows them)."""
     cubin = _compile(level, {**_options(level), **change})
-    for name, text in sass.split_functions(nvrtc.disassemble(cubin)).items():
+    for name, text in sass.split_functions(sass.disassemble(cubin)).items():
         assert _loop_ffma(text) == ffma, name
 
 

@@ -77,7 +77,7 @@ def census(levels):
     from numba import cuda
 
     from numba_gemm import sass
-    from numba_gemm.sgemm import _k7_parts, k7_warptile, k8_double_buffer
+    from numba_gemm.sgemm import _warptile, k7_warptile, k8_double_buffer
     from numba_gemm.sgemm._common import SIGNATURE
     from numba_gemm.twins import main_loop
 
@@ -88,13 +88,13 @@ def census(levels):
     for level in levels:
         mod = mods[level]
         for cand in CANDIDATES:
-            t = _k7_parts.WarpTiling(*cand)
+            t = _warptile.WarpTiling(*cand)
             if too_big(level, t):
                 print(f"{level:<5} {' '.join(label(cand))}: skipped, {too_big(level, t)}", flush=True)
                 continue
             t0 = time.time()
             ptx, _ = cuda.compile_ptx(mod.make_kernel(t, True, True), SIGNATURE, cc=(9, 0),
-                                      launch_bounds=(t.threads, _k7_parts.MIN_BLOCKS))
+                                      launch_bounds=(t.threads, _warptile.MIN_BLOCKS))
             cubin, log = sass.link_ptx(ptx)
             (c,) = sass.census_cubin(cubin, level, log)
             loop = main_loop(sass.disassemble(cubin))
@@ -113,7 +113,7 @@ def search(levels, n, budget_s, reps):
 
     from numba_gemm import check
     from numba_gemm.intrinsics import SIMULATOR
-    from numba_gemm.sgemm import _k7_parts, k7_warptile, k8_double_buffer
+    from numba_gemm.sgemm import _warptile, k7_warptile, k8_double_buffer
     from numba_gemm.sgemm._common import launch
     from numba_gemm.timing import bench
 
@@ -132,13 +132,13 @@ def search(levels, n, budget_s, reps):
                 out.append(dict(level=level, tiling=cand, skipped=f"time budget {budget_s:.0f} s spent"))
                 print(line(out[-1], None), flush=True)
                 continue
-            t = _k7_parts.WarpTiling(*cand)
+            t = _warptile.WarpTiling(*cand)
             if too_big(level, t):
                 out.append(dict(level=level, tiling=cand, skipped=too_big(level, t)))
                 print(line(out[-1], None), flush=True)
                 continue
             t0 = time.time()
-            kern = _k7_parts.jit(mod.make_kernel, t, True, True)
+            kern = _warptile.jit(mod.make_kernel, t, True, True)
             grid = mod.grid(n, n, t)
 
             def run():
