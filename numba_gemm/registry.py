@@ -43,6 +43,8 @@ from types import ModuleType
 import numpy as np
 
 FAMILIES = ("sgemm", "hgemm")
+# the launch orders an HGEMM level may declare as RASTER (the ledgers replay them)
+RASTERS = ("m-fastest", "n-fastest", "super")
 EXTRA_LEVELS_ENV = "NUMBA_GEMM_EXTRA_LEVELS"
 
 
@@ -139,8 +141,6 @@ def contract_problems(mod: ModuleType, family: str) -> list[str]:
         need("GEOMETRY", lambda v: True, "the launch shape the ledgers read")
         need("warp_step", callable, "warp_step(M, N, K, bx, by, warp, ph, g) for the ledgers")
     else:
-        from .ledgers.ledger import RASTERS
-
         need("CONFIG", lambda v: all(isinstance(getattr(v, f, None), int) for f in ("bm", "bn", "bk", "threads")),
              "a tile with int bm, bn, bk and threads")
         need("RASTER", lambda v: v in RASTERS, f"one of {', '.join(RASTERS)}")

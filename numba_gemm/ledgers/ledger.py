@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from .access import SEGMENT, WARP, Geometry, Step, requests, sectors
+from ..registry import RASTERS
 from .card import Card, card
 
 
@@ -48,7 +49,6 @@ class HTile:
     super_n: int = 1
 
 
-RASTERS = ("m-fastest", "n-fastest", "super")
 
 
 def htile(level, n=4096, l2_bytes: int | None = None) -> HTile:
