@@ -24,7 +24,6 @@ created or written, kernels are compiled in memory (one warning per process).
 Environment:
   NUMBA_GEMM_CACHE_DIR=path    cache location (default ~/.cache/numba_gemm)
   NUMBA_GEMM_SHOW_COMPILE=1    print the equivalent compile command when NVRTC runs
-  NUMBA_GEMM_DUMP_SASS=1       write <cubin>.sass (nvdisasm) next to each cubin
 """
 from __future__ import annotations
 
@@ -35,7 +34,6 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -334,13 +332,6 @@ def _compile(source_name: str, arch: str, extra: tuple[str, ...]) -> bytes:
             except OSError as e:
                 _warn_once(f"cannot write the kernel cache in {path.parent}", e)
         _cubins[path] = cubin
-    if os.environ.get("NUMBA_GEMM_DUMP_SASS", "0") not in ("", "0"):
-        sass = disassemble(cubin)
-        try:
-            atomic_write(path.with_suffix(".sass"), sass.encode())
-            print(f"[numba_gemm] SASS written to {path.with_suffix('.sass')}", file=sys.stderr)
-        except OSError as e:
-            _warn_once(f"cannot write the kernel cache in {path.parent}", e)
     return cubin
 
 
@@ -352,20 +343,6 @@ def forget(source_name: str, arch: str = DEFAULT_ARCH, extra: tuple[str, ...] = 
         path.unlink()
     except OSError:
         pass
-
-
-def disassemble(cubin: bytes) -> str:
-    """SASS text of a cubin (nvdisasm from the nvidia-cuda-nvdisasm wheel or PATH)."""
-    tool = nvdisasm_path()
-    if tool is None:
-        raise FileNotFoundError("nvdisasm not found: pip install nvidia-cuda-nvdisasm")
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "k.cubin"
-        p.write_bytes(cubin)
-        out = subprocess.run([tool, "-c", "-g", str(p)], capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RuntimeError(f"nvdisasm failed: {out.stderr}")
-        return out.stdout
 
 
 # ---------------------------------------------------------------------------- load

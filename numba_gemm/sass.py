@@ -512,11 +512,16 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("levels", nargs="*", help="level names (default: all)")
     p.add_argument("--json", action="store_true", help="print the censuses as JSON")
+    p.add_argument("--sass", action="store_true", help="print each kernel's whole SASS (nvdisasm)")
     args = p.parse_args(argv)
     from .registry import get, registry
 
     levels = [get(n) for n in args.levels] if args.levels else list(registry().values())
-    if args.json:
+    if args.sass:
+        for name, r in census_levels(levels).items():
+            for c in ([] if isinstance(r, Exception) else r):
+                print(f"// ===== {name}: {c.kernel}\n{c.sass}")
+    elif args.json:
         print(json.dumps({n: [asdict(c) for c in r] for n, r in census_levels(levels).items()
                           if not isinstance(r, Exception)}))
     else:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from numba_gemm import check
+from numba_gemm.sass import disassemble
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.registry import registry
 from tools import hgemm_sweep
@@ -282,7 +283,7 @@ def test_a_two_block_per_sm_tile_compiles_within_128_registers(level):
     assert res[kernel]["registers"] <= 65536 // (2 * t.threads)   # two blocks per SM fit
     log = nvrtc.compile_log(source, defines=d)
     assert re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log) == [("0", "0")], log
-    assert "HMMA" in nvrtc.disassemble(cubin)
+    assert "HMMA" in disassemble(cubin)
     assert nvrtc.cache_key(source, extra=d) != nvrtc.cache_key(source)
 
 

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numba_gemm import check
+from numba_gemm.sass import disassemble
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma, v11_wgmma, v12_warpspec, v13_persistent
 
@@ -188,7 +189,7 @@ def census_ops(source, defines, kernel_names, must_have, must_not_have):
     spills = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert spills and all(s == ("0", "0", "0") for s in spills), log
     assert "C7508" not in log and "C7510" not in log and "serializ" not in log.lower(), log
-    ops = _opcodes(nvrtc.disassemble(cubin))
+    ops = _opcodes(disassemble(cubin))
     for want in must_have:
         assert any(o.startswith(want) for o in ops), f"{source} {defines}: no {want} in SASS"
     for banned in tuple(must_not_have) + ("LDL", "STL"):

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from numba_gemm import nvrtc
+from numba_gemm.sass import disassemble
 from numba_gemm.registry import registry
 
 LEVELS = [lv.module for lv in registry().values() if lv.native]
@@ -15,7 +16,7 @@ BY_NAME = {m.LEVEL: m for m in LEVELS}
 
 @pytest.fixture(scope="module")
 def sass():
-    return {lv.LEVEL: nvrtc.disassemble(nvrtc.compile_variant(lv.SOURCE, lv.DEFINES)) for lv in LEVELS}
+    return {lv.LEVEL: disassemble(nvrtc.compile_variant(lv.SOURCE, lv.DEFINES)) for lv in LEVELS}
 
 
 def _function(text, name):
@@ -85,17 +86,23 @@ def test_compile_error_carries_the_log(tmp_path, monkeypatch):
         nvrtc.compile_cubin("bad.cu")
 
 
-def test_show_compile_and_dump_sass(tmp_path, monkeypatch, capsys):
+def test_show_compile(tmp_path, monkeypatch, capsys):
     (tmp_path / "ok.cu").write_text('extern "C" __global__ void k(float* p) { p[threadIdx.x] *= 2.f; }\n')
     monkeypatch.setattr(nvrtc, "native_dir", lambda: tmp_path)
     monkeypatch.setenv("NUMBA_GEMM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("NUMBA_GEMM_SHOW_COMPILE", "1")
-    monkeypatch.setenv("NUMBA_GEMM_DUMP_SASS", "1")
-    nvrtc.compile_cubin("ok.cu")
+    cubin = nvrtc.compile_cubin("ok.cu")
     err = capsys.readouterr().err
     assert "-arch=sm_90a" in err and "ok.cu" in err
-    sass_files = list((tmp_path / "cache").glob("*.sass"))
-    assert sass_files and "EXIT" in sass_files[0].read_text()
+    assert "EXIT" in disassemble(cubin)
+
+
+def test_census_cli_prints_each_kernels_sass(capsys):
+    from numba_gemm import sass
+
+    assert sass.main(["v7", "--sass"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("// ===== v7: ") == 2 and out.count("HMMA") > 0
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)

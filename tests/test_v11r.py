@@ -28,6 +28,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from numba_gemm import check, driver, launch
+from numba_gemm.sass import disassemble
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma
 from numba_gemm.hgemm import v11r_ragged as vr
@@ -44,9 +45,7 @@ C = vr.CONFIG
 def test_contract_and_registry_order():
     names = list(registry())
     assert names.index("v11") < names.index("v11r") < names.index("v11sk") < names.index("v12")
-    assert vr.PARENT == "v11" and vr.DELTA.startswith("v11r = v11 ")
-    assert vr.__doc__ and "ledger" in vr.__doc__ and "Census" in vr.__doc__
-    assert set(vr.KERNEL_NAMES) == {"f16", "bf16"}
+    assert vr.PARENT == "v11"          # the rest of the contract: registry.contract_problems
     assert (C.bm, C.bn, C.bk, C.stages, C.producer, C.threads) == (128, 256, 64, 3, False, 256)
     assert vr.smem() == 3 * 48 * 1024 + 1024 <= cm.SMEM_LIMIT
     assert vr.DEFINES == vr.defines(*vr.CENSUS_WIDTHS)
@@ -270,7 +269,7 @@ def test_loop_order_in_sass():
     from numba_gemm import nvrtc, sass
 
     for wa, wb in ((8, 8), (2, 2)):
-        text = sass.split_functions(nvrtc.disassemble(nvrtc.compile_variant(vr.SOURCE, vr.defines(wa, wb))))
+        text = sass.split_functions(disassemble(nvrtc.compile_variant(vr.SOURCE, vr.defines(wa, wb))))
         ops = re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]+)",
                          text[vr.KERNEL_NAMES["f16"]], re.M)
         bars = [i for i, o in enumerate(ops) if o.startswith("BAR.SYNC")]
