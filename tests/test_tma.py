@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numba_gemm import tma
+from numba_gemm.hgemm import _wgmma
 
 
 def _driver_accepts(addr, dims, strides, box, elem, es, swizzle):
@@ -88,7 +89,7 @@ def test_v10_refuses_unaligned_rows_naming_v9():
         assert reason and "v9" in reason and "16 bytes" in reason
     assert v10_tma.unsupported(1, 8, 8) is None
     with pytest.raises(ValueError, match="v9"):
-        v10_tma.check_operands(8, 0, 64, 64, 64)     # unaligned base pointer
+        _wgmma.check_operands("v10", 8, 0, 64, 64, 64, v10_tma.CONFIG)     # unaligned base pointer
 
 
 @pytest.mark.gpu
@@ -99,7 +100,8 @@ def test_encode_real_maps():
 
     cuda.current_context()
     a = cuda.device_array((300, 72), np.float16)
-    m = tma.matrix_map(np.float16, a.__cuda_array_interface__["data"][0], 300, 72, *v10_tma.BOX_A)
+    box_a, box_b = _wgmma.boxes(v10_tma.CONFIG)
+    m = tma.matrix_map(np.float16, a.__cuda_array_interface__["data"][0], 300, 72, *box_a)
     assert m.getPtr() != 0
     b = cuda.device_array((72, 520), np.uint16)     # bf16 bits
-    tma.matrix_map(np.uint16, b.__cuda_array_interface__["data"][0], 72, 520, *v10_tma.BOX_B)
+    tma.matrix_map(np.uint16, b.__cuda_array_interface__["data"][0], 72, 520, *box_b)

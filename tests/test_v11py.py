@@ -25,7 +25,6 @@ DTYPES = [F16] + ([BF16] if BF16 is not None else [])
 
 def test_level_contract():
     assert (v11py.LEVEL, v11py.PARENT, v11py.RASTER) == ("v11py", "v11", "super")
-    assert v11py.DELTA.startswith("v11py = ") and v11py.TITLE
     assert v11py.SASS_MUST_HAVE == ("HGMMA", "UTMALDG", "SYNCS", "WARPGROUP.ARRIVE")
     assert v11py.SASS_MUST_NOT_HAVE == ("HMMA", "LDSM")
     assert set(v11py.KERNELS) == {"v11py_f16", "v11py_bf16"}
@@ -41,7 +40,7 @@ def test_same_tile_as_v11():
     assert (v11py.BM, v11py.BN, v11py.BK, v11py.STAGES, v11py.TMA_LAG, v11py.THREADS) == \
         (128, 256, 64, 4, 2, 256)
     assert v11py.SMEM == v11.CONFIG.smem() == 4 * 49152 + 1024 + 64
-    assert (v11py.BOX_A, v11py.BOX_B) == ((128, 64), (64, 64))   # the boxes _wgmma checks
+    assert (v11py.BOX_A, v11py.BOX_B) == wg.boxes(v11.CONFIG) == ((128, 64), (64, 64))
     assert v11py.launch_config(300, 520, 72) == v11.launch_config(300, 520, 72)
 
 

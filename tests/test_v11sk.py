@@ -34,9 +34,8 @@ DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
 def test_contract_and_registry_order():
     names = list(registry())
     assert names.index("v11") < names.index("v11sk") < names.index("v12")
-    assert sk.PARENT == "v11" and sk.DELTA.startswith("v11sk = v11 ")
-    assert sk.__doc__ and "ledger" in sk.__doc__ and "Census" in sk.__doc__
-    assert set(sk.KERNEL_NAMES) == {"f16", "bf16"} and sk.DEFINES == sk.CONFIG.defines()
+    assert sk.PARENT == "v11"          # the rest of the contract: registry.contract_problems
+    assert sk.DEFINES == sk.CONFIG.defines()
     assert (sk.TILES[64].bm, sk.TILES[64].threads, sk.TILES[128].bm, sk.TILES[128].threads) == (64, 128, 128, 256)
     assert all(t.smem() <= cm.SMEM_LIMIT and t.problems() == [] for t in sk.TILES.values())
     assert sk.SPLITS is None

@@ -22,9 +22,7 @@ DTYPES = [F16] + ([BF16] if BF16 is not None else [])
 
 def test_level_contract():
     assert (v8py.LEVEL, v8py.PARENT, v8py.RASTER) == ("v8py", "v8", "n-fastest")
-    assert v8py.DELTA.startswith("v8py = ") and v8py.TITLE
-    assert v8py.SASS_MUST_HAVE == ("HMMA", "LDSM", "LDGSTS")
-    assert v8py.__doc__ and len(v8py.__doc__) > 200
+    assert v8py.SASS_MUST_HAVE == ("HMMA", "LDSM", "LDGSTS")   # the contract's names: the registry's check
     assert set(v8py.KERNELS) == {"v8py_f16", "v8py_f16_general", "v8py_bf16", "v8py_bf16_general"}
     assert v8py.kernel is v8py.KERNELS["v8py_f16"][0]
     assert v8py.AUTO is False                            # auto keeps choosing native levels

@@ -120,15 +120,22 @@ def tma_rule(M: int, N: int, K: int) -> str | None:
     return cm.check_dims(M, N, K) or cm.tma_row_rule(K, N, FALLBACK)
 
 
+def boxes(config) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(rows, cols) of one A box and one B panel: the inner extent of a SWIZZLE_128B box is at
+    most 128 bytes, so B's bn columns come as panels of 64 halves."""
+    return (config.bm, config.bk), (config.bk, INNER_BYTES // 2)
+
+
 def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config) -> None:
     """Every tensor-map rule for both operands, without a driver: raises ValueError. `config`:
     a WgmmaTile, or any tile with bm and bk (v10's TileConfig)."""
     reason = tma_rule(M, N, K)
     if reason:
         raise ValueError(f"level {level} cannot run M={M}, N={N}, K={K}: {reason}")
+    box_a, box_b = boxes(config)
     try:
-        tma.check_matrix(pa, M, K, config.bm, config.bk, kernel_inner_bytes=INNER_BYTES)
-        tma.check_matrix(pb, K, N, config.bk, 64, kernel_inner_bytes=INNER_BYTES)
+        tma.check_matrix(pa, M, K, *box_a, kernel_inner_bytes=INNER_BYTES)
+        tma.check_matrix(pb, K, N, *box_b, kernel_inner_bytes=INNER_BYTES)
     except ValueError as e:
         raise ValueError(f"level {level} cannot use TMA here: {e}; level {FALLBACK} has no such limit") from None
 
@@ -141,8 +148,9 @@ def maps_and_args(level: str, A, B, C, alpha, beta, config):
     pa, pb, pc = cm.device_ptr(A), cm.device_ptr(B), cm.device_ptr(C)
     check_operands(level, pa, pb, M, N, K, config)
     dtype = np.float16 if cm.element_type(A) == "f16" else np.uint16   # uint16 -> BFLOAT16 map
-    tm_a = tma.cached_matrix_map(dtype, pa, M, K, (config.bm, config.bk), INNER_BYTES)
-    tm_b = tma.cached_matrix_map(dtype, pb, K, N, (config.bk, 64), INNER_BYTES)
+    box_a, box_b = boxes(config)
+    tm_a = tma.cached_matrix_map(dtype, pa, M, K, box_a, INNER_BYTES)
+    tm_b = tma.cached_matrix_map(dtype, pb, K, N, box_b, INNER_BYTES)
     super_m, super_n = tile_order(M, N, K, None, config)
     return [tm_a, tm_b] + cm.pack_args(
         ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),

@@ -46,8 +46,6 @@ RASTER = "super"
 CONFIG = cm.TileConfig(bm=128, bn=256, bk=64, stages=4, warps_m=2, warps_n=4, min_blocks=1, tma_lag=2)
 DEFINES = CONFIG.defines(tma=True)
 SMEM = CONFIG.smem(tma=True)  # stages + alignment slack + full/empty barriers
-BOX_A = (CONFIG.bm, CONFIG.bk)   # rows, cols of one A box (wg.maps_and_args encodes these)
-BOX_B = (CONFIG.bk, 64)   # one B panel: the inner extent of a SWIZZLE_128B box is at most 128 bytes
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None,
@@ -64,12 +62,6 @@ def launch_config(M: int, N: int, K: int, config: cm.TileConfig = CONFIG):
 
 def unsupported(M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> str | None:
     return cm.unsupported_1d(M, N, K, config) or cm.tma_row_rule(K, N)
-
-
-def check_operands(pa: int, pb: int, M: int, N: int, K: int, config: cm.TileConfig = CONFIG) -> None:
-    """Every tensor-map rule for both operands, without a driver: raises ValueError (the
-    wgmma levels' check: the same boxes, the same 128-byte rows)."""
-    wg.check_operands(LEVEL, pa, pb, M, N, K, config)
 
 
 def run(A, B, C, alpha, beta, stream=None, config: cm.TileConfig | None = None, defines=()):

@@ -79,8 +79,7 @@ A_BYTES = BM * BK * 2                        # one box of A: BM rows x 128 bytes
 B_PANEL = BK * 128                           # one box of B: 64 k-rows x 64 n (8 KB)
 STAGE_BYTES = A_BYTES + (BN // 64) * B_PANEL  # 48 KB, a multiple of the 1024-byte swizzle atom
 SMEM = CONFIG.smem()                         # stages + 1 KB of alignment slack + 8 mbarriers
-BOX_A = (BM, BK)                             # rows, cols of the A box
-BOX_B = (BK, 64)                             # one B panel
+BOX_A, BOX_B = wg.boxes(CONFIG)              # the A box and one B panel, as v11's maps
 assert not CONFIG.problems() and STAGE_BYTES == CONFIG.stage_bytes and STAGE_BYTES % 1024 == 0
 
 u32, u64, i32 = uint32, uint64, int32
