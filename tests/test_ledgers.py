@@ -126,6 +126,24 @@ def test_k1_4096_vs_4097():
     assert "32 distinct" in L.stride_view("k1", 4097, SEED["k1"])
 
 
+@pytest.mark.parametrize("n, positions, ways", [(4095, 32, 1), (4096, 1, 32), (4097, 32, 1), (4104, 4, 8)])
+def test_stride_view_tells_4097_from_4104(n, positions, ways):
+    """k1 exercise 2: modulo 16 KiB 4097 and 4104 look alike (32 distinct values); the word
+    positions of the A load in its 128-byte lines, and the bank ways they make, do not."""
+    text = L.stride_view("k1", n)
+    assert f"word positions in their 128-byte lines: {positions} ({ways}-way" in text
+    a = next(x for x in L.warp_steps("k1", n)[0].accesses if x.array == "A")
+    assert len({x % 128 // 4 for x in a.addrs}) == positions and L.bank_profile(a.addrs, 4).ways == ways
+
+
+def test_explain_names_kinds_by_what_they_are():
+    """--explain prints each load kind's facts on every level, not another write-up's name for it."""
+    for lv in ("k3", "k4", "k5"):
+        text = L.explain(lv, "h200")
+        assert "seed" not in text and "32-way" not in text
+        assert "shared, 32 distinct words in 32 banks, conflict-free" in text
+
+
 # ---------------------------------------------------------------- cycles ledger
 
 def test_k2_k3_cycles_and_prediction():

@@ -112,11 +112,12 @@ def global_kind(addresses_bytes: Sequence[int], width: int = 4) -> str:
     return prefix if r <= least else f"{prefix}_x{r}"
 
 
-# What the seed calls each kind. Its "32-way" load is 32 lanes reading 32 distinct words,
-# one per bank (conflict-free, full width), not a 32-way bank conflict.
+# What each kind is, as explain() and bank_report() print it on every level: the facts of the
+# access, not anyone's name for it. (The SGEMM seed calls lds_free a "32-way" load, meaning 32
+# lanes reading 32 distinct words in 32 banks; docs/CONCEPTS.md says so once, under banks.)
 KIND_NAMES = {
     "lds_bcast": "shared, broadcast (1 word for 32 lanes)",
-    "lds_free": "shared, 32 distinct words, conflict-free (the seed's '32-way')",
+    "lds_free": "shared, 32 distinct words in 32 banks, conflict-free",
     "lds128": "shared, 128-bit, conflict-free",
     "lds128_bcast": "shared, 128-bit broadcast",
     "ldg": "global, 32-bit, 1 request",
