@@ -79,6 +79,17 @@ def grid(M: int, N: int) -> tuple[int, int]:
     return (ceil_div(N, TILE_N), ceil_div(M, TILE_M))
 
 
+# ---- Shared memory: A's four floats of one row go down a column of the transposed A tile
+# (4 scalar STS: the multiply reads A along k, so As is stored k-major)
+
+@inline
+def _as_transposed(As, r, c, v):
+    As[c + 0, r] = v[0]
+    As[c + 1, r] = v[1]
+    As[c + 2, r] = v[2]
+    As[c + 3, r] = v[3]
+
+
 # ---- Shared memory: the B tile's four floats of one row, as one STS.128 (float4 B) or as
 # four STS SPREAD apart (32-bit B), each a warp's 32 consecutive floats: conflict-free.
 
@@ -172,10 +183,7 @@ def make_kernel(a_vec: bool, bc_vec: bool, split: bool):
                 for s in range(A_LOADS):
                     r = u32(a_r + s * A_ROW_STEP)
                     v = load_a_in(A, a_off + u64(s * A_ROW_STEP) * u64(k))
-                    As[a_c + 0, r] = v[0]
-                    As[a_c + 1, r] = v[1]
-                    As[a_c + 2, r] = v[2]
-                    As[a_c + 3, r] = v[3]
+                    _as_transposed(As, r, a_c, v)
                 for s in range(B_LOADS):
                     r = u32(ty + s * B_ROW_STEP)
                     v = load_b_in(B, b_off + u64(s * B_ROW_STEP) * u64(n))
@@ -187,10 +195,7 @@ def make_kernel(a_vec: bool, bc_vec: bool, split: bool):
                     row = u32(row0 + r)
                     col = u32(k0 + a_c)
                     v = load_a(A, a_off + u64(s * A_ROW_STEP) * u64(k), row < m, col, k)
-                    As[a_c + 0, r] = v[0]
-                    As[a_c + 1, r] = v[1]
-                    As[a_c + 2, r] = v[2]
-                    As[a_c + 3, r] = v[3]
+                    _as_transposed(As, r, a_c, v)
                 # ---- B: 8 float4s (or 8 × 4 floats SPREAD apart), stored straight.
                 for s in range(B_LOADS):
                     r = u32(ty + s * B_ROW_STEP)
