@@ -208,6 +208,8 @@ def _lds32(out, cyc, sm, iters, stride):
     _record(out, cyc, sm, a0 + a1 + a2 + a3, t0, t1)
 
 
+# _ldg32 is _lds32's loop on global memory, written out again on purpose: each kernel is
+# the instruction stream it prices, so no helper stands between the two and the loads.
 @cuda.jit
 def _ldg32(g, out, cyc, sm, iters, stride):
     t = cuda.threadIdx.x
