@@ -252,6 +252,175 @@ LADDER_FIGURES = {
 }
 
 
+
+# ------------------------------------------------------------------- LADDER k1 … k8sk prose
+
+def _file_rows(name):
+    """{(level, M): result} of one docs/data run file that LADDER names beside the manifest's."""
+    data = json.loads((ROOT / "docs" / "data" / name).read_text())
+    return {(r["level"], r["M"]): r for r in (data["results"] if isinstance(data, dict) else data)}
+
+
+def _x_cublas(r):
+    return r["tflops"] / r["cublas_tflops"]
+
+
+H200 = ledgers.h200()
+_CY = {lv: ledgers.cycle_ledger(lv, H200, 4096) for lv in ("k1", "k2", "k3", "k3c", "k4", "k5", "k6")}
+_PRED_MS = {lv: cl.predicted_s(4096, 4096, 4096) * 1e3 for lv, cl in _CY.items()}
+_MS = {lv: _r(lv, 4096)["ms"] for lv in ("k1", "k2", "k3", "k3c", "k4", "k5", "k6", "k7", "k8")}
+_F33 = {**_file_rows("h200_sgemm_4096.json"), **_file_rows("h200_sgemm_4097_8192.json")}   # 33d50a5
+_K7K8 = _file_rows("h200_sgemm_k7_k8.json")                                                  # f86eb6f
+_CURVE = _file_rows("h200_sgemm_curve.json")
+_BIG = _file_rows("h200_sgemm_16384.json")
+_TILES = {(r["level"], tuple(r["tiling"])): r for r in json.loads(
+    (ROOT / "docs" / "data" / "h200_k7_tiles.json").read_text())["rows"] if r.get("ok")}
+_K7_TWIN = [_K7K8["k7", n]["ms"] / _K7K8["k7", n]["twin_ms"] for n in (4096, 4097, 8192)]
+_K8_16384 = [_x_cublas(_CURVE["k8", 16384]), _x_cublas(_BIG["k8", 16384])]
+# k5 priced as compiled: the census's 128 LDS (conflict-free) + 64 LDS.128 (broadcast) per 1024
+# FFMA, as the k5 section counts them, plus the source's global loads
+_K5_SASS_CYCLES = ((128 * H200.costs["lds_free"] + 64 * H200.costs["lds128_bcast"]) / 1024
+                   + _CY["k5"].global_cycles)
+SGEMM_FIGURES = {   # the numbers of LADDER's intro and k1 … k8sk details: phrase -> the data's value
+    # Why three ledgers
+    "k2 runs at **{} %** of its roofline": 100 * K2.roofline_s * 1e3 / _MS["k2"],
+    "such a kernel {}× (k3)": ledgers.bytes_ledger("k3", "h200", 4096).intensity / K2.intensity,
+    "(k3) buys {}×,": _MS["k2"] / _MS["k3"],
+    "with k3's intensity, is {}× faster than k3": _MS["k3"] / _MS["k4"],
+    # k1
+    "prices k1 at {} cycles per FMA": _CY["k1"].cycles_per_fma,
+    "i.e. {} ms at 4096 — within": _PRED_MS["k1"],
+    "— within {} % of the": 100 * abs(_PRED_MS["k1"] / _MS["k1"] - 1),
+    "% of the {} ms measured": _MS["k1"],
+    # k2
+    "k2 runs at {}× its DRAM roofline": K2.roofline_s * 1e3 / _MS["k2"],
+    "roofline ({} ms against the bytes ledger's": _MS["k2"],
+    "against the bytes ledger's {} ms at 4.13 TB/s": K2.roofline_s * 1e3,
+    "ledger predicts {} ms and k1 → k2": _PRED_MS["k2"],
+    "k1 → k2 = **{}×**": ledgers.predicted_speedup(_CY["k1"], _CY["k2"]),
+    "k2 takes {} ms, ": _MS["k2"],
+    "ms, {} % more (its loads": 100 * (_MS["k2"] / _PRED_MS["k2"] - 1),
+    "(its loads cost {} cycles per FMA on average": _CY["k2"].cycles_per_fma * _MS["k2"] / _PRED_MS["k2"],
+    "on average, {} per load": _CY["k2"].cycles_per_fma * _MS["k2"] / _PRED_MS["k2"] / 2,
+    "and the measured step is **{}×**": _MS["k1"] / _MS["k2"],
+    # k3, k3c
+    "Measured k2 → k3: **{}×**": _MS["k2"] / _MS["k3"],
+    "the source ledger predicts **{}×**, no gain": ledgers.predicted_speedup(_CY["k2"], _CY["k3"]),
+    "the measured step is **{}×**. A 1.6×": _MS["k3"] / _MS["k3c"],
+    # k4
+    "Measured k3 → k4 **{}×**": _MS["k3"] / _MS["k4"],
+    "(against the side branch k3c, {}×)": _MS["k3c"] / _MS["k4"],
+    "The source ledger predicts **{}×** and misses": ledgers.predicted_speedup(_CY["k3"], _CY["k4"]),
+    "and misses by {} %": 100 * (_MS["k3"] / _MS["k4"] / ledgers.predicted_speedup(_CY["k3"], _CY["k4"]) - 1),
+    "({} vs 13.46 ms": _MS["k3"],
+    "({} vs 6.10 ms": _MS["k4"],
+    # k5
+    "k4 → k5 **{}×**. Both": _MS["k4"] / _MS["k5"],
+    "**{}×** from the source": ledgers.predicted_speedup(_CY["k4"], _CY["k5"]),
+    "its time ({} ms) is a floor": _PRED_MS["k5"] / _CY["k5"].cycles_per_fma * _K5_SASS_CYCLES,
+    "does not reach ({} ms)": _MS["k5"],
+    # k6
+    "Measured k5 → k6 **{}×**": _MS["k5"] / _MS["k6"],
+    "The source ledger predicts {}×, the SASS": ledgers.predicted_speedup(_CY["k5"], _CY["k6"]),
+    "4097 runs in {} ms": _F33["k6", 4097]["ms"],
+    "ms ({} TFLOPS, ": _F33["k6", 4097]["tflops"],
+    "TFLOPS, {} % of cuBLAS; commit 33d50a5": 100 * _x_cublas(_F33["k6", 4097]),
+    "k1 → k6 is {}× on the H200": _MS["k1"] / _MS["k6"],
+    "At {} TFLOPS k6 runs at": _r("k6", 4096)["tflops"],
+    "k6 runs at {} % of the FP32 peak": 100 * _r("k6", 4096)["tflops"] * 1e12 / H200.fp32_flops,
+    "at the ledger's clock ({} TFLOPS)": H200.fp32_flops / 1e12,
+    # k7
+    "{} / 35.6 / 42.6 TFLOPS at 4096³": _r("k7", 4096)["tflops"],
+    "42.5 / {} / 42.6 TFLOPS": _K7K8["k7", 4097]["tflops"],
+    "35.6 / {} TFLOPS at 4096³": _r("k7", 8192)["tflops"],
+    "each ({} / 35.0 / 36.3": _F33["k6", 4096]["tflops"],
+    "36.5 / {} / 36.3: k6": _F33["k6", 4097]["tflops"],
+    "35.0 / {}: k6 in": _F33["k6", 8192]["tflops"],
+    "Numba / CUDA C twin {}–": min(_K7_TWIN),
+    "–{} — the Python version": max(_K7_TWIN),
+    "found the 32-deep tile {}× faster": _TILES["k7", (128, 128, 16, 64, 32, 4)]["ms"]
+                                           / _TILES["k7", (128, 128, 32, 64, 32, 4)]["ms"],
+    "for k7 ({} TFLOPS)": _TILES["k7", (128, 128, 32, 64, 32, 4)]["tflops"],
+    "and the 8-deep one {}×;": _TILES["k7", (128, 128, 16, 64, 32, 4)]["ms"]
+                                / _TILES["k7", (128, 128, 8, 64, 32, 4)]["ms"],
+    # k8
+    "the 8-deep k8 at {}× the 16-deep one": _TILES["k8", (128, 128, 16, 64, 32, 4)]["ms"]
+                                            / _TILES["k8", (128, 128, 8, 64, 32, 4)]["ms"],
+    "one ({} against 45.3 TFLOPS": _TILES["k8", (128, 128, 8, 64, 32, 4)]["tflops"],
+    "against {} TFLOPS at 4096³, in one process": _TILES["k8", (128, 128, 16, 64, 32, 4)]["tflops"],
+    "the third run). {} / 36.5 / 47.8": _r("k8", 4096)["tflops"],
+    "46.9 / {} / 47.8 TFLOPS": _K7K8["k8", 4097]["tflops"],
+    "36.5 / {} TFLOPS at 4096³ / 4097³ / 8192³ =": _r("k8", 8192)["tflops"],
+    "8192³ = {} / 0.827": _x_cublas(_r("k8", 4096)),
+    "0.917 / {} / 0.936× cuBLAS": _x_cublas(_K7K8["k8", 4097]),
+    "0.827 / {}× cuBLAS": _x_cublas(_r("k8", 8192)),
+    "the 8-deep tile is {} % slower": 100 * (1 - _K7K8["k8", 4097]["tflops"] / _F33["k8", 4097]["tflops"]),
+    "16-deep one was ({})": _F33["k8", 4097]["tflops"],
+    "Numba / C: {} at 4096³": _K7K8["k8", 4096]["ms"] / _K7K8["k8", 4096]["twin_ms"],
+    "the 16-deep k8 was {} / ": _F33["k8", 4096]["ms"] / _F33["k8", 4096]["twin_ms"],
+    "k8 was 1.043 / {} / ": _F33["k8", 4097]["ms"] / _F33["k8", 4097]["twin_ms"],
+    "/ 1.018 / {}.": _F33["k8", 8192]["ms"] / _F33["k8", 8192]["twin_ms"],
+    "k8 is {} / 0.92 / 0.94× cuBLAS": _x_cublas(_CURVE["k8", 2048]),
+    "0.91 / {} / 0.94× cuBLAS": _x_cublas(_CURVE["k8", 4096]),
+    "0.92 / {}× cuBLAS at 2048³": _x_cublas(_CURVE["k8", 8192]),
+    "but {}× and 0.57× at 512³": _x_cublas(_CURVE["k8", 512]),
+    "and {}× at 512³ and 1024³": _x_cublas(_CURVE["k8", 1024]),
+    "At 16384³ it is {}–": min(_K8_16384),
+    "–{}× in the benchmark's loop": max(_K8_16384),
+}
+
+
+def test_ladder_sgemm_prose_agrees_with_the_data():
+    """Every measured or derived number of LADDER's intro and k1 … k8sk details is the manifest's
+    (or a docs/data file the prose names): a number edited in prose, or a new run, fails here."""
+    text = LADDER[:LADDER.index("\n## From k8 to v7")]
+    bad = []
+    for phrase, value in SGEMM_FIGURES.items():
+        written = find_figure(text, phrase)
+        if not agrees(written, value):
+            bad.append(f"{phrase.format(written)!r} but the data say {value:.4f}")
+    assert bad == []
+
+
+def test_ladder_sgemm_k8_twin_both_sizes():
+    assert all(agrees("0.90", _K7K8["k8", n]["ms"] / _K7K8["k8", n]["twin_ms"]) for n in (4096, 8192))
+
+
+def test_ladder_sgemm_prose_check_can_fail():
+    text = LADDER[:LADDER.index("\n## From k8 to v7")]
+    phrase = "Measured k2 → k3: **{}×**"
+    assert not agrees(find_figure(text.replace("k3: **1.74×**", "k3: **1.445×**"), phrase), SGEMM_FIGURES[phrase])
+
+
+def test_ladder_sgemm_sections_quote_no_older_run():
+    """Older runs are history in RESULTS.md: k1 … k8sk quote no 2026-11-29 figure."""
+    text = LADDER[:LADDER.index("\n## From k8 to v7")]
+    assert "2026-11-29" not in text and "bb1e37b" not in text
+    for old in ("1.445×", "23.6 ms", "35.3 TFLOPS", "276.288", "11.73×", "3.31×"):
+        assert old not in text, old
+
+
+def test_appendix_holds_the_seeds_and_their_card():
+    """The seeds' titles, the sources and the 4090 comparison are an appendix at the end."""
+    i = LADDER.index("## Appendix: sources and the seeds")
+    assert i > LADDER.index("## Tables")
+    app = LADDER[i:]
+    for title in ("SGEMM in six levels: how the core code evolves",
+                  "GEMM optimisation (3): large matrices and the last mile", "Programming Massively Parallel",
+                  "Roofline: an insightful visual performance model"):
+        assert title in " ".join(app.split()), title
+    top = LADDER[:LADDER.index("## Why three ledgers")]
+    assert "RTX 4090**" not in top and "2112.7" not in LADDER[:i]
+    rtx = ledgers.card("rtx4090")
+    k2, k3 = (ledgers.cycle_ledger(lv, rtx, 4096) for lv in ("k2", "k3"))
+    assert rtx.costs == {"lds_free": 2.686, "lds_bcast": 0.534, "ldg": 1.94}
+    flat = " ".join(app.split())
+    assert f"× {k2.cycles_per_fma:.2f} / (128 × 2.52 GHz) = {k2.predicted_s(4096, 4096, 4096) * 1e3:.1f} ms" in flat
+    assert f"k2 → k3 as {ledgers.predicted_speedup(k2, k3):.3f}×" in flat
+    # an address cited anywhere in the docs must be one this repository already holds
+    for url in re.findall(r"<(https?://[^>]+)>", app):
+        assert url in CONCEPTS, url
+
 def find_figure(text: str, phrase: str) -> str:
     """The number written where {} is in `phrase` (line breaks count as spaces)."""
     text, phrase = " ".join(text.split()), " ".join(phrase.split())
