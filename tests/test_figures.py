@@ -237,6 +237,24 @@ def test_roofline_labels_do_not_overlap():
             assert ax1 <= bx0 or bx1 <= ax0 or ay1 <= by0 + 1e-9 or by1 <= ay0 + 1e-9, (a, b)
 
 
+def test_roofline_figure_uses_one_byte_model_and_each_instructions_peak():
+    results, _ = figures.load_results()
+    four = [r for r in results if r["M"] == 4096]
+    pts = {p["level"]: p for p in figures.tile_model_points(four)}
+    ceilings = figures.tensor_ceilings()
+    for p in pts.values():                     # every level at the per-tile model, none at the L2's
+        assert p["intensity"] == pytest.approx(figures.tile_intensity(p["level"]))
+        assert p["peak"] == pytest.approx(100 * p["tflops"] * 1e12 / ceilings[p["roof"]])
+    assert {pts[lv]["roof"] for lv in ("v11", "v12", "v13")} == {"wgmma"}
+    assert ceilings["wgmma"] > ceilings["mma_sync"] > ceilings["fp32"]
+    assert all(70 < pts[lv]["peak"] < 100 for lv in ("v11", "v12", "v13"))
+    boxes = figures.label_boxes(list(pts.values()), figures.label_layout(list(pts.values())))
+    items = sorted(boxes.items())
+    for i, (a, (ax0, ax1, ay0, ay1)) in enumerate(items):
+        for b, (bx0, bx1, by0, by1) in items[i + 1:]:
+            assert ax1 <= bx0 or bx1 <= ax0 or ay1 <= by0 + 1e-9 or by1 <= ay0 + 1e-9, (a, b)
+
+
 def test_wgmma_tile_layout_matches_the_descriptors():
     from numba_gemm.hgemm import _common as cm, _wgmma as wg
 
@@ -299,3 +317,134 @@ def test_phase_timeline_double_buffering_overlaps_loads_with_the_multiply():
         assert e["ffma"][0] >= e["store"][1] and e["buffer"] == p % 2
     assert double[-1]["ffma"][1] < single[-1]["ffma"][1]
     assert all(len(e["barriers"]) == 1 for e in double) and all(len(e["barriers"]) == 2 for e in single)
+
+
+# ---- the tensor-core rungs' figures: each against the code the kernels and their mirrors use
+
+def test_mma_fragments_are_the_isa_layouts_and_ldmatrix_delivers_them():
+    from numba_gemm.ptx import mma_sync as ms
+
+    d = figures.mma_fragments()
+    assert set(d["A"]) == {(m, k) for m in range(16) for k in range(16)}      # each element once
+    assert set(d["B"]) == {(k, n) for k in range(16) for n in range(8)}
+    assert set(d["C"]) == {(m, n) for m in range(16) for n in range(8)}
+    for (m, k), (lane, r, h) in d["A"].items():
+        assert ms.a_fragment_coords(lane, r, h) == (m, k)
+    for (m, n), (lane, r) in d["C"].items():
+        assert ms.c_fragment_coords(lane, r) == (m, n)
+    # ldmatrix.x4 with the kernels' row addresses hands each lane exactly its mma A fragment,
+    # and .trans exactly b0, b1 of two n8 tiles
+    for (lane, r, h), (m, k) in d["loaded"]["A"].items():
+        assert ms.a_fragment_coords(lane, r, h) == (m, k)
+    for (lane, r, h), (k, n) in d["loaded"]["B"].items():
+        assert ms.b_fragment_coords(lane, r % 2, h) == (k, n - 8 * (r // 2))
+    for arr in ("A", "B"):          # lane l gives row l % 8 of matrix l // 8: 32 distinct rows
+        assert len(set(d["rows"][arr].values())) == 32
+
+
+def test_ldmatrix_rows_are_the_kernels():
+    """The figure's ldmatrix row rule is the one native/mma_stage.cuh compiles (before the swizzle)."""
+    src = (figures.tensor_data.NATIVE / "mma_stage.cuh").read_text()
+    assert "swz128(lane % 16, lane / 16)" in src
+    assert "swz128(lane % 8 + 8 * ((lane / 8) % 2), (col0 % 64) / 8 + lane / 16)" in src
+    rows = figures.tensor_data.LDMATRIX_ROWS
+    assert [rows["A"](lane) for lane in range(32)] == [(lane % 16, lane // 16) for lane in range(32)]
+    assert [rows["B"](lane) for lane in range(32)] == [(lane % 8 + 8 * ((lane // 8) % 2), lane // 16)
+                                                      for lane in range(32)]
+
+
+def test_tma_boxes_are_the_levels_boxes_and_zero_fill():
+    from numba_gemm.hgemm import _wgmma as wg
+    from numba_gemm.registry import get
+
+    t = get("v12").module.CONFIG
+    d = figures.tma_boxes()
+    assert (d["box_a"], d["box_b"]) == wg.boxes(t)
+    assert d["a"]["real"].shape == wg.boxes(t)[0]
+    a = d["a"]                                     # real exactly where the box lies inside A
+    assert d["a"]["real"].sum() == (min(d["M"], a["y"] + t.bm) - a["y"]) * (min(d["K"], a["x"] + t.bk) - a["x"])
+    assert d["panels"] == -(-d["N"] // 64) < t.bn // 64                 # the example skips a panel
+    assert d["tx"] == d["a_bytes"] + d["panels"] * d["panel_bytes"]
+    assert figures.tma_boxes(N=4096)["tx"] == t.stage_bytes              # a whole stage otherwise
+    for b in d["b"]:
+        assert b["real"].sum() == (min(d["K"], b["y"] + 64) - b["y"]) * (min(d["N"], b["x"] + 64) - b["x"])
+
+
+@pytest.mark.parametrize("level", ["v12", "v13"])
+def test_v12_roles_read_the_kernels_register_split(level):
+    import re
+
+    from numba_gemm.registry import get
+
+    mod = get(level).module
+    src = (figures.tensor_data.NATIVE / mod.SOURCE).read_text()
+    d = figures.v12_roles(level)
+    prod, *cons = d["warpgroups"]
+    assert f"constexpr int PRODUCER_REGS = {prod[3]}, CONSUMER_REGS = {cons[0][3]};" in src
+    assert "setmaxnreg_dec<PRODUCER_REGS>" in src and "setmaxnreg_inc<CONSUMER_REGS>" in src
+    assert d["threads"] == mod.CONFIG.threads == 128 * len(d["warpgroups"])
+    assert len(cons) == mod.CONFIG.consumers and [c[4] for c in cons] == [(64 * i, 64 * i + 63) for i in range(len(cons))]
+    assert d["used"] <= d["file"] and re.search(rf"<=\s*{d['file']}", src)
+    for regs in (prod[3], cons[0][3], d["entry"]):   # setmaxnreg takes multiples of 8 in 24..256
+        assert regs % 8 == 0 and 24 <= regs <= 256
+    assert prod[3] < d["entry"] < cons[0][3] and d["entry"] * d["threads"] <= d["file"]
+
+
+def test_v13_multicast_splits_b_between_the_cluster():
+    from numba_gemm.registry import get
+
+    mod = get("v13").module
+    d = figures.v13_multicast()
+    assert d["cluster"] == mod.CLUSTER
+    panels = sorted(p for v in d["ranks"].values() for p in v["panels"])
+    assert panels == list(range(mod.CONFIG.bn // 64))                     # each panel loaded once
+    for v in d["ranks"].values():
+        assert v["received"] == mod.CONFIG.stage_bytes                    # full[s] expects the stage
+        assert v["issued"] == v["a_bytes"] + (mod.CONFIG.stage_bytes - v["a_bytes"]) // mod.CLUSTER
+    assert d["v12_issued"] == get("v12").module.CONFIG.stage_bytes
+    src = (figures.tensor_data.NATIVE / mod.SOURCE).read_text()
+    assert "for (int p = rank; p < b_panels; p += CLUSTER)" in src        # the rule the figure draws
+
+
+@pytest.mark.parametrize("shape, clusters", [((4096, 4096, 4096), None), ((1000, 3000, 512), 7)])
+def test_v13_schedule_walks_every_tile_once(shape, clusters):
+    from numba_gemm.hgemm import _common as cm
+    from numba_gemm.registry import get
+
+    mod = get("v13").module
+    M, N, K = shape
+    d = figures.v13_schedule(M, N, K, clusters)
+    gm, gn = cm.cdiv(M, mod.CONFIG.bm), cm.cdiv(N, mod.CONFIG.bn)
+    assert set(d["owner"]) == {(r, c) for r in range(gm) for c in range(gn)}
+    grid, _, _ = mod.launch_config(M, N, K, max_clusters=clusters or ledgers.h200().sms // mod.CLUSTER)
+    assert d["clusters"] == grid[0] // mod.CLUSTER
+    pairs = {}
+    for (r, c), (cl, rank, rnd) in d["owner"].items():
+        assert r % mod.CLUSTER == rank                      # rank r takes tile row CLUSTER·pm + r
+        pairs.setdefault((cl, rnd), set()).add((r // mod.CLUSTER, c))
+    assert all(len(v) == 1 for v in pairs.values())         # both CTAs of a pair: the same B tile
+    per_cluster = {}
+    for cl, rnd in pairs:
+        per_cluster.setdefault(cl, []).append(rnd)
+    assert all(sorted(v) == list(range(len(v))) for v in per_cluster.values())   # c, c + G, c + 2G ...
+    assert max(len(v) for v in per_cluster.values()) == d["rounds"]
+
+
+def test_epilogue_timeline_v13_overlaps_the_next_tiles_loads():
+    from numba_gemm.registry import get
+
+    v12, v13 = figures.epilogue_timeline("v12"), figures.epilogue_timeline("v13")
+    assert v12["stages"] == get("v12").module.CONFIG.stages and v13["stages"] == get("v13").module.CONFIG.stages
+    for d in (v12, v13):
+        for t in d["tiles"]:                 # the tensor cores idle during every epilogue
+            s, e = t["epilogue"]
+            assert all(f <= s or b >= e for tt in d["tiles"] for b, f in tt["wgmma"])
+            for i, (issue, land) in enumerate(t["loads"]):    # a stage is refilled after its release
+                assert land <= t["wgmma"][i][0]
+    for prev, t in zip(v12["tiles"], v12["tiles"][1:]):       # v12: a new CTA, nothing in flight early
+        assert t["loads"][0][0] >= prev["epilogue"][1]
+    for prev, t in zip(v13["tiles"], v13["tiles"][1:]):       # v13: the next tile's first stages
+        first = t["loads"][:v13["stages"]]                    # are issued before this epilogue ends
+        assert all(issue < prev["epilogue"][1] for issue, _ in first)
+        assert t["wgmma"][0][0] == prev["epilogue"][1]        # ... and ready when it does
+    assert v13["end"] < v12["end"]

@@ -8,6 +8,10 @@
                 numba_gemm.hgemm._common (tested without matplotlib)
     draw        the concept figures, drawn from data (matplotlib: the `plot` extra,
                 `pip install -e ".[plot]"`, imported only when a figure is drawn)
+    tensor_data the tensor-core rungs' figures' data (mma.sync fragments and ldmatrix, TMA boxes,
+                v12's roles and registers, v13's multicast and schedule, the epilogue overlap),
+                from numba_gemm.ptx, numba_gemm.hgemm and the constants of the native sources
+    tensor_draw their drawing
     measured    the roofline, the ladder and the size curve, from bench.py --json output (the
                 committed input is the manifest docs/data/h200_ladder.json; its forms are in
                 that module's docstring)
@@ -26,9 +30,14 @@ from .data import (bank_examples, bank_grid, first_wave, hgemm_stages, k6_loader
 from .draw import (PNG, draw_banks, draw_k6_loaders, draw_k8_timeline, draw_launch_order,
                    draw_mbarrier_ring, draw_outer, draw_pipelines, draw_segments, draw_swizzle,
                    draw_tiles, draw_warp_tiling, draw_wgmma_tile)
+from .tensor_data import (epilogue_timeline, mma_fragments, native_constants, tma_boxes, v12_roles,
+                          v13_multicast, v13_schedule)
+from .tensor_draw import (draw_epilogue_overlap, draw_mma_fragments, draw_tma_box, draw_v12_roles,
+                          draw_v13_cluster)
 from .measured import (CURVE_JSON, DATA_DIR, RESULTS_JSON, ROOT, compute_roof, draw_curve,
                        draw_ladder, draw_roofline, label_boxes, label_layout, ladder_chart,
-                       load_results, roof_label, roofline_points, tensor_ceilings, tile_intensity)
+                       load_results, roof_label, roofline_points, tensor_ceilings, tile_intensity,
+                       tile_model_points)
 
 FIGURES_DIR = ROOT / "docs" / "figures"
 
@@ -48,6 +57,11 @@ FIGURES = {
     "k8timeline": ("k8_timeline.png", draw_k8_timeline),
     "wgmma": ("v11_wgmma_tile.png", draw_wgmma_tile),
     "mbarrier": ("v10_v13_mbarrier_ring.png", draw_mbarrier_ring),
+    "fragments": ("v8_mma_fragments.png", draw_mma_fragments),
+    "tmabox": ("v10_tma_box.png", draw_tma_box),
+    "roles": ("v12_roles.png", draw_v12_roles),
+    "cluster": ("v13_cluster.png", draw_v13_cluster),
+    "epilogue": ("v12_v13_epilogue.png", draw_epilogue_overlap),
 }
 MEASURED = ("roofline", "ladder")   # drawn from --results; the curve from CURVE_JSON
 
@@ -83,8 +97,10 @@ __all__ = [
     "pipeline_schedule", "k6_loader_map", "wgmma_tile_layout", "mbarrier_ring", "phase_timeline",
     "draw_segments", "draw_tiles", "draw_outer", "draw_warp_tiling", "draw_banks", "draw_swizzle",
     "draw_launch_order", "draw_pipelines", "draw_k6_loaders", "draw_k8_timeline",
-    "draw_wgmma_tile", "draw_mbarrier_ring", "PNG", "ROOT", "DATA_DIR", "RESULTS_JSON",
+    "draw_wgmma_tile", "draw_mbarrier_ring", "native_constants", "mma_fragments", "tma_boxes",
+    "v12_roles", "v13_multicast", "v13_schedule", "epilogue_timeline", "draw_mma_fragments",
+    "draw_tma_box", "draw_v12_roles", "draw_v13_cluster", "draw_epilogue_overlap", "PNG", "ROOT", "DATA_DIR", "RESULTS_JSON",
     "CURVE_JSON", "load_results", "tensor_ceilings", "compute_roof", "tile_intensity",
-    "roofline_points", "roof_label", "label_layout", "label_boxes", "draw_roofline", "draw_ladder",
+    "roofline_points", "tile_model_points", "roof_label", "label_layout", "label_boxes", "draw_roofline", "draw_ladder",
     "ladder_chart", "draw_curve", "FIGURES_DIR", "FIGURES", "MEASURED", "build", "main",
 ]

@@ -121,8 +121,29 @@ def roofline_points(results: list[dict], card: str = "h200") -> list[dict]:
     return out
 
 
+def tile_model_points(results: list[dict], card: str = "h200") -> list[dict]:
+    """The roofline figure's points: roofline_points with every level at the one byte model
+    that all levels have, the per-tile model ("intensity" = tile_intensity), its roofline and
+    attainment there (above 100 %: the level reads some bytes from L2 more than once, which the
+    per-tile model counts as DRAM traffic), and "peak": its TFLOPS in % of its own
+    instruction's compute ceiling (what the labels show: it needs no byte model)."""
+    c, ceilings = ledgers.h200(), tensor_ceilings()
+    out = []
+    for p in roofline_points(results, card):
+        x = p["tile_intensity"]
+        roof_tflops = min(ceilings[p["roof"]], x * c.bandwidth) / 1e12
+        out.append(dict(p, intensity=x, roof_tflops=roof_tflops,
+                        attainment=100.0 * p["tflops"] / roof_tflops,
+                        peak=100.0 * p["tflops"] * 1e12 / ceilings[p["roof"]]))
+    return out
+
+
 def roof_label(p: dict) -> str:
-    """A roofline point's label: level, TFLOPS, attainment of its own roofline."""
+    """A roofline point's label: level, TFLOPS, and the % of its own instruction's peak when the
+    point has one (tile_model_points), else its attainment of its own roofline."""
+    if "peak" in p:
+        return f"{p['level']} {p['tflops']:.3g} ({p['peak']:.2g} %)" if p["peak"] < 10 else \
+            f"{p['level']} {p['tflops']:.3g} ({p['peak']:.0f} %)"
     return f"{p['level']} {p['tflops']:.3g} ({p['attainment']:.0f} %)"
 
 
@@ -187,52 +208,49 @@ ROOF_STYLE = {"fp32": (BLUE, "-", "FP32 (k1–k8)"), "mma_sync": (GREEN, "--", "
 
 
 def draw_roofline(path, results_path=RESULTS_JSON, n: int = 4096):
-    """Every measured level at its bytes-ledger intensity under the roof of its own instruction
-    (the tensor-core levels also at the per-tile model's intensity, hollow)."""
+    """Every measured level at its per-tile intensity (tile_model_points: one byte model for
+    all) under the roof of its own instruction."""
     plt = _plt()
     import numpy as np
 
     results, prov = load_results(results_path)
-    pts = roofline_points([r for r in results if r["M"] == n])
+    pts = tile_model_points([r for r in results if r["M"] == n])
     c, ceilings = ledgers.h200(), tensor_ceilings()
-    fig, ax = plt.subplots(figsize=(11, 6.8))
+    fig, ax = plt.subplots(figsize=(12, 7.2))
     x = np.logspace(-1.2, 3.6, 200)
     bw = c.bandwidth / 1e12
     for roof, (color, ls, who) in ROOF_STYLE.items():
         ax.plot(x, np.minimum(x * bw, ceilings[roof] / 1e12), color=color, lw=2, ls=ls,
-                label=f"{who}: {ceilings[roof] / 1e12:.0f} TFLOPS, {bw:.2f} TB/s")
+                label=f"{who}: {ceilings[roof] / 1e12:.0f} TFLOPS, {bw:.2f} TB/s", zorder=1)
     labels = label_layout(pts)
     for p in pts:
         color = ROOF_STYLE[p["roof"]][0]
-        if abs(p["tile_intensity"] / p["intensity"] - 1) > 1e-9:   # two byte models: both shown
-            ax.plot([p["tile_intensity"], p["intensity"]], [p["tflops"]] * 2, color=color, lw=0.6,
-                    alpha=0.5, zorder=2)
-            ax.scatter(p["tile_intensity"], p["tflops"], s=30, facecolor="white", edgecolor=color,
-                       zorder=3, lw=1.2)
         ax.scatter(p["intensity"], p["tflops"], s=45, color=color, zorder=3, edgecolor="black", lw=0.4)
         lx, ly, side = labels[p["level"]]
         ax.annotate(roof_label(p), (p["intensity"], p["tflops"]), xytext=(lx, ly), textcoords="data",
-                    fontsize=8, va="center", ha="left" if side == "right" else "right",
+                    fontsize=8, va="center", ha="left" if side == "right" else "right", zorder=4,
+                    bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none", alpha=0.85),
                     arrowprops=dict(arrowstyle="-", color=GREY, lw=0.5, shrinkA=0, shrinkB=3))
-    ax.scatter([], [], s=30, facecolor="white", edgecolor=GREY,
-               label="tensor-core levels under the per-tile model (no L2 reuse)")
     cublas = {r["dtype"]: r["cublas_tflops"] for r in results if r["M"] == n and r.get("cublas_tflops")}
     for dtype, tf in sorted(cublas.items()):
-        ax.axhline(tf, color=RED, ls=":", lw=1)
+        ax.axhline(tf, color=RED, ls=":", lw=1, zorder=1)
         ax.text(0.07, tf * 1.06, f"cuBLAS {dtype} {tf:.0f}", color=RED, fontsize=8)
     above = [p["level"] for p in pts if p["attainment"] > 100]
     if above:
-        ax.text(1.0, 0.3, f"above its DRAM roof ({', '.join(above)}):\nits bytes come from L1/L2, "
-                "not DRAM", fontsize=8, color=GREY)
+        ax.text(0.07, 0.075, f"above the DRAM roof of this model: {', '.join(above)}.\nThey read panels "
+                "from L2 (k2: from L1/L2) more than once; the per-tile model\ncounts every tile's panels "
+                "as DRAM bytes (the bytes ledger of docs/LADDER.md\nfollows the launch order for v7+: the "
+                "L2 model).", fontsize=8, color=GREY)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(0.06, 4000)
-    ax.set_xlabel("arithmetic intensity, FLOP per DRAM byte (bytes ledger: per tile for k*, the L2 "
-                  "model of the launch order for v*)")
+    ax.set_ylim(0.06, 2000)
+    ax.set_xlabel("arithmetic intensity, FLOP per DRAM byte — one byte model for every level: per "
+                  "tile (each output tile reads its A and B panels once, C written once)")
     ax.set_ylabel("TFLOPS (measured)")
     ax.set_title(f"Roofline, {n}³ on the H200. Measured: {_prov_line(prov)}.\nLabel: level, TFLOPS, "
-                 "(% of the roofline of its own instruction). Ceilings and bandwidth: "
-                 "numba_gemm/data/h200_costs.json", fontsize=10)
+                 "(% of the peak of the instruction it multiplies with: FP32, mma.sync or wgmma). Ceilings and "
+                 "bandwidth: numba_gemm/data/h200_costs.json", fontsize=10)
     ax.legend(loc="lower right", fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
     fig.tight_layout()
