@@ -26,6 +26,13 @@ def test_ladder_notebook_runs_and_every_level_checks():
         if lv.family == "sgemm":
             assert f"{name:5s} " in text and "WRONG" not in text, name
     assert text.count(": ok, max |err|") == sum(lv.family == "sgemm" for lv in registry.registry().values())
+    # the NumPy model, k8's double buffer and v11's descriptor exercise, all on a CPU
+    for line in ("model k8: exact", "model v11: exact", "model k8 with 1 stage and with 2: same",
+                 "slices 8 deep: 8 floats per thread in flight per phase", "k8 at 37×29×27 (4 K slices): checks",
+                 "A: start 107616, descriptor 0x4000004000011a46", "B: start 121856, descriptor 0x4000004002001dc0",
+                 "'lbo': 8192, 'sbo': 1024"):
+        assert line in text, line
+    assert elapsed < 120, f"the notebook took {elapsed:.0f} s: keep its cells small"
     print(f"notebook executed in {elapsed:.1f} s")
 
 
