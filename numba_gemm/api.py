@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import sys
 import threading
 import warnings
 
@@ -247,14 +246,10 @@ def _torch_key(lv, A, B, C, alpha, beta):
     """The fast path's cache key for torch tensors A, B, C: everything the full path's reading,
     validation and recording look at, so that a hit stands for a call that passed them all
     with the same values. None when an operand is not a CUDA torch tensor."""
-    if "torch" not in sys.modules:
+    fields = operands.torch_fields(A, B, C)
+    if fields is None:
         return None
-    fa = operands.torch_fields(A)
-    fb = fa and operands.torch_fields(B)
-    fc = fb and operands.torch_fields(C)
-    if fc is None:
-        return None
-    return (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta), fa, fb, fc)
+    return (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta), *fields)
 
 
 def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
@@ -343,10 +338,11 @@ class Submission:
     def __call__(self, user=None) -> None:
         """The launches on the call's stream (`user`, a raw handle, or the default), after the
         capture check and the waits for inputs produced on other streams."""
-        S, current = _call_stream(self.library, self.producer, self.device, user)
-        with driver.on_device(self.device):
-            _check_capture(self.library, self.device, S, user is not None)
-            _order_inputs(S, self.device, self.producers, current)
+        device, library = self.device, self.library      # each field read once: the hot path
+        S, current = _call_stream(library, self.producer, device, user)
+        with driver.on_device(device):
+            _check_capture(library, device, S, user is not None)
+            _order_inputs(S, device, self.producers, current)
             for L in self.launches:
                 L(S)
 
@@ -536,6 +532,7 @@ class Plan:
         self._stream, self._auto = stream, lv is None
         self._user = None if stream is None or mode() != "gpu" else driver.stream_handle(stream)
         p = self.prepared = prepare(lv, A, B, C, self.alpha, self.beta, self._user)
+        self._submission = p.submission
         self.level, self.M, self.N, self.K = p.level, p.M, p.N, p.K
         self.device, self.dtype = p.records[0].device, p.records[0].dtype
         if p.submission is None and C is None and not p.records[0].on_device:
@@ -553,15 +550,16 @@ class Plan:
 
     def execute(self, stream=None):
         """Run the plan; returns C (the given one, or the plan's own output array)."""
+        sub = self._submission
+        if sub is not None:
+            sub(self._user if stream is None else driver.stream_handle(stream))
+            return self.prepared.C
         p = self.prepared
-        if p.submission is None:
-            out = _gemm_host(p, self.alpha, self.beta, stream if stream is not None else self._stream)
-            if p.C is None:           # the first execute made the output: keep writing it
-                p.C = out
-                p.records = p.records[:2] + (operands.read(out, "C"),)
-            return out
-        p.submission(self._user if stream is None else driver.stream_handle(stream))
-        return p.C
+        out = _gemm_host(p, self.alpha, self.beta, stream if stream is not None else self._stream)
+        if p.C is None:               # the first execute made the output: keep writing it
+            p.C = out
+            p.records = p.records[:2] + (operands.read(out, "C"),)
+        return out
 
     __call__ = execute
 

@@ -237,17 +237,27 @@ def _read_torch(x, name, stream):
 _Tensor = None      # torch.Tensor, once torch is imported
 
 
-def torch_fields(x):
-    """What read() takes from a CUDA torch tensor (pointer, shape, strides, dtype, device),
-    straight from its accessors, for gemm()'s fast-path key; None for anything else (a tensor
-    that needs grad or is a negative-bit view included: read() refuses those)."""
+def torch_fields(A, B, C):
+    """What read() takes from CUDA torch tensors A, B, C (pointer, shape, strides, dtype,
+    device), straight from their accessors, for gemm()'s fast-path key; None when any of them
+    is something else (a tensor that needs grad or is a negative-bit view included: read()
+    refuses those) or torch is not imported. The hot path of a repeated call: one function."""
     global _Tensor
     if _Tensor is None:
-        _Tensor = sys.modules["torch"].Tensor
-    if type(x) is not _Tensor or x.requires_grad or x.is_neg():
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        _Tensor = torch.Tensor
+    T = _Tensor          # written out for the three: this runs on every repeated call
+    if type(A) is not T or type(B) is not T or type(C) is not T:
         return None
-    dev = x.get_device()
-    return (x.data_ptr(), x.shape, x.stride(), x.dtype, dev) if dev >= 0 else None
+    if A.requires_grad or B.requires_grad or C.requires_grad or A.is_neg() or B.is_neg() or C.is_neg():
+        return None
+    da, db, dc = A.get_device(), B.get_device(), C.get_device()
+    if da < 0 or db < 0 or dc < 0:
+        return None
+    return ((A.data_ptr(), A.shape, A.stride(), A.dtype, da), (B.data_ptr(), B.shape, B.stride(), B.dtype, db),
+            (C.data_ptr(), C.shape, C.stride(), C.dtype, dc))
 
 
 def output_like(a: Operand, M: int, N: int):
