@@ -213,6 +213,20 @@ COSTS = json.loads(ledgers.H200_COSTS.read_text())
 TWIN = [r["ms"] / r["twin_ms"] for r in DATA.values() if r.get("twin_ms")]
 V8PY = [_r("v8py", n, "float16")["ms"] / _r("v8", n, "float16")["ms"] for n in (4096, 8192)]
 # phrase with {} for the number -> the value it must round to
+def _suite_geomean(run):
+    """auto's kernel time against cuBLAS's over a suite run's shapes, geometric mean."""
+    import math
+
+    xs = [r["auto_vs_cublas"] for r in json.loads((figures.RESULTS_JSON.parent / run["json"]).read_text())["results"]
+          if r.get("auto_vs_cublas")]
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
+_SUITE_GEOMEAN = {json.loads((figures.RESULTS_JSON.parent / run["json"]).read_text())["dtype"]: _suite_geomean(run)
+                  for run in json.loads(figures.RESULTS_JSON.read_text())["suites"]}
+_V11PY_RUN = {(r["level"], r["M"]): r["ms"] for r in json.loads(      # v11 and v11py in one process
+    (figures.RESULTS_JSON.parent / "h200_v11py_fp16.json").read_text())["results"]}
+_V11PY_SPEED = [_V11PY_RUN["v11", n] / _V11PY_RUN["v11py", n] for n in (4096, 8192)]
 README_FIGURES = {
     "SGEMM k1 {} →": _r("k1", 4096)["tflops"],
     "→ k6 {} →": _r("k6", 4096)["tflops"],
@@ -231,9 +245,21 @@ README_FIGURES = {
     "and {}× cuBLAS (": _r("v13", 8192, "float16")["tflops"] / _r("v13", 8192, "float16")["cublas_tflops"],
     "cuBLAS ({});": _r("v13", 8192, "float16")["cublas_tflops"],
     "v13 reaches {}× cuBLAS": _r("v13", 4096, "float16")["tflops"] / _r("v13", 4096, "float16")["cublas_tflops"],
+    "geomean auto/cuBLAS {} in bf16": _SUITE_GEOMEAN["bfloat16"],
+    "in bf16, {} in fp16": _SUITE_GEOMEAN["float16"],
+    "in fp16, {} in fp32": _SUITE_GEOMEAN["float32"],
+    "v11py is measured too, at {}–": min(_V11PY_SPEED),
+    "–{}× v11's speed": max(_V11PY_SPEED),
 }
 K2 = ledgers.bytes_ledger("k2", "h200", 4096)
+_V7_L2 = ledgers.l2_ledger("v7", 4096, ledgers.h200())
 CONCEPTS_FIGURES = {
+    "issues {} FLOPs per SM per clock": COSTS["tensor"]["wgmma"]["flops_per_sm_cycle"],
+    "clock, {}× what `mma.sync` reaches per clock": COSTS["tensor"]["wgmma"]["flops_per_sm_cycle"]
+                                                   / COSTS["tensor"]["mma_sync"]["flops_per_sm_cycle"],
+    "here ({}× in TFLOPS": COSTS["tensor_tflops"]["wgmma"] / COSTS["tensor_tflops"]["mma_sync"],
+    "that is {} FLOP/byte. The **L2 model**": 2 * 4096 ** 3 / _V7_L2.per_tile_bytes,
+    "A and B read once, {} FLOP/byte for the same tiles": 2 * 4096 ** 3 / _V7_L2.ideal_bytes,
     "`mma.sync` **{} TFLOPS**": COSTS["tensor_tflops"]["mma_sync"],
     "`wgmma` **{} TFLOPS**": COSTS["tensor_tflops"]["wgmma"],
     "{} GHz measured under our microbenchmarks": COSTS["clock_ghz"],
