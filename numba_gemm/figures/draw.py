@@ -28,7 +28,11 @@ def _plt():
     return plt
 
 
-def _save(fig, path):
+def _save(fig, path, title: str | None = None, fontsize: int = 10):
+    """Write the figure; with `title`, its suptitle first and a tight layout under it."""
+    if title is not None:
+        fig.suptitle(title, fontsize=fontsize)
+        fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})   # no version stamp: regenerating is a no-op
     import matplotlib.pyplot as plt
 
@@ -71,10 +75,8 @@ def draw_segments(path):
             for side in ("top", "right"):
                 ax.spines[side].set_visible(False)
     rl = {lv: ledgers.request_ledger(lv).requests_per_fma for lv in ("k1", "k2")}
-    fig.suptitle(f"One warp, one k, M=N=K=4096 (numba_gemm.ledgers): k1 {rl['k1']:.0f} requests "
+    _save(fig, path, f"One warp, one k, M=N=K=4096 (numba_gemm.ledgers): k1 {rl['k1']:.0f} requests "
                  f"per FMA, k2 {rl['k2']:.0f}", fontsize=12)
-    fig.tight_layout()
-    _save(fig, path)
 
 
 def draw_tiles(path, n: int = 128, block_xy=(0, 1)):
@@ -285,11 +287,9 @@ def draw_banks(path):
         ax.grid(which="minor", color="white", lw=0.8)
         ax.tick_params(which="minor", length=0)
     axes[-1].set_xlabel("bank (4-byte word address mod 32)")
-    fig.suptitle("Shared-memory banks: one cell per distinct 4-byte word the warp touches, in its bank's "
+    _save(fig, path, "Shared-memory banks: one cell per distinct 4-byte word the warp touches, in its bank's "
                  "column (label: the lanes that read it).\nA second word in the same bank needs another "
                  "pass. Profiles from numba_gemm.ledgers.bank_profile.", fontsize=11)
-    fig.tight_layout()
-    _save(fig, path)
 
 
 def draw_swizzle(path):
@@ -317,10 +317,8 @@ def draw_swizzle(path):
         ax.set_yticks(range(8))
         ax.set_xlabel("logical 16-byte chunk (8 halves)")
         ax.set_ylabel("row of the tile (128 bytes = 64 halves)")
-    fig.suptitle("Each cell: the physical 16-byte chunk (a group of 4 banks) that holds the logical chunk "
+    _save(fig, path, "Each cell: the physical 16-byte chunk (a group of 4 banks) that holds the logical chunk "
                  "(swizzle128; TMA's SWIZZLE_128B is the same map)", fontsize=11)
-    fig.tight_layout()
-    _save(fig, path)
 
 
 def draw_launch_order(path, n: int = 8192):
@@ -380,11 +378,9 @@ def draw_pipelines(path, levels=("v7", "v10"), load: float = 2.5):
                      f"over {len(sched)} k tiles",
                      fontsize=10, loc="left")
     axes[-1].set_xlabel("time (one tile's MMAs = 1)")
-    fig.suptitle(f"Schematic: a tile's copy takes {load}× its MMAs (an assumption, not a measurement); "
+    _save(fig, path, f"Schematic: a tile's copy takes {load}× its MMAs (an assumption, not a measurement); "
                  "blue = copy in flight, orange = MMAs reading the buffer;\nstage counts from the level "
                  "modules. More stages hide more latency.", fontsize=10)
-    fig.tight_layout()
-    _save(fig, path)
 
 
 def draw_k6_loaders(path):
