@@ -15,7 +15,7 @@
 //   bits 32-45  stride-dimension byte offset >> 4
 //   bits 49-51  base offset (0: every swizzle atom starts on a 1024-byte boundary)
 //   bits 62-63  swizzle: 0 none, 1 128B, 2 64B, 3 32B
-// numba_gemm.hgemm.v11_wgmma.smem_desc is the same function on the host (tested bit by bit).
+// numba_gemm.hgemm._wgmma.smem_desc is the same function on the host (tested bit by bit).
 __device__ __forceinline__ u64 smem_desc_sw128(u32 addr, u32 lbo, u32 sbo) {
     return (u64)((addr >> 4) & 0x3FFF) | ((u64)((lbo >> 4) & 0x3FFF) << 16) |
            ((u64)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
