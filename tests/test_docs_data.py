@@ -722,3 +722,20 @@ def test_new_rung_exercise_answers():
             (ROOT / "docs" / "data" / name).read_text())["results"]}
         per_wave = {n: (rows["v11py", n] - rows["v11", n]) / ((n // 128) * (n // 256) / 132) for n in (4096, 8192)}
         assert (round(per_wave[4096], 1), round(per_wave[8192], 1)) == want
+
+
+def test_ladder_tables_are_what_their_snippet_prints():
+    """LADDER's generated tables: its snippet (which reads the manifest's runs) is run here and
+    must print exactly what the page shows, so a table cannot keep a number from another run."""
+    import contextlib
+    import io
+
+    tables = LADDER[LADDER.index("## Tables"):]
+    snippet = tables[tables.index("```python\n") + 10:]
+    snippet = snippet[:snippet.index("```")]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(snippet, {})
+    shown = tables[tables.index("### H200\n\n") + 10:]
+    shown = shown[:shown.index("\n## ")]
+    assert shown.rstrip("\n") == out.getvalue().rstrip("\n")
