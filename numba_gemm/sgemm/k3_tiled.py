@@ -8,8 +8,8 @@ thread runs a 32-step dot product out of shared memory. Each element brought in 
 memory is used 32 times: the bytes ledger moves (arithmetic intensity 0.25 -> 7.97 FLOP/byte).
 The seed's point: k2 was not bandwidth-bound (its "2112% of roofline" came from L2 hits), so
 the gain is small (1.16× on the 4090); the cycles ledger with the 4090's prices predicts it —
-per FMA, k3 issues one conflict-free shared load of B (Bs[kk, tx], 32 distinct words: the
-seed's "32-way" load) plus one broadcast of A (As[ty, kk]), instead of two global loads.
+per FMA, k3 issues one conflict-free shared load of B (Bs[kk, tx], 32 distinct words in 32
+banks) plus one broadcast of A (As[ty, kk]), instead of two global loads.
 
 Measured: docs/RESULTS.md.
 """

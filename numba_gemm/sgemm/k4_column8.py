@@ -4,7 +4,7 @@ k4 — 8 rows per thread: 32×4 blocks, each thread computes 8 outputs down one 
 
 The tile is still 32×32 (k3's), but the block shrinks from 1024 to 128 threads: thread
 (tx, ty) owns rows 8·ty … 8·ty+7 of column tx. In the inner loop it reads one value of B from
-shared memory (Bs[kk, tx], 32 distinct words, conflict-free: the seed's "32-way" load) and
+shared memory (Bs[kk, tx], 32 distinct words in 32 banks, conflict-free) and
 reuses it for 8 FMAs against 8 broadcast reads of A (As[i0 + r, kk]). k3 paid one such B load
 per FMA, k4 one per 8 FMAs: the cycles ledger moves, while bytes (7.97 FLOP/byte) and requests
 are unchanged. With the seed's RTX 4090 prices the B load is the expensive kind (2.686 cycles
