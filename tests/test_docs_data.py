@@ -605,19 +605,14 @@ def test_hopper_exercise_answers():
     assert cm.swizzle128(2, 0) + 32 == 320 and cm.swizzle128(2, 2) == 256
 
 
-# The SGEMM sections still without a code excerpt: they may only shrink (a level that gains one
-# must leave this set, and a new level is never in it). Figures are not required yet.
-EXCERPT_PENDING = {"k1", "k2", "k3", "k3c", "k4", "k5", "k5sk", "k6", "k7", "k8", "k8sk"}
-
-
-def section_problems(level: str, body: str | None, pending=frozenset()) -> list[str]:
+def section_problems(level: str, body: str | None) -> list[str]:
     """What a registry level's LADDER section lacks: the section itself, a code excerpt cut from
     the source (`<!-- excerpt: path#name -->`, checked by test_excerpt_is_the_source), an exercise
     and its answer."""
     if body is None:
         return [f"{level}: no '## {level} — ' section in LADDER.md"]
     out = []
-    if level not in pending and not EXCERPT_DOC.search(body):
+    if not EXCERPT_DOC.search(body):
         out.append(f"{level}: no code excerpt (<!-- excerpt: path#name --> and a fenced block)")
     if not ("**Exercise" in body and re.search(r"<summary>Answers?</summary>", body)):
         out.append(f"{level}: no exercise with an answer")
@@ -627,11 +622,8 @@ def section_problems(level: str, body: str | None, pending=frozenset()) -> list[
 def test_every_level_section_has_an_excerpt_and_an_exercise_with_its_answer():
     """Every registry level's LADDER section shows its code and asks at least one exercise with
     its answer: a new level without them fails here."""
-    bad = [p for lv in registry() for p in section_problems(lv, SECTIONS.get(lv), EXCERPT_PENDING)]
+    bad = [p for lv in registry() for p in section_problems(lv, SECTIONS.get(lv))]
     assert bad == []
-    done = {lv for lv in EXCERPT_PENDING if lv in SECTIONS and EXCERPT_DOC.search(SECTIONS[lv])}
-    assert not done, f"{sorted(done)} show an excerpt now: remove them from EXCERPT_PENDING"
-    assert EXCERPT_PENDING <= set(registry())
 
 
 def test_section_check_can_fail():
