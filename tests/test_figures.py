@@ -448,3 +448,127 @@ def test_epilogue_timeline_v13_overlaps_the_next_tiles_loads():
         assert all(issue < prev["epilogue"][1] for issue, _ in first)
         assert t["wgmma"][0][0] == prev["epilogue"][1]        # ... and ready when it does
     assert v13["end"] < v12["end"]
+
+
+# ---------------------------------------------------------------------------------------
+# the side rungs: k3c's coarsening, split-K, v11r's staged loads (and v11py's tile)
+
+def test_coarsening_is_k3cs_geometry_against_k3():
+    from numba_gemm.sgemm import k3_tiled, k3c_coarsened
+
+    g3, gc = k3_tiled.GEOMETRY, k3c_coarsened.GEOMETRY
+    k3, k3c = figures.coarsening("k3", cover=gc.tile_n), figures.coarsening("k3c", cover=gc.tile_n)
+    [blk] = k3c["blocks"]
+    assert len(blk["b"]) == k3c_coarsened.COARSE == gc.thread_n
+    # its B tiles: COL_STEP columns each, side by side across the block's tile_n columns
+    assert [b[2:] for b in blk["b"]] == [(j * k3c_coarsened.COL_STEP, (j + 1) * k3c_coarsened.COL_STEP)
+                                        for j in range(gc.thread_n)]
+    assert all(b[:2] == (0, gc.tile_k) for b in blk["b"])
+    assert blk["a"] == (0, gc.tile_m, 0, gc.tile_k)
+    assert [c[:2] for c in blk["c"]] == [(0, gc.tile_m)] * gc.thread_n
+    assert (k3c["a_loads"], k3c["b_loads"], k3c["as_reads"]) == (1, gc.thread_n, gc.tile_k * gc.thread_n)
+    # k3 covers the same columns with tile_n / tile_n blocks, each loading the same A tile again
+    assert len(k3["blocks"]) == gc.tile_n // g3.tile_n and {b["a"] for b in k3["blocks"]} == {blk["a"]}
+    assert [b["b"][0][2:] for b in k3["blocks"]] == [b[2:] for b in blk["b"]]
+    assert (k3["a_loads"], k3["b_loads"], k3["as_reads"]) == (1, 1, g3.tile_k)
+    assert (k3["loads_per_output"], k3c["loads_per_output"]) == (2, 1.25)   # k3c's headline
+
+
+def test_splitk_plans_are_the_levels_own():
+    from numba_gemm import splitk
+    from numba_gemm.registry import get
+
+    from test_docs_data import SECTIONS, headline
+
+    plans = figures.splitk_plans()
+    assert set(plans) == {"k5sk", "k8sk", "v11sk"}
+    for lv, p in plans.items():
+        M, N, K = p["shape"]
+        mod = get(lv).module
+        S = mod.plan_splits(M, N, K)[1] if lv == "v11sk" else mod.plan_splits(M, N, K)
+        assert p["S"] == S > 1
+        bm, bn, bk = p["tile"]
+        assert p["tiles"] == -(-M // bm) * -(-N // bn) and p["ctas"] == p["tiles"] * S <= p["resident"]
+        lo = [a for a, _ in p["slices"]]
+        assert lo[0] == 0 and [b for _, b in p["slices"]] == lo[1:] + [K]    # contiguous, all of K
+        per = splitk.slice_k_tiles(-(-K // bk), S)
+        assert p["k_tiles"][:-1] == [per] * (S - 1) and 0 < p["k_tiles"][-1] <= per
+        assert p["partials"] == [z * M * N for z in range(S)] and p["workspace"] == 4 * S * M * N
+        head = headline(SECTIONS[lv])
+        assert f"{M}×{N}×{K}" in head and f"{p['tiles']} → {p['ctas']}" in head, lv
+
+
+def test_reduction_order_is_the_kernels():
+    """splitk.reduce_partials adds the partials in the figure's order and applies alpha and
+    beta once (values chosen so that another order gives other bits); beta = 0 never reads C."""
+    import numpy as np
+
+    from numba_gemm import splitk
+
+    S, MN = 4, 5
+    P = np.array([[1e8, 1.0, -1e8, 3.0]] * MN, np.float32).T.copy().ravel()
+    for beta in (0.0, 2.0):
+        C = np.full(MN, np.nan if beta == 0 else 0.5, np.float32)
+        want = np.float32(0)
+        for z in figures.reduction_terms(S):
+            want = np.float32(want + P[z * MN])
+        want = np.float32(np.float32(0.5) * want) + (np.float32(beta) * np.float32(0.5) if beta else np.float32(0))
+        splitk.reduce_partials[1, 32](P, np.int32(S), np.int64(MN), np.float32(0.5), np.float32(beta), C)
+        assert np.array_equal(C, np.full(MN, want, np.float32)), (beta, C, want)
+    assert figures.reduction_terms(S) == [0, 1, 2, 3]
+    assert np.float32(np.float32(1e8 + 1.0) - 1e8) + 3 != np.float32(1e8 - 1e8 + 1.0) + 3  # order matters
+
+
+def test_staged_loads_are_v11rs_model():
+    from numba_gemm.hgemm import _common as cm
+    from numba_gemm.registry import get
+
+    from test_docs_data import SECTIONS, headline
+
+    r = get("v11r").module
+    d = figures.staged_loads()
+    assert d["shape"] == figures.RAGGED_SHAPE
+    M, N, K = d["shape"]
+    assert (d["wa"], d["wb"]) == (r.load_width(1 << 20, 2 * K), r.load_width(1 << 20, 2 * N)) == (2, 8)
+    assert d["per_thread"] == r.tile_instructions(d["wa"], d["wb"])
+    warps = r.CONFIG.threads // 32
+    for (wa, wb), c in [((d["wa"], d["wb"]), d["cta"]), *d["widths"].items()]:
+        n = r.tile_instructions(wa, wb)
+        assert c == {"loads": warps * (n["loads_a"] + n["loads_b"]), "stores": warps * (n["stores_a"] + n["stores_b"])}
+    v11 = get("v11").module.CONFIG
+    assert d["tma"] == 1 + v11.bn // d["boxes"][1][1] == 5
+    for name in ("A", "B"):                          # every piece lands where TMA's swizzle puts it
+        for pieces in d["pieces"][name].values():
+            assert pieces and all(dst == tma for *_, dst, tma in pieces)
+    assert cm.tma_swizzle_128b(1 * 128 + 10 * 2) == d["pieces"]["A"][37][0][2]
+    c = d["corner"]
+    assert c["same_as_tma"] and 0 < c["zero_bytes"] < c["bytes"] == r.CONFIG.stage_bytes
+    assert (c["rows"], c["k"]) == (M % r.CONFIG.bm, K % r.CONFIG.bk)
+    head = headline(SECTIONS["v11r"])                          # its ledger line
+    w = d["widths"]
+    assert f"{d['tma']} TMA instructions" in head
+    assert f"{w[8, 8]['loads']} loads + {w[8, 8]['stores']} stores" in head
+    assert f"{w[4, 4]['loads']} + {w[4, 4]['stores']} at 4 bytes, {w[2, 2]['loads']} + {w[2, 2]['stores']} at 2" in head
+
+
+def test_v11py_builds_v11s_tile_and_descriptors():
+    """v11's section figure (v11_wgmma_tile.png) serves v11py: the same tile record, the same
+    stage layout and the same descriptors (its smem_desc is _wgmma.smem_desc in Python)."""
+    import ast
+    import inspect
+
+    from numba_gemm.hgemm import _wgmma as wg, v11_wgmma, v11py_wgmma as py
+
+    assert py.CONFIG == v11_wgmma.CONFIG
+    d = figures.wgmma_tile_layout(py.CONFIG)
+    assert (py.A_BYTES, py.B_PANEL) == (d["a_bytes"], d["panel"])
+    for start, lbo, sbo in [*d["a_desc"].values(), *d["b_desc"].values()]:
+        assert py.smem_desc.py_func(1024 + start, lbo, sbo) == wg.smem_desc(1024 + start, lbo, sbo)
+    tree = ast.parse(inspect.getsource(py))
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "smem_desc"]
+
+    def value(node):                                 # u32(16), u32(B_PANEL) -> 16, py.B_PANEL
+        arg = node.args[0]
+        return arg.value if isinstance(arg, ast.Constant) else getattr(py, arg.id)
+
+    assert [(value(c.args[1]), value(c.args[2])) for c in calls] == [d["a_desc"][0][1:], d["b_desc"][0][1:]]

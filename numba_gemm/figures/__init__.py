@@ -12,6 +12,9 @@
                 v12's roles and registers, v13's multicast and schedule, the epilogue overlap),
                 from numba_gemm.ptx, numba_gemm.hgemm and the constants of the native sources
     tensor_draw their drawing
+    variant_data the side rungs' figures' data (k3c's coarsening, the split-K levels' slices and
+                reduction, v11r's register-staged loads), from those levels' own plans and models
+    variant_draw their drawing
     measured    the roofline, the ladder and the size curve, from bench.py --json output (the
                 committed input is the manifest docs/data/h200_ladder.json; its forms are in
                 that module's docstring)
@@ -34,6 +37,9 @@ from .tensor_data import (epilogue_timeline, mma_fragments, native_constants, tm
                           v13_multicast, v13_schedule)
 from .tensor_draw import (draw_epilogue_overlap, draw_mma_fragments, draw_tma_box, draw_v12_roles,
                           draw_v13_cluster)
+from .variant_data import (RAGGED_SHAPE, SPLITK_SHAPES, coarsening, reduction_terms, splitk_plan,
+                           splitk_plans, staged_loads)
+from .variant_draw import draw_coarsening, draw_splitk, draw_staged_loads
 from .measured import (CURVE_JSON, DATA_DIR, RESULTS_JSON, ROOT, compute_roof, draw_curve,
                        draw_ladder, draw_roofline, label_boxes, label_layout, ladder_chart,
                        load_results, roof_label, roofline_points, tensor_ceilings, tile_intensity,
@@ -62,6 +68,9 @@ FIGURES = {
     "roles": ("v12_roles.png", draw_v12_roles),
     "cluster": ("v13_cluster.png", draw_v13_cluster),
     "epilogue": ("v12_v13_epilogue.png", draw_epilogue_overlap),
+    "coarsen": ("k3c_coarsening.png", draw_coarsening),
+    "splitk": ("splitk.png", draw_splitk),
+    "staged": ("v11r_staged_loads.png", draw_staged_loads),
 }
 MEASURED = ("roofline", "ladder")   # drawn from --results; the curve from CURVE_JSON
 
@@ -99,7 +108,9 @@ __all__ = [
     "draw_launch_order", "draw_pipelines", "draw_k6_loaders", "draw_k8_timeline",
     "draw_wgmma_tile", "draw_mbarrier_ring", "native_constants", "mma_fragments", "tma_boxes",
     "v12_roles", "v13_multicast", "v13_schedule", "epilogue_timeline", "draw_mma_fragments",
-    "draw_tma_box", "draw_v12_roles", "draw_v13_cluster", "draw_epilogue_overlap", "PNG", "ROOT", "DATA_DIR", "RESULTS_JSON",
+    "draw_tma_box", "draw_v12_roles", "draw_v13_cluster", "draw_epilogue_overlap",
+    "coarsening", "splitk_plan", "splitk_plans", "reduction_terms", "staged_loads", "SPLITK_SHAPES",
+    "RAGGED_SHAPE", "draw_coarsening", "draw_splitk", "draw_staged_loads", "PNG", "ROOT", "DATA_DIR", "RESULTS_JSON",
     "CURVE_JSON", "load_results", "tensor_ceilings", "compute_roof", "tile_intensity",
     "roofline_points", "tile_model_points", "roof_label", "label_layout", "label_boxes", "draw_roofline", "draw_ladder",
     "ladder_chart", "draw_curve", "FIGURES_DIR", "FIGURES", "MEASURED", "build", "main",
