@@ -605,23 +605,39 @@ def test_hopper_exercise_answers():
     assert cm.swizzle128(2, 0) + 32 == 320 and cm.swizzle128(2, 2) == 256
 
 
-def section_problems(level: str, body: str | None) -> list[str]:
+# An image line of a section: `![caption](figures/NAME.png)` alone on its line
+FIGURE_LINE = re.compile(r"(?m)^!\[(?P<caption>.+)\]\(figures/(?P<name>[^)\s/]+\.png)\)[ \t]*$")
+
+
+def drawn_figures() -> set[str]:
+    """The PNGs of docs/figures/ that an entry of numba_gemm.figures.FIGURES draws."""
+    return {name for name, _ in figures.FIGURES.values() if (figures.FIGURES_DIR / name).is_file()}
+
+
+def section_problems(level: str, body: str | None, drawn: set[str] | None = None) -> list[str]:
     """What a registry level's LADDER section lacks: the section itself, a code excerpt cut from
-    the source (`<!-- excerpt: path#name -->`, checked by test_excerpt_is_the_source), an exercise
-    and its answer."""
+    the source (`<!-- excerpt: path#name -->`, checked by test_excerpt_is_the_source), a figure
+    drawn from the package (an image line naming a PNG of docs/figures/ that an entry of
+    figures.FIGURES draws: `drawn`, default drawn_figures()), an exercise and its answer."""
     if body is None:
         return [f"{level}: no '## {level} — ' section in LADDER.md"]
+    drawn = drawn_figures() if drawn is None else drawn
     out = []
     if not EXCERPT_DOC.search(body):
         out.append(f"{level}: no code excerpt (<!-- excerpt: path#name --> and a fenced block)")
+    names = [m.group("name") for m in FIGURE_LINE.finditer(body)]
+    out += [f"{level}: figures/{n} is not a figure of numba_gemm.figures.FIGURES in docs/figures/"
+            for n in names if n not in drawn]
+    if not any(n in drawn for n in names):
+        out.append(f"{level}: no figure (a line ![caption](figures/NAME.png), drawn by numba_gemm.figures)")
     if not ("**Exercise" in body and re.search(r"<summary>Answers?</summary>", body)):
         out.append(f"{level}: no exercise with an answer")
     return out
 
 
 def test_every_level_section_has_an_excerpt_and_an_exercise_with_its_answer():
-    """Every registry level's LADDER section shows its code and asks at least one exercise with
-    its answer: a new level without them fails here."""
+    """Every registry level's LADDER section shows its code and a figure drawn from the package,
+    and asks at least one exercise with its answer: a new level without them fails here."""
     bad = [p for lv in registry() for p in section_problems(lv, SECTIONS.get(lv))]
     assert bad == []
 
@@ -634,6 +650,19 @@ def test_section_check_can_fail():
     assert section_problems("v99", no_code) == ["v99: no code excerpt (<!-- excerpt: path#name --> and a fenced block)"]
     assert section_problems("v99", body.replace("<summary>Answers</summary>", "")
                             .replace("<summary>Answer</summary>", "")) == ["v99: no exercise with an answer"]
+    no_figure = ["v99: no figure (a line ![caption](figures/NAME.png), drawn by numba_gemm.figures)"]
+    assert FIGURE_LINE.search(body)
+    assert section_problems("v99", FIGURE_LINE.sub("", body)) == no_figure
+    # a figure inline in a sentence is not an image line; one not drawn by FIGURES does not count
+    inline = FIGURE_LINE.sub(lambda m: f"See {m.group(0)} here.", body)
+    assert section_problems("v99", inline) == no_figure
+    drawn = drawn_figures()
+    names = {m.group("name") for m in FIGURE_LINE.finditer(body)}
+    assert names <= drawn and section_problems("v99", body, drawn - names) == [
+        *(f"v99: figures/{n} is not a figure of numba_gemm.figures.FIGURES in docs/figures/"
+          for m in FIGURE_LINE.finditer(body) for n in [m.group("name")]), *no_figure]
+    stray = FIGURE_LINE.sub("![a drawing](figures/no_such_figure.png)", body)
+    assert section_problems("v99", stray)[-1] == no_figure[0]
 
 
 def test_definition_excerpt_cuts_whole_definitions():
