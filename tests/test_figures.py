@@ -572,3 +572,30 @@ def test_v11py_builds_v11s_tile_and_descriptors():
         return arg.value if isinstance(arg, ast.Constant) else getattr(py, arg.id)
 
     assert [(value(c.args[1]), value(c.args[2])) for c in calls] == [d["a_desc"][0][1:], d["b_desc"][0][1:]]
+
+
+def test_side_rung_captions_agree_with_the_figures_data():
+    """The numbers the LADDER captions of splitk.png and v11r_staged_loads.png read off the
+    figures, recomputed from the same data."""
+    from test_docs_data import FIGURE_LINE, SECTIONS
+
+    def caption(level, png):
+        [c] = [m.group("caption") for m in FIGURE_LINE.finditer(SECTIONS[level]) if m.group("name") == png]
+        return c
+
+    for lv, p in figures.splitk_plans().items():
+        c = caption(lv, "splitk.png")
+        M, N, K = p["shape"]
+        S, per = p["S"], p["k_tiles"][0]
+        assert f"{M}×{N}×{K}" in c and f"{p['tiles']} tiles × {S} = {p['ctas']} CTAs" in c, lv
+        assert f"{S} slices of {per} K tiles" in c and f"{p['workspace'] / 2**20:g} MiB" in c, lv
+        assert p["k_tiles"][-1] == per or f"(the last {p['k_tiles'][-1]})" in c, lv
+    d = figures.staged_loads()
+    c = caption("v11r", "v11r_staged_loads.png")
+    assert f"{d['cta']['loads']} loads + {d['cta']['stores']} stores" in c and f"TMA's {d['tma']} instructions" in c
+    assert f"get {d['wa']}-byte loads" in c and f"{d['wb']}-byte loads" in c
+    k3, k3c = figures.coarsening("k3", cover=ledgers.geometry("k3c").tile_n), figures.coarsening("k3c")
+    g = k3c["geometry"]
+    c = caption("k3c", "k3c_coarsening.png")
+    assert f"{g.tile_m}×{g.tile_n} of C" in c and f"the {len(k3c['blocks'][0]['b'])} B tiles" in c
+    assert f"k3 takes {len(k3['blocks'])} blocks" in c
