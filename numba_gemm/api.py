@@ -249,7 +249,8 @@ def _torch_key(lv, A, B, C, alpha, beta):
     fields = operands.torch_fields(A, B, C)
     if fields is None:
         return None
-    return (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta), *fields)
+    fa, fb, fc = fields
+    return (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta), fa, fb, fc)
 
 
 def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
@@ -335,7 +336,7 @@ class Submission:
         self.device, self.launches = device, launches
         self.library, self.producer, self.producers = library, producer, producers
 
-    def __call__(self, user=None) -> None:
+    def submit(self, user=None) -> None:
         """The launches on the call's stream (`user`, a raw handle, or the default), after the
         capture check and the waits for inputs produced on other streams."""
         device, library = self.device, self.library      # each field read once: the hot path
@@ -344,7 +345,7 @@ class Submission:
             _check_capture(library, device, S, user is not None)
             _order_inputs(S, device, self.producers, current)
             for L in self.launches:
-                L(S)
+                L.launch(S)
 
 
 class Prepared:
@@ -503,14 +504,14 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
         if key is not None:
             hit = _torch_cache.get(key)
             if hit is not None:     # the same fields as a call that passed every check
-                hit(user)
+                hit.submit(user)
                 return C
     p = prepare(lv, A, B, C, alpha, beta, user, _launch_cache)
     if p.submission is None:
         return _gemm_host(p, alpha, beta, stream)
     if key is not None:      # read, validated and recorded: the fast path may skip all three
         _remember(_torch_cache, key, p.submission)
-    p.submission(user)
+    p.submission.submit(user)
     return p.C
 
 
@@ -532,7 +533,7 @@ class Plan:
         self._stream, self._auto = stream, lv is None
         self._user = None if stream is None or mode() != "gpu" else driver.stream_handle(stream)
         p = self.prepared = prepare(lv, A, B, C, self.alpha, self.beta, self._user)
-        self._submission = p.submission
+        self._submission, self._out = p.submission, p.C     # _out: the device path's C, fixed
         self.level, self.M, self.N, self.K = p.level, p.M, p.N, p.K
         self.device, self.dtype = p.records[0].device, p.records[0].dtype
         if p.submission is None and C is None and not p.records[0].on_device:
@@ -552,8 +553,8 @@ class Plan:
         """Run the plan; returns C (the given one, or the plan's own output array)."""
         sub = self._submission
         if sub is not None:
-            sub(self._user if stream is None else driver.stream_handle(stream))
-            return self.prepared.C
+            sub.submit(self._user if stream is None else driver.stream_handle(stream))
+            return self._out
         p = self.prepared
         out = _gemm_host(p, self.alpha, self.beta, stream if stream is not None else self._stream)
         if p.C is None:               # the first execute made the output: keep writing it

@@ -71,9 +71,9 @@ def error_text(code: int) -> str:
     return f"{(name.value or b'?').decode()}: {(desc.value or b'?').decode()}"
 
 
-def _ok(code: int, what: str, error=DriverError):
+def _ok(code: int, what: str):
     if code:
-        raise error(f"{what} failed: {error_text(code)}")
+        raise DriverError(f"{what} failed: {error_text(code)}")
 
 
 def check(result, what: str):
@@ -152,7 +152,8 @@ def is_capturing(stream: int) -> bool:
             "legacy default stream, which the capture forbids: pass stream= the capturing "
             "stream (for torch tensors, omit stream to use torch's current stream)"
         )
-    _ok(code, "cuStreamIsCapturing", LaunchError)
+    if code:
+        raise LaunchError(f"cuStreamIsCapturing failed: {error_text(code)}")
     return status.value == 1     # CU_STREAM_CAPTURE_STATUS_ACTIVE
 
 

@@ -47,13 +47,15 @@ class Launch:
         # cuLaunchKernel's arguments before the stream, as the C types it takes (see _cuda)
         self._head = (ctypes.c_void_p(fn), *map(ctypes.c_uint, g + b), ctypes.c_uint(self.smem))
 
-    def __call__(self, stream: int) -> None:
+    def launch(self, stream: int) -> None:
         if self.cluster:
             if self._config is None:      # built once: it costs tens of microseconds
                 self._config = (driver.cluster_config(self.grid, self.block, self.smem, self.cluster),
                                 driver.function_handle(self.fn), ctypes.addressof(self.params))
             return driver.launch_cluster(*self._config, stream)
         driver.launch_kernel(self._head, stream, self.params)
+
+    __call__ = launch     # L(stream); the call path uses L.launch(stream), a plain method call
 
 
 _tls = threading.local()
