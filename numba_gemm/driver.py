@@ -1,5 +1,6 @@
 """The CUDA driver, in one place: errors, contexts, streams, events, device attributes,
-occupancy, and the two kernel launch calls (cuLaunchKernel, and cuLaunchKernelEx for clusters).
+occupancy, and the two kernel launch calls: cuLaunchKernel (bound once per Launch, so that a
+launch is one C call) and cuLaunchKernelEx for clusters.
 
 Two bindings, each where it is cheaper:
   - the per-call path (launches, stream and capture queries, events, contexts) goes to libcuda
@@ -12,6 +13,7 @@ Nothing here imports the rest of the package: operands, launch, nvrtc and the le
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import threading
 
@@ -315,12 +317,12 @@ def allow_dynamic_smem(fn, smem: int) -> None:
 
 # ---------------------------------------------------------------------------- launches
 
-def launch_kernel(head, stream: int, params) -> None:
-    """cuLaunchKernel; head: (function, grid x/y/z, block x/y/z, dynamic shared bytes) as the
-    ctypes values it takes, built once per launch (see _cuda)."""
-    code = _cuda().cuLaunchKernel(*head, ctypes.c_void_p(stream) if stream else None, params, None)
-    if code:
-        raise LaunchError(f"cuLaunchKernel failed: {error_text(code)}")
+def kernel_launch(head):
+    """cuLaunchKernel with its first arguments bound: head is (function, grid x/y/z, block
+    x/y/z, dynamic shared bytes) as the ctypes values it takes (see _cuda); the result takes
+    (stream, kernel parameters, extra) and returns the CUresult. A Launch binds it once, so
+    that each launch is one C call."""
+    return functools.partial(_cuda().cuLaunchKernel, *head)
 
 
 def cluster_config(grid, block, smem: int, cluster: int):

@@ -37,7 +37,7 @@ class Launch:
     parameter pointer array (with the objects it points into kept alive) and, for a cluster
     launch, the cluster size along x."""
 
-    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "_config", "_head")
+    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "_config", "_head", "_bound")
 
     def __init__(self, fn: int, grid, block, smem: int, params, keep, cluster: int | None = None):
         g = tuple(grid) + (1,) * (3 - len(grid))
@@ -46,14 +46,22 @@ class Launch:
         self.params, self.keep, self.cluster, self._config = params, keep, cluster, None
         # cuLaunchKernel's arguments before the stream, as the C types it takes (see _cuda)
         self._head = (ctypes.c_void_p(fn), *map(ctypes.c_uint, g + b), ctypes.c_uint(self.smem))
+        self._bound = None        # cuLaunchKernel with the head bound, at the first launch
 
     def launch(self, stream: int) -> None:
+        bound = self._bound
+        if bound is not None:     # the hot path: one C call, no Python frame in between
+            code = bound(ctypes.c_void_p(stream) if stream else None, self.params, None)
+            if code:
+                raise LaunchError(f"cuLaunchKernel failed: {driver.error_text(code)}")
+            return None
         if self.cluster:
             if self._config is None:      # built once: it costs tens of microseconds
                 self._config = (driver.cluster_config(self.grid, self.block, self.smem, self.cluster),
                                 driver.function_handle(self.fn), ctypes.addressof(self.params))
             return driver.launch_cluster(*self._config, stream)
-        driver.launch_kernel(self._head, stream, self.params)
+        self._bound = driver.kernel_launch(self._head)
+        return self.launch(stream)
 
     __call__ = launch     # L(stream); the call path uses L.launch(stream), a plain method call
 

@@ -278,3 +278,19 @@ def test_other_libraries_take_the_record_path_keyed_by_strides(gpu_stub, monkeyp
     api.gemm(A2, B, C, level="k2")
     assert len(api._launch_cache) == 2 and not api._torch_cache
     assert [L["stream"] for L in gpu_stub.launches] == [0x8000] * 3   # the producers' stream
+
+
+def test_a_failed_launch_raises_with_the_drivers_reason(gpu_stub, monkeypatch):
+    """The bound cuLaunchKernel of a recorded launch: its first launch binds it, later ones call
+    it directly; a nonzero CUresult raises LaunchError with the driver's text, every time."""
+    A, B, C = mats()
+    api.gemm(A, B, C, level="k2")
+    api.gemm(A, B, C, level="k2")
+    assert len(gpu_stub.launches) == 2
+    (L,) = next(iter(api._torch_cache.values())).launches
+    monkeypatch.setattr(driver, "error_text", lambda code: f"CUDA_ERROR_{code}: stub")
+    gpu_stub.cuLaunchKernel = lambda *a: 719
+    L._bound = None                       # bind again, to the failing entry point
+    for _ in range(2):
+        with pytest.raises(driver.LaunchError, match="cuLaunchKernel failed: CUDA_ERROR_719"):
+            api.gemm(A, B, C, level="k2")

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Host work of a repeated gemm() or plan() call, without a GPU: the driver is replaced by the
 stand-in of tests/test_call_cache.py (its launches do nothing), then OP runs CALLS times. Run it
-under callgrind, which counts instructions exactly, once with CALLS = 0 and once with many:
+under callgrind, which counts instructions, at two numbers of calls:
 
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null python tools/host_instructions.py gemm 0
     valgrind --tool=callgrind --callgrind-out-file=/dev/null python tools/host_instructions.py gemm 20000
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null python tools/host_instructions.py gemm 40000
 
-(instructions per call) = (Collected(20000) - Collected(0)) / 20000. Set PYTHONHASHSEED=0 for
-repeatable counts. Run it in two checkouts to compare the Python side of a call between commits;
+(instructions per call) = (Collected(40000) - Collected(20000)) / 20000: the start-up (imports
+and the first, recording call) is the same in both and cancels, which a run
+of 0 calls does not do exactly. Set PYTHONHASHSEED=0. Run it in two checkouts to compare the Python side of a call between commits;
 a GPU run (bench.py --overhead) adds the driver's own time, which this leaves out.
 """
 import argparse
