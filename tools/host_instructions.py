@@ -7,9 +7,10 @@ under callgrind, which counts instructions, at two numbers of calls:
     valgrind --tool=callgrind --callgrind-out-file=/dev/null python tools/host_instructions.py gemm 40000
 
 (instructions per call) = (Collected(40000) - Collected(20000)) / 20000: the start-up (imports
-and the first, recording call) is the same in both and cancels, which a run
-of 0 calls does not do exactly. Set PYTHONHASHSEED=0. Run it in two checkouts to compare the Python side of a call between commits;
-a GPU run (bench.py --overhead) adds the driver's own time, which this leaves out.
+and the first, recording call) is the same in both and cancels, which a run of 0 calls does not
+do exactly. Set PYTHONHASHSEED=0. Run it in two checkouts to compare the Python side of a call
+between commits; a GPU run (bench.py --overhead) adds the driver's own time, which this leaves
+out.
 """
 import argparse
 import sys
