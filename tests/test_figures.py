@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from numba_gemm import figures, ledgers
+from numba_gemm import figures, ledgers, nvrtc
 from numba_gemm.figures.measured import _prov_line
 
 
@@ -344,7 +344,7 @@ def test_mma_fragments_are_the_isa_layouts_and_ldmatrix_delivers_them():
 
 def test_ldmatrix_rows_are_the_kernels():
     """The figure's ldmatrix row rule is the one native/mma_stage.cuh compiles (before the swizzle)."""
-    src = (figures.tensor_data.NATIVE / "mma_stage.cuh").read_text()
+    src = (nvrtc.native_dir() / "mma_stage.cuh").read_text()
     assert "swz128(lane % 16, lane / 16)" in src
     assert "swz128(lane % 8 + 8 * ((lane / 8) % 2), (col0 % 64) / 8 + lane / 16)" in src
     rows = figures.tensor_data.LDMATRIX_ROWS
@@ -377,7 +377,7 @@ def test_v12_roles_read_the_kernels_register_split(level):
     from numba_gemm.registry import get
 
     mod = get(level).module
-    src = (figures.tensor_data.NATIVE / mod.SOURCE).read_text()
+    src = (nvrtc.native_dir() / mod.SOURCE).read_text()
     d = figures.v12_roles(level)
     prod, *cons = d["warpgroups"]
     assert f"constexpr int PRODUCER_REGS = {prod[3]}, CONSUMER_REGS = {cons[0][3]};" in src
@@ -402,7 +402,7 @@ def test_v13_multicast_splits_b_between_the_cluster():
         assert v["received"] == mod.CONFIG.stage_bytes                    # full[s] expects the stage
         assert v["issued"] == v["a_bytes"] + (mod.CONFIG.stage_bytes - v["a_bytes"]) // mod.CLUSTER
     assert d["v12_issued"] == get("v12").module.CONFIG.stage_bytes
-    src = (figures.tensor_data.NATIVE / mod.SOURCE).read_text()
+    src = (nvrtc.native_dir() / mod.SOURCE).read_text()
     assert "for (int p = rank; p < b_panels; p += CLUSTER)" in src        # the rule the figure draws
 
 

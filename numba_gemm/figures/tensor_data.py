@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 
 from .. import ledgers
+from ..nvrtc import native_dir
 from ..hgemm import _common as cm
-
-NATIVE = Path(__file__).resolve().parents[2] / "native"
-
 
 def native_constants(source: str) -> dict[str, int]:
     """NAME -> value of every `constexpr int NAME = <integer>` (one or several per line) of a
     native source, e.g. v12_warpspec.cu's PRODUCER_REGS and CONSUMER_REGS: the figures read
     the numbers the kernel compiles with instead of copying them."""
-    text = (NATIVE / source).read_text()
+    text = (native_dir() / source).read_text()
     out = {}
     for decl in re.findall(r"constexpr\s+int\s+([^;]+);", text):
         for name, value in re.findall(r"(\w+)\s*=\s*(\d+)\s*(?:,|$)", decl):
@@ -116,7 +113,7 @@ def v12_roles(level: str = "v12") -> dict:
     mod = get(level).module
     t, src = mod.CONFIG, mod.SOURCE
     k = native_constants(src)
-    text = (NATIVE / src).read_text()
+    text = (native_dir() / src).read_text()
     file_regs = int(re.search(r"<=\s*(\d+),\s*\"register file\"", text).group(1))
     wgs = [("producer", 0, 128, k["PRODUCER_REGS"], None)]
     wgs += [("consumer", 128 * (c + 1), 128, k["CONSUMER_REGS"], (64 * c, 64 * c + 63))
