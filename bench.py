@@ -12,7 +12,13 @@
 
 Each level is first checked against a float64 reference twice (alpha=0.5, beta=-1.5 on a
 random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events
-(warm-up, median of repeats), and cuBLAS runs on the same buffers in the same process. With no
+(warm-up, median of repeats), and cuBLAS runs on the same buffers in the same process. The
+levels of a shape (of one input type), their CUDA C twins and cuBLAS are timed interleaved, after
+all of them are checked: in rounds of rotating order (A B C, B C A, C A B, ...), a few calls each
+per round, the median over the rounds per competitor. A power-bound GPU runs warmer and slower
+the longer it works, so timed one after another the later ones would lose; --no-interleave
+times each level in turn (cuBLAS once per shape). Each row records the SM clock and board power
+NVML reads right after its timed calls (median over the rounds; "-" without NVML). With no
 GPU, the Numba levels run in the Numba CUDA simulator at a small ragged shape and are checked
 only: timings need a GPU. What cannot be delivered here is refused before anything runs, in one
 line (a shape the simulator would take minutes over, one that does not fit in memory, --plot or
@@ -111,7 +117,17 @@ def parse_args(argv=None):
                         "level, the best level timed and cuBLAS, in kernel time and back-to-back loops "
                         "(GPU); with --explain, each shape's roofline and auto's choice with nothing run")
     p.add_argument("--reps", type=_positive, default=None,
-                   help="timed repeats per level (default: as many as fit ~0.4 s, 3..50)")
+                   help="timed repeats per level (default: as many as fit ~0.4 s, 3..50); "
+                        "interleaved, spread over the rounds, at least one per round")
+    p.add_argument("--no-interleave", action="store_true",
+                   help="time each level in turn, then cuBLAS once per shape (default: the levels "
+                        "of a shape, their CUDA C twins and cuBLAS in rounds of rotating order, "
+                        "A B C, B C A, C A B, ..., the median over the rounds each, so that none is "
+                        "timed only on a GPU warmed and slowed by the others). Either way the table's "
+                        "SM MHz and W columns (JSON: sm_clock_mhz, power_w, cublas_sm_clock_mhz, "
+                        "cublas_power_w) are NVML's SM clock and board power read right after each "
+                        "one's timed calls, median over the rounds; '-' (null) where NVML cannot "
+                        "read them; JSON rounds is the number of rounds (null: timed in turn)")
     p.add_argument("--flush-l2", action="store_true",
                    help="clear the L2 cache before every timed call (default: warm L2, as cuBLAS "
                         "sees it in a loop)")
@@ -302,14 +318,13 @@ def main(argv=None):
         print("No CUDA GPU found: running the Numba levels in the Numba CUDA simulator at "
               f"{' '.join(map(_fmt, shapes))} to check them. Timings need a GPU.\n")
 
-    runner = bench.Runner(simulator, flush_l2=args.flush_l2, reps=args.reps,
-                            verify=not args.no_check, seed=args.seed, twins=not args.no_twins)
+    runner = bench.Runner(simulator, flush_l2=args.flush_l2, reps=args.reps, verify=not args.no_check,
+                          seed=args.seed, twins=not args.no_twins, interleave=not args.no_interleave)
     results = []
     progress = bench.Progress(len(levels) * len(shapes))
     for shape in shapes:
-        for lv in levels:
-            progress.step(f"{lv.name} {'×'.join(map(str, shape))}")
-            results.append(runner.run(lv, *shape, dtype_name=args.dtype))
+        results += runner.run_shape(levels, *shape, dtype_name=args.dtype,
+                                    step=lambda name: progress.step(f"{name} {_fmt(shape)}"))
     progress.close()
     bench.link_speedups(results)
 

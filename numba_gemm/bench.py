@@ -1,6 +1,7 @@
 """Check and time levels against cuBLAS (the logic behind bench.py)."""
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import asdict, dataclass, field
@@ -107,6 +108,12 @@ class Result:
     twin_ms: float | None = None     # the level's CUDA C twin on the same buffers (SGEMM)
     reps: int | None = None
     l2_flushed: bool = False
+    # NVML's readings right after the timed calls (median over rounds); None where unavailable
+    sm_clock_mhz: float | None = None
+    power_w: float | None = None
+    cublas_sm_clock_mhz: float | None = None
+    cublas_power_w: float | None = None
+    rounds: int | None = None        # interleaved rounds timed over; None: timed alone, in turn
     note: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -152,16 +159,27 @@ def _host_dtype(level, dtype_name: str | None):
     raise ValueError(f"level {level.name} takes {', '.join(d.name for d in level.dtypes)}, not {name}")
 
 
+CUBLAS = "cuBLAS"
+TWIN = " (CUDA C twin)"   # suffix of a twin's name among the competitors
+
+
 class Runner:
-    """Holds device buffers and the cuBLAS handle so levels of one shape share the same inputs."""
+    """Holds device buffers and the cuBLAS handle so levels of one shape share the same inputs.
+
+    Interleaved (the default), the levels of one shape and input type are all checked first,
+    then timed together with their CUDA C twins and cuBLAS in rounds of rotating order
+    (timing.interleaved); otherwise each level is checked and timed in turn and cuBLAS once per
+    shape after the first."""
 
     def __init__(self, simulator: bool, flush_l2: bool = False, reps: int | None = None,
-                 verify: bool = True, seed: int | None = None, twins: bool = True):
+                 verify: bool = True, seed: int | None = None, twins: bool = True,
+                 interleave: bool = True):
         self.simulator = simulator
         self.twins = twins
         self.flush_l2 = flush_l2
         self.reps = reps
         self.verify = verify
+        self.interleave = interleave
         self.rng = np.random.default_rng(seed)
         self._inputs = {}
         self._cublas = None
@@ -180,30 +198,66 @@ class Runner:
             self._inputs[key] = (A, B, C, dev)
         return self._inputs[key]
 
-    def cublas_ms(self, M, N, K, dtype, dA, dB, dC):
+    def cublas(self):
+        if self._cublas is None:
+            from .cublas import Cublas
+
+            self._cublas = Cublas()
+        return self._cublas
+
+    def cublas_timed(self, M, N, K, dtype, dA, dB, dC):
+        """cuBLAS timed alone on these buffers, once per shape and input type (timing.Sampled)."""
         key = (M, N, K, dtype.name)
         if key not in self._cublas_times:
-            from .cublas import Cublas
-            from .timing import bench
+            from .timing import Sampled, bench, gpu_state
 
-            if self._cublas is None:
-                self._cublas = Cublas()
-            t = bench(lambda: self._cublas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype),
+            blas = self.cublas()
+            t = bench(lambda: blas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype),
                       reps=self.reps, flush_l2=self.flush_l2)
-            self._cublas_times[key] = t.median_ms
+            self._cublas_times[key] = Sampled(t, *gpu_state())
         return self._cublas_times[key]
 
+    def cublas_ms(self, M, N, K, dtype, dA, dB, dC):
+        return self.cublas_timed(M, N, K, dtype, dA, dB, dC).timing.median_ms
+
     def run(self, level, M, N, K, dtype_name=None) -> Result:
-        dtype = _host_dtype(level, dtype_name)
+        """Check one level, then time it against cuBLAS."""
+        return self.run_shape([level], M, N, K, dtype_name)[0]
+
+    def run_shape(self, levels, M, N, K, dtype_name=None, step=None) -> list[Result]:
+        """Check and time `levels` on one shape, a Result each in their order. `step(name)` is
+        called before each level's check (progress)."""
+        groups = {}   # input type -> its levels: they share A, B, C and one cuBLAS baseline
+        for lv in levels:
+            groups.setdefault(_host_dtype(lv, dtype_name), []).append(lv)
+        results = {}
+        for dtype, group in groups.items():
+            ready = []
+            for lv in group:
+                if step:
+                    step(lv.name)
+                res, checked = self._check(lv, M, N, K, dtype)
+                results[lv.name] = res
+                if checked and not self.simulator:
+                    if self.interleave:
+                        ready.append((lv, res))
+                    else:
+                        self._time_alone(lv, res, dtype)
+            if ready:
+                self._time_interleaved(ready, dtype)
+        return [results[lv.name] for lv in levels]
+
+    def _check(self, level, M, N, K, dtype) -> tuple[Result, bool]:
+        """The level's row, and whether it ran here (False: skipped, the reason in its note)."""
         res = Result(level.name, M, N, K, dtype.name, "simulator" if self.simulator else "gpu")
         # the first reason that applies here: without a GPU a native level's shape rules are moot
         if self.simulator and level.native:
             res.note = "skipped: native CUDA levels need a GPU (see --sass for the static census)"
-            return res
+            return res, False
         reason = level.unsupported(M, N, K)
         if reason:
             res.note = f"skipped: {reason}"
-            return res
+            return res, False
         A, B, C, (dA, dB, dC) = self.inputs(M, N, K, dtype)
 
         # correctness first, in two configurations: alpha/beta != (1, 0) so the epilogue reads
@@ -226,30 +280,89 @@ class Runner:
                     bad.append(f"alpha={alpha}, beta={beta}: {v}")
             res.ok, res.rel_err = not bad, max(errs)
             res.note = "; ".join(bad)
-        if self.simulator:
-            return res
+        return res, True
 
-        from .timing import bench
+    def _time_alone(self, level, res, dtype):
+        from .timing import Sampled, bench, gpu_state
 
+        _, _, _, (dA, dB, dC) = self.inputs(res.M, res.N, res.K, dtype)
         t = bench(lambda: level.run(dA, dB, dC, 1.0, 0.0), reps=self.reps, flush_l2=self.flush_l2)
-        flops = 2.0 * M * N * K
-        res.ms, res.tflops, res.reps, res.l2_flushed = t.median_ms, t.tflops(flops), t.reps, t.l2_flushed
+        _record(res, Sampled(t, *gpu_state()))
         try:
-            res.cublas_ms = self.cublas_ms(M, N, K, dtype, dA, dB, dC)
-            res.cublas_tflops = flops / (res.cublas_ms * 1e-3) / 1e12
-            res.pct_cublas = 100.0 * res.cublas_ms / res.ms
+            _record_cublas(res, self.cublas_timed(res.M, res.N, res.K, dtype, dA, dB, dC))
         except Exception as exc:  # the level's figures still stand without the baseline
-            res.note = (res.note + f" cuBLAS baseline unavailable: {exc}").strip()
+            _add_note(res, f"cuBLAS baseline unavailable: {exc}")
         if self.twins and level.family == "sgemm":
             from . import twins
 
             try:
                 if twins.has_twin(level.name):
-                    res.twin_ms = twins.time_twin(level.name, M, N, K, buffers=(dA, dB, dC),
+                    res.twin_ms = twins.time_twin(level.name, res.M, res.N, res.K, buffers=(dA, dB, dC),
                                                   reps=self.reps, flush_l2=self.flush_l2)
             except Exception as exc:
-                res.note = (res.note + f" CUDA C twin unavailable: {exc}").strip()
-        return res
+                _add_note(res, f"CUDA C twin unavailable: {exc}")
+
+    def _time_interleaved(self, ready, dtype):
+        """The checked levels of one shape and input type, their twins and cuBLAS, in rounds."""
+        from .timing import interleaved
+
+        M, N, K = ready[0][1].M, ready[0][1].N, ready[0][1].K
+        _, _, _, (dA, dB, dC) = self.inputs(M, N, K, dtype)
+        fns = {}
+        for lv, res in ready:
+            fns[lv.name] = functools.partial(lv.run, dA, dB, dC, 1.0, 0.0)
+            if self.twins and lv.family == "sgemm":
+                from . import twins
+
+                try:
+                    if twins.has_twin(lv.name):
+                        fns[lv.name + TWIN] = functools.partial(twins.twin(lv.name).run, dA, dB, dC, 1.0, 0.0)
+                except Exception as exc:
+                    _add_note(res, f"CUDA C twin unavailable: {exc}")
+        no_cublas = None
+        try:
+            blas = self.cublas()
+            fns[CUBLAS] = lambda: blas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype)
+        except Exception as exc:
+            no_cublas = exc
+        # a level's failure is an error, as when timed alone; a yardstick's is a note
+        got = interleaved(fns, reps=self.reps, flush_l2=self.flush_l2,
+                          optional=[n for n in fns if n == CUBLAS or n.endswith(TWIN)])
+        base = got.get(CUBLAS)
+        for lv, res in ready:
+            _record(res, got[lv.name])
+            res.rounds = got[lv.name].rounds
+            if base is not None and base.timing is not None:
+                _record_cublas(res, base)
+            else:
+                _add_note(res, f"cuBLAS baseline unavailable: {base.error if base else no_cublas}")
+            twin = got.get(lv.name + TWIN)
+            if twin is not None and twin.timing is not None:
+                res.twin_ms = twin.timing.median_ms
+            elif twin is not None:
+                _add_note(res, f"CUDA C twin unavailable: {twin.error}")
+
+
+def _record(res: Result, s) -> None:
+    """A level's timing.Sampled into its row."""
+    t = s.timing
+    res.ms, res.tflops, res.reps, res.l2_flushed = t.median_ms, t.tflops(_flops(res)), t.reps, t.l2_flushed
+    res.sm_clock_mhz, res.power_w = s.sm_clock_mhz, s.power_w
+
+
+def _record_cublas(res: Result, s) -> None:
+    res.cublas_ms = s.timing.median_ms
+    res.cublas_tflops = s.timing.tflops(_flops(res))
+    res.pct_cublas = 100.0 * res.cublas_ms / res.ms
+    res.cublas_sm_clock_mhz, res.cublas_power_w = s.sm_clock_mhz, s.power_w
+
+
+def _flops(res: Result) -> float:
+    return 2.0 * res.M * res.N * res.K
+
+
+def _add_note(res: Result, text: str) -> None:
+    res.note = (res.note + " " + text).strip()
 
 
 def link_speedups(results: list[Result]) -> None:
@@ -269,7 +382,8 @@ def format_table(results: list[Result]) -> str:
     gpu = any(r.ms for r in results)
     head = ["level", "M×N×K", "dtype", "check", "max rel err"]
     if gpu:
-        head += ["ms", "TFLOPS", "cuBLAS ms", "cuBLAS TFLOPS", "% cuBLAS", "× prev"]
+        head += ["ms", "TFLOPS", "SM MHz", "W", "cuBLAS ms", "cuBLAS TFLOPS", "cuBLAS MHz", "cuBLAS W",
+                 "% cuBLAS", "× prev"]
     twin = any(r.twin_ms for r in results)
     if twin:
         head += ["CUDA C twin ms", "Numba/C"]
@@ -279,8 +393,9 @@ def format_table(results: list[Result]) -> str:
                {True: "ok", False: "WRONG", None: "-"}[r.ok],
                f"{r.rel_err:.2e}" if r.rel_err is not None else "-"]
         if gpu:
-            row += [_f(r.ms, 3), _f(r.tflops, 2), _f(r.cublas_ms, 3), _f(r.cublas_tflops, 2),
-                    _f(r.pct_cublas, 1),
+            row += [_f(r.ms, 3), _f(r.tflops, 2), _f(r.sm_clock_mhz, 0), _f(r.power_w, 0),
+                    _f(r.cublas_ms, 3), _f(r.cublas_tflops, 2), _f(r.cublas_sm_clock_mhz, 0),
+                    _f(r.cublas_power_w, 0), _f(r.pct_cublas, 1),
                     f"{r.speedup_prev:.2f} ({r.prev_level})" if r.speedup_prev else "-"]
         if twin:
             row += [_f(r.twin_ms, 3), _f(r.ms / r.twin_ms if r.ms and r.twin_ms else None, 3)]
@@ -288,6 +403,12 @@ def format_table(results: list[Result]) -> str:
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
     lines = ["  ".join(str(c).rjust(w) for c, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    if gpu:
+        rounds = sorted({r.rounds for r in results if r.rounds})
+        how = (f"in {'/'.join(map(str, rounds))} rounds of rotating order with cuBLAS"
+               + (" and the CUDA C twins" if twin else "") if rounds else "one after another")
+        lines.append(f"timed {how}; SM MHz, W: NVML's SM clock and board power right after each "
+                     "one's timed calls" + (" (median over the rounds)" if rounds else ""))
     notes = [f"  {r.level} {r.M}×{r.N}×{r.K}: {r.note}" for r in results if r.note]
     return "\n".join(lines + (["notes:"] + notes if notes else []))
 

@@ -147,3 +147,141 @@ def loop(fn, *, calls: int = 20, reps: int = 5, warmup: int = 2) -> Timing:
         stop.synchronize()
         per_call.append(start.elapsed_time(stop) / calls)
     return Timing(statistics.median(per_call), min(per_call), max(per_call), reps * calls, False)
+
+
+# ---------------------------------------------------------------------------- interleaved rounds
+# The H200 is power-bound: a kernel timed after others runs on a warmer chip at a lower clock.
+# Competitors timed in rounds of rotating order share that drift instead of one of them taking it.
+
+MIN_ROUNDS = 5
+
+
+def rounds_for(n: int, min_rounds: int = MIN_ROUNDS) -> int:
+    """Rounds for n competitors: whole rotations (each competitor in each place equally often),
+    at least `min_rounds`."""
+    if n < 1:
+        raise ValueError(f"rounds_for: no competitors (n={n})")
+    return n * -(-min_rounds // n)
+
+
+def rotation(competitors, round_: int) -> list:
+    """Round `round_`'s order: the list rotated left by round_ (A B C, B C A, C A B, A B C ...)."""
+    k = round_ % len(competitors)
+    return list(competitors[k:]) + list(competitors[:k])
+
+
+def over_rounds(timings: list[Timing]) -> Timing:
+    """One competitor's rounds as one Timing: the median of the rounds' medians, the extremes of
+    all its calls, every timed call counted, and the shortest hold (0 if any round had none)."""
+    return Timing(statistics.median(t.median_ms for t in timings), min(t.min_ms for t in timings),
+                  max(t.max_ms for t in timings), sum(t.reps for t in timings),
+                  timings[0].l2_flushed, min(t.hold_ms for t in timings))
+
+
+def median_or_none(xs) -> float | None:
+    """The median of the readings that were taken (None where NVML gave none)."""
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+@dataclass
+class Sampled:
+    """A competitor's time and the GPU's SM clock (MHz) and board power (W) read right after
+    its timed calls; interleaved, the medians over the rounds it was timed in."""
+    timing: Timing | None
+    sm_clock_mhz: float | None = None
+    power_w: float | None = None
+    rounds: int = 0                  # 0: timed alone
+    error: Exception | None = None   # an optional competitor that failed, then left out
+
+
+def interleaved(fns: dict, *, reps: int | None = None, budget_ms: float = 400.0,
+                flush_l2: bool = False, min_rounds: int = MIN_ROUNDS, optional=(),
+                time=None, sample=None) -> dict[str, Sampled]:
+    """Time the competitors `fns` ({name: fn}) in rounds of rotating order; per name, the
+    median over the rounds (over_rounds) and the median clock and power read after its calls.
+
+    A warm-up call of each (untimed, in the first round's order) sizes its calls per round:
+    `reps` in all (default: as many as fit `budget_ms`, as bench sizes them), spread over the
+    rounds. `time(fn, reps=, warmup=, flush_l2=)` times one competitor's calls of a round (bench;
+    loop times back-to-back calls the same way); `sample()` reads (MHz, W) (gpu_state). A
+    competitor named in `optional` that raises is left out of later rounds, its error recorded;
+    any other error propagates."""
+    time = time or bench
+    sample = sample or gpu_state
+    names = list(fns)
+    rounds = rounds_for(len(names), min_rounds)
+    out = {n: Sampled(None) for n in names}
+    per_round, times, readings = {}, {n: [] for n in names}, {n: [] for n in names}
+
+    def attempt(name, call):
+        try:
+            return call()
+        except Exception as exc:
+            if name not in optional:
+                raise
+            out[name].error = exc
+            return None
+
+    for name in names:
+        t = attempt(name, lambda: time(fns[name], reps=1, warmup=1, flush_l2=flush_l2))
+        if t is not None:
+            total = reps or reps_for(t.median_ms, budget_ms)
+            per_round[name] = max(1, -(-total // rounds))
+    for r in range(rounds):
+        for name in rotation(names, r):
+            if out[name].error is not None:
+                continue
+            t = attempt(name, lambda: time(fns[name], reps=per_round[name], warmup=0, flush_l2=flush_l2))
+            if t is not None:
+                times[name].append(t)
+                readings[name].append(sample())
+    for name in names:
+        if times[name] and out[name].error is None:
+            out[name] = Sampled(over_rounds(times[name]), median_or_none(c for c, _ in readings[name]),
+                                median_or_none(w for _, w in readings[name]), len(times[name]))
+    return out
+
+
+def gpu_state() -> tuple[float | None, float | None]:
+    """(SM clock in MHz, board power in W) of the current GPU now, from NVML; None for a reading
+    NVML cannot give, both None without NVML or a GPU: a record beside a time, never a failure.
+    Power is the instantaneous reading: the default one averages over a second, longer than a
+    competitor's calls in a round."""
+    handle = _nvml_handle()
+    if handle is None:
+        return None, None
+    import pynvml
+
+    clock = power = None
+    try:
+        clock = float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    except pynvml.NVMLError:
+        pass
+    try:
+        (field,) = pynvml.nvmlDeviceGetFieldValues(handle, [pynvml.NVML_FI_DEV_POWER_INSTANT])
+        if field.nvmlReturn == pynvml.NVML_SUCCESS:
+            power = field.value.uiVal / 1e3   # mW
+    except pynvml.NVMLError:
+        pass
+    return clock, power
+
+
+@functools.cache
+def _nvml_handle():
+    """NVML's handle of the GPU Numba uses (matched by PCI address: NVML does not follow
+    CUDA_VISIBLE_DEVICES), or None where there is no NVML or no GPU."""
+    from numba import config
+
+    if config.ENABLE_CUDASIM:
+        return None
+    try:
+        import pynvml
+        from numba import cuda
+
+        pynvml.nvmlInit()
+        pci = cuda.get_current_device().get_device_identity()
+        return pynvml.nvmlDeviceGetHandleByPciBusId(
+            f"{pci['pci_domain_id']:x}:{pci['pci_bus_id']:x}:{pci['pci_device_id']:x}.0")
+    except Exception:   # no pynvml, no driver library, no device: readings are None
+        return None

@@ -55,6 +55,8 @@ def test_simulator_run_checks_and_writes_json(tmp_path, capsys):
     (row,) = json.loads(out.read_text())
     assert (row["level"], row["M"], row["N"], row["K"], row["ok"]) == ("k2", 9, 7, 5, True)
     assert row["ms"] is None
+    assert all(row[k] is None for k in ("sm_clock_mhz", "power_w", "cublas_sm_clock_mhz", "cublas_power_w",
+                                        "rounds"))
 
 
 def test_native_level_is_skipped_not_failed_in_the_simulator():
@@ -280,3 +282,129 @@ def test_gpu_run_test_chunks_cover_every_test_file_once():
     files = [f for c in chunks for f in c]
     assert len(chunks) >= 2 and all(chunks)
     assert sorted(files) == sorted(f"tests/{p.name}" for p in (root / "tests").glob("test_*.py"))
+
+
+# ---------------------------------------------------------------------------- interleaved timing
+
+class Timed:
+    """A GPU Runner without a GPU: the levels' checks run in the simulator, the timed calls only
+    say who they are (timing.bench is a stand-in whose time is the competitor's own), NVML reads
+    fixed values; the log holds the checks and the timing calls in their order."""
+    MS = {"k2": 4.0, "k3": 2.0, "cuBLAS": 1.0, "k2 twin": 3.0, "k3 twin": 1.5}
+
+    def __init__(self, monkeypatch, cublas_fails=None):
+        from numba_gemm import timing, twins
+
+        self.log, self.timing = [], False
+        for name in ("k2", "k3"):
+            lv = nb.parse_levels(name)[0]
+            monkeypatch.setattr(lv.module, "run", self._logged(name, lv.module.run))
+
+        class Blas:
+            def gemm(blas, *a, **k):
+                if cublas_fails == "gemm":
+                    raise RuntimeError("no cuBLAS here")
+                self.log.append(("cuBLAS", 1.0, 0.0))
+
+        def make_blas(runner):
+            if cublas_fails == "handle":
+                raise RuntimeError("no libcublas")
+            return Blas()
+
+        class Twin:
+            def __init__(twin, name):
+                twin.name = name
+
+            def run(twin, A, B, C, alpha, beta):
+                self.log.append((f"{twin.name} twin", alpha, beta))
+
+        monkeypatch.setattr(nb.Runner, "cublas", make_blas)
+        monkeypatch.setattr(twins, "twin", Twin)
+        monkeypatch.setattr(timing, "bench", self.bench)
+        monkeypatch.setattr(timing, "gpu_state", lambda: (1755.0, 612.0))
+
+    def _logged(self, name, real):
+        def run(A, B, C, alpha, beta, stream=None):
+            self.log.append((name, alpha, beta))
+            if not self.timing:
+                real(A, B, C, alpha, beta, stream)
+        return run
+
+    def bench(self, fn, *, reps=None, warmup=1, flush_l2=False):
+        from numba_gemm.timing import Timing
+
+        self.timing = True
+        fn()
+        self.timing = False
+        name = self.log.pop()[0]
+        self.log.append(("timed" if warmup == 0 else "warm-up", name))
+        return Timing(self.MS[name], self.MS[name], self.MS[name], reps or 3, flush_l2, 0.2)
+
+    def timed(self):
+        return [e[1] for e in self.log if e[0] == "timed"]
+
+
+def test_interleaved_checks_every_level_then_times_them_in_rotating_rounds(monkeypatch):
+    from numba_gemm import timing
+
+    t = Timed(monkeypatch)
+    runner = nb.Runner(simulator=False, reps=6, twins=False)
+    rows = runner.run_shape(nb.parse_levels("k2,k3"), 6, 5, 4)
+    first_timing = next(i for i, e in enumerate(t.log) if e[0] in ("timed", "warm-up"))
+    checks = [e[0] for e in t.log[:first_timing]]
+    assert checks == ["k2"] * len(nb.CHECKED) + ["k3"] * len(nb.CHECKED)   # correctness first
+    rounds = timing.rounds_for(3)
+    assert [e[1] for e in t.log if e[0] == "warm-up"] == ["k2", "k3", "cuBLAS"]
+    assert t.timed() == [n for r in range(rounds) for n in timing.rotation(["k2", "k3", "cuBLAS"], r)]
+    for r in rows:
+        assert r.ok and r.rounds == rounds and r.ms == t.MS[r.level]
+        assert r.cublas_ms == t.MS["cuBLAS"] and r.pct_cublas == 100 * t.MS["cuBLAS"] / t.MS[r.level]
+        assert (r.sm_clock_mhz, r.power_w, r.cublas_sm_clock_mhz, r.cublas_power_w) == (1755.0, 612.0) * 2
+
+
+def test_the_twins_are_competitors_too(monkeypatch):
+    from numba_gemm import timing
+
+    t = Timed(monkeypatch)
+    rows = nb.Runner(simulator=False, reps=2).run_shape(nb.parse_levels("k2,k3"), 6, 5, 4)
+    order = ["k2", "k2 twin", "k3", "k3 twin", "cuBLAS"]
+    assert t.timed() == [n for r in range(timing.rounds_for(5)) for n in timing.rotation(order, r)]
+    assert [r.twin_ms for r in rows] == [t.MS["k2 twin"], t.MS["k3 twin"]]
+
+
+def test_no_interleave_times_each_level_after_its_check(monkeypatch):
+    t = Timed(monkeypatch)
+    rows = nb.Runner(simulator=False, twins=False, interleave=False).run_shape(
+        nb.parse_levels("k2,k3"), 6, 5, 4)
+    events = [e[0] if e[0] not in ("timed", "warm-up") else f"time {e[1]}" for e in t.log]
+    checks = len(nb.CHECKED)
+    assert events == ["k2"] * checks + ["time k2", "time cuBLAS"] + ["k3"] * checks + ["time k3"]
+    for r in rows:
+        assert r.rounds is None and r.ms == t.MS[r.level] and r.cublas_ms == t.MS["cuBLAS"]
+        assert (r.sm_clock_mhz, r.power_w, r.cublas_sm_clock_mhz, r.cublas_power_w) == (1755.0, 612.0) * 2
+
+
+@pytest.mark.parametrize("where", ["handle", "gemm"])
+def test_without_cublas_the_levels_are_still_timed_interleaved(monkeypatch, where):
+    t = Timed(monkeypatch, cublas_fails=where)
+    rows = nb.Runner(simulator=False, twins=False).run_shape(nb.parse_levels("k2,k3"), 6, 5, 4)
+    assert "cuBLAS" not in t.timed()
+    for r in rows:
+        assert r.ms == t.MS[r.level] and r.rounds and r.cublas_ms is None and r.pct_cublas is None
+        assert "cuBLAS baseline unavailable: no " in r.note
+
+
+def test_the_table_shows_clock_and_power_and_how_it_was_timed():
+    rs = [nb.Result("k2", 8, 8, 8, "float32", "gpu", ok=True, rel_err=0.0, ms=2.0, tflops=1.0,
+                    sm_clock_mhz=1755.0, power_w=612.4, cublas_ms=1.0, cublas_sm_clock_mhz=1980.0, rounds=6),
+          nb.Result("k3", 8, 8, 8, "float32", "gpu", ok=True, rel_err=0.0, ms=1.0, tflops=2.0, rounds=6)]
+    text = nb.format_table(rs)
+    head, _, k2, k3 = text.splitlines()[:4]
+    cols = head.split("  ")
+    cols = [c.strip() for c in cols if c.strip()]
+    assert cols[5:10] == ["ms", "TFLOPS", "SM MHz", "W", "cuBLAS ms"]
+    assert k2.split()[5:12] == ["2.000", "1.00", "1755", "612", "1.000", "-", "1980"]
+    assert k3.split()[5:9] == ["1.000", "2.00", "-", "-"]             # no NVML: "-", no crash
+    assert "timed in 6 rounds of rotating order with cuBLAS;" in text
+    alone = nb.format_table([nb.Result("k2", 8, 8, 8, "float32", "gpu", ms=2.0)])
+    assert "timed one after another;" in alone and "rounds" not in alone

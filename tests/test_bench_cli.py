@@ -21,7 +21,7 @@ def test_bad_flags_are_argparse_errors(argv, capsys):
 def test_output_paths_checked_before_running(tmp_path, capsys, monkeypatch):
     from numba_gemm import bench as nb
 
-    monkeypatch.setattr(nb.Runner, "run", lambda *a, **k: pytest.fail("a level ran"))
+    monkeypatch.setattr(nb.Runner, "run_shape", lambda *a, **k: pytest.fail("a level ran"))
     for flag in ("--json", "--csv"):
         with pytest.raises(SystemExit) as e:
             bench.main(["--level", "k1", flag, str(tmp_path / "missing" / "out")])
@@ -86,21 +86,38 @@ def test_census_cached_per_level_on_disk(tmp_path, monkeypatch):
     assert calls[-1] == ["k2"]
 
 
-def test_no_twins_reaches_the_runner(monkeypatch):
+@pytest.mark.parametrize("flag, attr", [("--no-twins", "twins"), ("--no-interleave", "interleave")])
+def test_no_flags_reach_the_runner(monkeypatch, flag, attr):
     from numba_gemm import bench as nb
 
     seen = []
     real = nb.Runner.__init__
 
     def init(self, *a, **k):
-        seen.append(k.get("twins"))
         real(self, *a, **k)
+        seen.append(getattr(self, attr))
 
     monkeypatch.setattr(nb.Runner, "__init__", init)
-    monkeypatch.setattr(nb.Runner, "run", lambda self, lv, *a, **k: nb.Result(lv.name, *a[:3], "float32", "simulator"))
-    for argv, twins in ((["--level", "k2"], True), (["--level", "k2", "--no-twins"], False)):
+    monkeypatch.setattr(nb.Runner, "run_shape", lambda self, levels, *a, **k:
+                        [nb.Result(lv.name, *a[:3], "float32", "simulator") for lv in levels])
+    for argv, on in ((["--level", "k2"], True), (["--level", "k2", flag], False)):
         bench.main(argv)
-        assert seen.pop() is twins
+        assert seen.pop() is on
+
+
+def test_help_explains_interleaving_and_the_clock_and_power_columns(capsys):
+    import dataclasses
+
+    from numba_gemm import bench as nb
+
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--no-interleave" in text and "rounds of rotating order" in text
+    assert "SM MHz and W columns" in text and "NVML" in text
+    fields = {f.name for f in dataclasses.fields(nb.Result)}
+    for key in ("sm_clock_mhz", "power_w", "cublas_sm_clock_mhz", "cublas_power_w", "rounds"):
+        assert key in text and key in fields
 
 
 # ---------------------------------------------------------------------------- refused or explained up front
@@ -108,7 +125,7 @@ def test_no_twins_reaches_the_runner(monkeypatch):
 def _no_run(monkeypatch):
     from numba_gemm import bench as nb
 
-    monkeypatch.setattr(nb.Runner, "run", lambda *a, **k: pytest.fail("a level ran"))
+    monkeypatch.setattr(nb.Runner, "run_shape", lambda *a, **k: pytest.fail("a level ran"))
 
 
 def _refusal(argv, simulator=True):
@@ -219,7 +236,7 @@ def test_dtype_note_is_printed_and_the_run_goes_on(capsys):
 def test_suite_explain_runs_nothing_and_lists_every_shape(monkeypatch, capsys):
     from numba_gemm import bench as nb, shapes
 
-    monkeypatch.setattr(nb.Runner, "run", lambda *a, **k: pytest.fail("a level ran"))
+    monkeypatch.setattr(nb.Runner, "run_shape", lambda *a, **k: pytest.fail("a level ran"))
     monkeypatch.setattr(shapes, "run_shape", lambda *a, **k: pytest.fail("a shape ran"))
     for dtype in ("fp32", "bf16"):
         assert bench.main(["--suite", "shapes", "--explain", "--dtype", dtype]) == 0
