@@ -201,12 +201,12 @@ def interleaved(fns: dict, *, reps: int | None = None, budget_ms: float = 400.0,
     """Time the competitors `fns` ({name: fn}) in rounds of rotating order; per name, the
     median over the rounds (over_rounds) and the median clock and power read after its calls.
 
-    A warm-up call of each (untimed, in the first round's order) sizes its calls per round:
+    A warm-up of each, in the first round's order and not counted, sizes its calls per round:
     `reps` in all (default: as many as fit `budget_ms`, as bench sizes them), spread over the
-    rounds. `time(fn, reps=, warmup=, flush_l2=)` times one competitor's calls of a round (bench;
-    loop times back-to-back calls the same way); `sample()` reads (MHz, W) (gpu_state). A
-    competitor named in `optional` that raises is left out of later rounds, its error recorded;
-    any other error propagates."""
+    rounds. `time(fn, reps=, warmup=, flush_l2=)` times one competitor's calls of a round
+    (default bench); `sample()` reads (MHz, W) (default gpu_state). A competitor named in
+    `optional` that raises is left out of later rounds, its error recorded; any other error
+    propagates."""
     time = time or bench
     sample = sample or gpu_state
     names = list(fns)
