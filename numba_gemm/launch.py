@@ -3,9 +3,10 @@ from raw pointers; recording them for gemm() and plan(), and CUDA graph capture.
 
 Why: a Numba launch costs ~48 µs of host time (typing every argument, wrapping arrays, the
 launch configuration objects), cuLaunchKernel itself a few. Here a Numba kernel is compiled
-once per argument-type signature (Numba's own compile, the kernels unchanged), its function
-handle fetched once per device, and each launch is one cuLaunchKernel with the parameters
-flattened as Numba's ABI expects for an array argument:
+once per argument-type signature and machine (Numba's own compile, the kernels unchanged,
+its cubin kept on disk by numba_gemm.numba_cache), its function handle fetched once per
+device, and each launch is one cuLaunchKernel with the parameters flattened as Numba's ABI
+expects for an array argument:
 
     meminfo (void*), parent (void*), nitems (intp), itemsize (intp), data (void*),
     shape[ndim] (intp), strides[ndim] (intp, bytes)
@@ -26,7 +27,7 @@ import ctypes
 import struct
 import threading
 
-from . import driver
+from . import driver, numba_cache
 from .driver import LaunchError
 
 
@@ -126,7 +127,7 @@ def launch_native(fn, grid, block, smem: int, stream, args, cluster: int | None 
 
 # Numba levels ------------------------------------------------------------------
 
-_numba_kernels: dict = {}   # (dispatcher, argument types, device) -> (function handle, layout)
+_numba_kernels: dict = {}   # (dispatcher, argument types, device) -> (function handle, layout, dispatcher)
 
 
 def _numba_types(args):
@@ -198,13 +199,10 @@ def _numba_function(dispatcher, argtypes, device: int):
     key = (dispatcher, argtypes, device)
     hit = _numba_kernels.get(key)
     if hit is None:
-        kernel = dispatcher.compile(argtypes)
-        if getattr(kernel, "debug", False) or getattr(kernel, "extensions", None) or \
-                getattr(kernel, "cooperative", False):
-            return None                       # Numba's own launch handles these
-        handle = kernel._codelibrary.get_cufunc().handle
-        fn = handle.value if isinstance(handle, ctypes.c_void_p) else int(handle)
-        hit = _numba_kernels[key] = (fn, _layout(argtypes), kernel)
+        fn = numba_cache.function(dispatcher, argtypes)
+        if fn is None:
+            return None                       # Numba's own launch handles these (debug, cooperative ...)
+        hit = _numba_kernels[key] = (int(fn), _layout(argtypes), dispatcher)
     return hit
 
 

@@ -232,7 +232,7 @@ def valid_elf(data: bytes) -> bool:
 _warned = set()
 
 
-def _warn_once(what: str, err: Exception) -> None:
+def warn_once(what: str, err: Exception) -> None:
     if what not in _warned:
         _warned.add(what)
         warnings.warn(f"numba_gemm: {what} ({err}); compiling in memory for this process. "
@@ -291,7 +291,7 @@ def _read_cached(path: Path) -> bytes | None:
     return data if valid_elf(data) else None     # a torn or corrupt entry: compile again
 
 
-class _file_lock:
+class file_lock:
     """An exclusive lock on `path` across processes (so one compiles while the others wait);
     a no-op where the directory cannot hold a lock file."""
 
@@ -321,7 +321,7 @@ def _compile(source_name: str, arch: str, extra: tuple[str, ...]) -> bytes:
     hit = _cubins.get(path)
     if hit is not None:
         return hit
-    with _compile_lock, _file_lock(path.with_suffix(".lock")):
+    with _compile_lock, file_lock(path.with_suffix(".lock")):
         cubin = _read_cached(path)
         if cubin is None:
             cubin, log = _nvrtc_compile(source_name, arch, extra)
@@ -330,7 +330,7 @@ def _compile(source_name: str, arch: str, extra: tuple[str, ...]) -> bytes:
                 atomic_write(path.with_suffix(".log"), log.encode())
                 atomic_write(path, cubin)
             except OSError as e:
-                _warn_once(f"cannot write the kernel cache in {path.parent}", e)
+                warn_once(f"cannot write the kernel cache in {path.parent}", e)
         _cubins[path] = cubin
     return cubin
 

@@ -9,15 +9,18 @@ _FUNCTIONS: dict = {}     # (context, dispatcher, signature) -> CUfunction
 
 
 def function(dispatcher, signature):
-    """The CUfunction of `dispatcher` compiled for `signature` in the current context (Numba
-    compiles and loads it once)."""
-    from .. import driver
+    """The CUfunction of `dispatcher` compiled for `signature` in the current context: compiled
+    once per machine (numba_gemm.numba_cache), loaded once per context."""
+    from .. import driver, numba_cache
 
     key = (driver.current_context(), dispatcher, signature)
     fn = _FUNCTIONS.get(key)
     if fn is None:
-        handle = dispatcher.compile(signature)._codelibrary.get_cufunc().handle
-        fn = _FUNCTIONS[key] = driver.kernel_function(handle)
+        fn = numba_cache.function(dispatcher, signature)
+        if fn is None:           # e.g. debug info asked for (NUMBA_CUDA_DEBUGINFO): Numba compiles it
+            handle = dispatcher.compile(signature)._codelibrary.get_cufunc().handle
+            fn = driver.kernel_function(handle)
+        _FUNCTIONS[key] = fn
     return fn
 
 

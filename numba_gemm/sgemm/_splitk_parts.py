@@ -12,12 +12,17 @@ partials in order z = 0 .. S-1 and applies the call's alpha and beta once.
 from __future__ import annotations
 
 import numpy as np
-from numba import float32, int32
+from numba import float32, int32, int64
 
 from .. import splitk, workspace
 from ._common import ceil_div
 
 SIGNATURE = (int32, int32, int32, int32, float32, float32[::1], float32[::1], float32, float32[::1])
+# the reduction as launch_numba types splitk.reduce's arguments (P, splits, MN, alpha, beta, C)
+REDUCE_SIGNATURE = (float32[::1], int32, int64, float32, float32, float32[::1])
+# kernels a split-K level launches besides its KERNELS: compiled ahead with them
+# (python -m numba_gemm warm), left out of the SASS census
+HELPER_KERNELS = {"reduce_partials": (splitk.reduce_partials, REDUCE_SIGNATURE)}
 MAX_GRID_Z = 65535
 
 

@@ -44,6 +44,7 @@ from . import k8_double_buffer as k8
 from ._common import SMEM_ALIGN, grid_limit, u32, u64
 from ._loaders import vector_operands     # which operands may move as float4 (k6's rule)
 from ._splitk_parts import SIGNATURE, launch   # (M, N, K, kslice, alpha, A, B, beta, C)
+from ._splitk_parts import HELPER_KERNELS  # noqa: F401  (the reduction, for the warm-up)
 
 LEVEL = "k8sk"
 PARENT = "k8"
