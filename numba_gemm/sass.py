@@ -48,12 +48,14 @@ from . import census_cache
 
 ARCH = "sm_90"
 
-# Columns of the table: normalised opcode classes, in reading order.
+# Columns of the table: normalised opcode classes, in reading order; each is shown when some
+# kernel of the table has it. Hopper's (HGMMA .. UTMALDG.MULTICAST) are what v11+ exist for.
 COLUMNS = (
-    "FFMA", "HMMA",
+    "FFMA", "HMMA", "HGMMA", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR",
     "LDG.E", "LDG.E.64", "LDG.E.128", "LDS", "LDS.64", "LDS.128", "LDSM",
     "STS", "STS.64", "STS.128", "STG.E", "STG.E.64", "STG.E.128",
-    "LDGSTS", "UTMALDG", "SYNCS", "BAR", "LDL", "STL",
+    "LDGSTS", "UTMALDG", "UTMALDG.MULTICAST", "SYNCS", "USETMAXREG.TRY_ALLOC", "USETMAXREG.DEALLOC",
+    "BAR", "LDL", "STL",
 )
 
 # Memory opcodes whose width modifier is kept; every other modifier (.E for 64-bit addresses,
@@ -111,7 +113,11 @@ class Census:
 
 
 def normalise(opcode: str) -> str:
-    """Opcode class: LDG.E.128.CONSTANT -> LDG.E.128, BAR.SYNC.DEFER_BLOCKING -> BAR, HMMA.16816.F32 -> HMMA."""
+    """Opcode class: LDG.E.128.CONSTANT -> LDG.E.128, BAR.SYNC.DEFER_BLOCKING -> BAR, HMMA.16816.F32 -> HMMA,
+    HGMMA.64x128x16.F32 -> HGMMA; WARPGROUP and USETMAXREG keep what they do (WARPGROUP.DEPBAR.LE ->
+    WARPGROUP.DEPBAR, USETMAXREG.TRY_ALLOC.CTAPOOL -> USETMAXREG.TRY_ALLOC); a TMA load keeps
+    whether it multicasts to the cluster (UTMALDG.2D -> UTMALDG, UTMALDG.2D.MULTICAST ->
+    UTMALDG.MULTICAST)."""
     parts = opcode.split(".")
     base = parts[0]
     if base in _WIDTH_OPS:
@@ -119,6 +125,10 @@ def normalise(opcode: str) -> str:
         return _WIDTH_OPS[base] + ("." + widths[-1] if widths else "")
     if base.startswith("SYNCS"):
         return "SYNCS"
+    if base in ("WARPGROUP", "USETMAXREG"):
+        return ".".join(parts[:2])
+    if base == "UTMALDG" and "MULTICAST" in parts:
+        return "UTMALDG.MULTICAST"
     return base
 
 
@@ -166,7 +176,8 @@ def disassemble(cubin: bytes) -> str:
 # ---------------------------------------------------------------------------------------
 # Parsers
 
-_INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)")
+# an opcode may hold lower case: HGMMA.64x128x16.F32 (the wgmma shape)
+_INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Za-z0-9_.]*)")
 
 
 def count_opcodes(sass: str) -> Counter:
@@ -473,13 +484,16 @@ def census_level(level) -> list[Census]:
 # ---------------------------------------------------------------------------------------
 # Table
 
-def format_table(censuses) -> str:
-    """One row per kernel, one column per opcode class present, plus registers/shared/spills/total.
-    A kernel whose name does not start with its level's is shown as level:kernel."""
+def format_table(censuses, must_have=()) -> str:
+    """One row per kernel, one column per opcode class present (COLUMNS, then the classes of
+    `must_have` that COLUMNS lacks: the instructions the shown levels exist for), plus
+    registers/shared/spills/total; what no column holds is counted under "other". A kernel
+    whose name does not start with its level's is shown as level:kernel."""
     censuses = list(censuses)
     classes = [c.classes for c in censuses]
     present = {k for cl in classes for k, v in cl.items() if v}
-    cols = [c for c in COLUMNS if c in present]
+    wanted = list(COLUMNS) + [k for k in dict.fromkeys(map(normalise, must_have)) if k not in COLUMNS]
+    cols = [c for c in wanted if c in present]
     header = ["kernel", *cols, "other", "TOTAL", "regs", "smem B", "spill B"]
     rows = []
     for c, cl in zip(censuses, classes):
@@ -497,13 +511,14 @@ def format_table(censuses) -> str:
 def census_table(levels) -> str:
     """format_table of every kernel of `levels` (through the cache); a level whose census cannot
     be taken here is named on stderr and left out."""
+    levels = list(levels)
     rows = []
     for name, r in census_levels(levels).items():
         if isinstance(r, Exception):
             print(f"{name}: skipped: {r}", file=sys.stderr)
         else:
             rows.extend(r)
-    return format_table(rows)
+    return format_table(rows, [p for lv in levels for p in lv.sass_must_have])
 
 
 def main(argv=None) -> int:
