@@ -4,7 +4,10 @@
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
 #   steps: env tests tests1 tests2 tests3 tests4 sanitize sgemm hgemm curve shapes overhead micro
-#          sweep ncu profile notebook   (default: env tests sanitize sgemm hgemm overhead micro)
+#          sweep ncu profile notebook top   (default: env tests sanitize sgemm hgemm overhead micro)
+#   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:field=value for a changed tile)
+#   exact on ragged shapes (TOP_SHAPES), then timed against each other and cuBLAS in interleaved
+#   rounds (tools/hopper_top.py, TOP_SIZES), JSON out
 #   shapes: the shape suite (bench.py --suite shapes) in ${SHAPES_DTYPES:-fp32 fp16 bf16}, one JSON
 #   each; a copy of the checkout without .git records its commit from NUMBA_GEMM_COMMIT (set it
 #   from the machine that sends the run: NUMBA_GEMM_COMMIT=$(git rev-parse --short HEAD)).
@@ -141,6 +144,14 @@ if has profile; then  # where the time goes: one launch per level under ncu's ma
       python3 tools/run_once.py --level "$lv" --size "${PROFILE_SIZE:-4096}" --dtype "${PROFILE_DTYPE:-float16}"
   done >"$OUT/profile.txt" 2>&1
   grep -E "^===|^  [a-zA-Z_]+ |Duration|Throughput|SM Frequency|Stall|Issued|Registers|Warp Cycles|L2 Hit|Mem Busy|Max Bandwidth|per_second" "$OUT/profile.txt" | head -n 150
+fi
+if has top; then  # every competitor checked on ragged shapes first, then timed interleaved
+  timeout 540 python3 tools/hopper_top.py --levels "${TOP_LEVELS:-v11,v12,v13}" --sizes "${TOP_SIZES:-2048,4096,8192}" \
+    --check-shapes "${TOP_SHAPES:-127,200,72 300,520,64 1000,1000,1000 129,264,8 1,8,8 385,1032,200 64,136,4096}" \
+    --json "$OUT/top.json" >"$OUT/top.txt" 2>&1
+  echo "top (exit $?): $(grep -c ': ok' "$OUT/top.txt") checks ok, $(grep -c WRONG "$OUT/top.txt") wrong"
+  grep -E "WRONG|Error" "$OUT/top.txt" | head -n 10
+  sed -n '/^dtype/,$p' "$OUT/top.txt"
 fi
 # at most a few files come back from a remote run: the logs travel as one archive beside the JSON
 if [[ -n ${PACK_LOGS:-} ]]; then

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""The top of the HGEMM ladder against its parents and cuBLAS, timed interleaved.
+
+For each dtype and size: every level is checked against the float64 reference first (alpha,
+beta != 0, then beta = 0 over a NaN-poisoned C), then the levels and cuBLAS are timed in
+rounds of rotating order (A B C D, B C D A, ...) so that clock and temperature drift falls on
+all of them alike; per level the median over the rounds of
+  kernel  time per call with the host's launch cost hidden (numba_gemm.timing.bench), and
+  loop    back-to-back calls between two events (numba_gemm.timing.loop),
+with the SM clock and board power (NVML) read after each level's turn. The table gives each
+rung against its parent and against cuBLAS; --json keeps every round.
+
+A level may be given with a changed tile, LEVEL:field=value[:field=value] (fields of its
+CONFIG, a numba_gemm.hgemm._wgmma.WgmmaTile), e.g. v13:cluster=2 or v13:stages=7; such a
+variant is compared with its level as given. --check-shapes adds ragged shapes on which every
+competitor is checked (alpha/beta and NaN-poisoned C) before any timing.
+
+    python tools/hopper_top.py --levels v11,v12,v13 --sizes 2048,4096,8192 --json top.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def rotations(names: list[str], rounds: int) -> list[list[str]]:
+    """Round r times the competitors starting at position r % len(names)."""
+    n = len(names)
+    return [[names[(r + i) % n] for i in range(n)] for r in range(rounds)]
+
+
+class Competitor:
+    """A level, or a level with a changed tile (`spec` LEVEL:field=value...), run with (1, 0)."""
+
+    def __init__(self, spec: str):
+        from dataclasses import replace
+
+        from numba_gemm import registry
+
+        name, *changes = spec.split(":")
+        self.label, self.level = spec, registry.get(name)
+        self.family = self.level.family
+        self.parent = name if changes else self.level.parent
+        self.kwargs = {}
+        if changes:
+            fields = {}
+            for c in changes:
+                k, v = c.split("=")
+                fields[k] = type(getattr(self.level.module.CONFIG, k))(int(v))
+            self.kwargs["config"] = replace(self.level.module.CONFIG, **fields)
+
+    def run(self, A, B, C, alpha, beta):
+        self.level.module.run(A, B, C, alpha, beta, **self.kwargs)
+
+
+def nvml_reader():
+    """A function returning (SM clock MHz, power W) of GPU 0, or (None, None) without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception:
+        return lambda: (None, None)
+
+    def read():
+        return (pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
+    return read
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--levels", default="v11,v12,v13", help="comma list of HGEMM levels (default %(default)s)")
+    p.add_argument("--sizes", default="2048,4096,8192", help="M = N = K values, or MxNxK (default %(default)s)")
+    p.add_argument("--dtypes", default="float16,bfloat16", help="default %(default)s")
+    p.add_argument("--rounds", type=int, default=8, help="interleaved rounds (default %(default)s)")
+    p.add_argument("--reps", type=int, default=10, help="kernel-time calls per level and round")
+    p.add_argument("--calls", type=int, default=20, help="back-to-back calls per loop")
+    p.add_argument("--json", help="write every round here")
+    p.add_argument("--check-shapes", default="",
+                   help="space-separated M,N,K shapes every competitor is checked on first")
+    args = p.parse_args()
+
+    from numba import cuda
+
+    from numba_gemm import check
+    from numba_gemm.api import transfer_dtype
+    from numba_gemm.cublas import Cublas
+    from numba_gemm.hgemm._common import DTYPES
+    from numba_gemm.timing import bench, loop
+
+    read_clock = nvml_reader()
+    blas = Cublas()
+    levels = [Competitor(s) for s in args.levels.split(",")]
+    dtypes = {np.dtype(d).name: np.dtype(d) for d in DTYPES}
+    rows, table = [], []
+    for dname in args.dtypes.split(","):
+        for shape in args.check_shapes.split():
+            M, N, K = (int(x) for x in shape.split(","))
+            A, B, C = check.random_inputs(M, N, K, dtype=dtypes[dname])
+            dA = cuda.to_device(A.view(transfer_dtype(dtypes[dname])))
+            dB = cuda.to_device(B.view(transfer_dtype(dtypes[dname])))
+            for lv in levels:
+                for alpha, beta in ((0.5, -1.5), (1.0, 0.0)):
+                    dC = cuda.to_device(C if beta else np.full_like(C, np.nan))
+                    lv.run(dA, dB, dC, alpha, beta)
+                    v = check.verify(dC.copy_to_host(), A, B, C if beta else None, alpha, beta, lv.family)
+                    print(f"{lv.label} {M}x{N}x{K} {dname} a={alpha} b={beta}: "
+                          f"{'ok' if v.ok else 'WRONG'} ({v})", flush=True)
+                    if not v.ok:
+                        return 1
+    for dname in args.dtypes.split(","):
+        dtype = dtypes[dname]
+        for spec in args.sizes.split(","):
+            M, N, K = (int(x) for x in spec.split("x")) if "x" in spec else (int(spec),) * 3
+            A, B, C = check.random_inputs(M, N, K, dtype=dtype)
+            dA = cuda.to_device(A.view(transfer_dtype(dtype)))
+            dB = cuda.to_device(B.view(transfer_dtype(dtype)))
+            dC = cuda.to_device(C)
+            rows_checked = np.sort(np.random.default_rng(0).choice(M, min(M, 256), replace=False))
+            runs = {"cublas": lambda: blas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype)}
+            for lv in levels:
+                verdicts = []
+                for alpha, beta in ((0.5, -1.5), (1.0, 0.0)):
+                    cuda.to_device(C if beta else np.full_like(C, np.nan), to=dC)
+                    lv.run(dA, dB, dC, alpha, beta)
+                    out = dC.copy_to_host()
+                    v = check.verify(out[rows_checked], A[rows_checked], B,
+                                     C[rows_checked] if beta else None, alpha, beta, lv.family)
+                    verdicts.append(v)
+                ok = all(v.ok for v in verdicts)
+                print(f"{lv.label} {M}x{N}x{K} {dname}: {'ok' if ok else 'WRONG'} "
+                      f"({'; '.join(str(v) for v in verdicts)})", flush=True)
+                if not ok:
+                    return 1
+                runs[lv.label] = (lambda lv=lv: lv.run(dA, dB, dC, 1.0, 0.0))
+            names = list(runs)
+            for fn in runs.values():   # warm: modules loaded, clocks up
+                loop(fn, calls=5, reps=1, warmup=1)
+            per = {n: {"kernel": [], "loop": [], "clock": [], "power": []} for n in names}
+            for order in rotations(names, args.rounds):
+                for n in order:
+                    per[n]["kernel"].append(bench(runs[n], reps=args.reps, warmup=1).median_ms)
+                    per[n]["loop"].append(loop(runs[n], calls=args.calls, reps=1, warmup=0).median_ms)
+                    clock, power = read_clock()
+                    per[n]["clock"].append(clock)
+                    per[n]["power"].append(power)
+            flops = 2.0 * M * N * K
+            for n in names:
+                d = per[n]
+                med = {k: statistics.median(d[k]) for k in ("kernel", "loop")}
+                rows.append({"level": n, "M": M, "N": N, "K": K, "dtype": dname,
+                             "kernel_ms": med["kernel"], "loop_ms": med["loop"],
+                             "kernel_tflops": flops / med["kernel"] / 1e9,
+                             "loop_tflops": flops / med["loop"] / 1e9,
+                             "sm_clock_mhz": statistics.median(d["clock"]) if d["clock"][0] else None,
+                             "power_w": statistics.median(d["power"]) if d["power"][0] else None,
+                             "rounds": d})
+            base = {r["level"]: r for r in rows if (r["M"], r["N"], r["K"], r["dtype"]) == (M, N, K, dname)}
+            for lv in levels:
+                r = base[lv.label]
+                parent = base.get(lv.parent)
+                table.append((dname, f"{M}x{N}x{K}", lv.label, r["kernel_tflops"],
+                              base["cublas"]["kernel_ms"] / r["kernel_ms"],
+                              base["cublas"]["loop_ms"] / r["loop_ms"],
+                              parent["kernel_ms"] / r["kernel_ms"] if parent else None,
+                              parent["loop_ms"] / r["loop_ms"] if parent else None,
+                              r["sm_clock_mhz"], r["power_w"]))
+            c = base["cublas"]
+            table.append((dname, f"{M}x{N}x{K}", "cublas", c["kernel_tflops"], 1.0, 1.0, None, None,
+                          c["sm_clock_mhz"], c["power_w"]))
+    if args.json:
+        meta = {"date": time.strftime("%Y-%m-%d"), "device": cuda.get_current_device().name.decode()
+                if isinstance(cuda.get_current_device().name, bytes) else cuda.get_current_device().name,
+                "command": " ".join(sys.argv), "rounds": args.rounds}
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    f = lambda x, nd=3: "-" if x is None else f"{x:.{nd}f}"
+    print(f"{'dtype':9} {'shape':15} {'level':15} {'TFLOPS':>7} {'xcuBLAS':>8} {'(loop)':>7} "
+          f"{'xparent':>8} {'(loop)':>7} {'MHz':>5} {'W':>4}")
+    for d, s, n, tf, xc, xcl, xp, xpl, mhz, w in table:
+        print(f"{d:9} {s:15} {n:15} {tf:7.1f} {f(xc):>8} {f(xcl):>7} {f(xp):>8} {f(xpl):>7} "
+              f"{f(mhz, 0):>5} {f(w, 0):>4}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
