@@ -377,6 +377,7 @@ def forget(path: Path) -> None:
 # ---------------------------------------------------------------------------- load
 
 _functions: dict = {}               # (context, path) -> CUfunction
+_refused: dict = {}                 # (dispatcher, argument types, cc) -> why Numba launches it itself
 
 
 def function(dispatcher, argtypes):
@@ -385,18 +386,18 @@ def function(dispatcher, argtypes):
     kernel that Numba's own launch must handle (NotCacheable)."""
     argtypes = tuple(argtypes)
     cc = local_cc()
+    if (dispatcher, argtypes, cc) in _refused:
+        return None
     try:
         where = entry_path(dispatcher, argtypes, cc)
-    except NotCacheable:
-        return None
-    path = where[0]
-    ctx = driver.current_context()
-    fn = _functions.get((ctx, path))
-    if fn is not None:
-        return fn
-    try:
+        path = where[0]
+        ctx = driver.current_context()
+        fn = _functions.get((ctx, path))
+        if fn is not None:
+            return fn
         entry, image, _ = cubin(dispatcher, argtypes, cc, where)
-    except NotCacheable:
+    except NotCacheable as e:       # asked once: a second call must not compile it again
+        _refused[(dispatcher, argtypes, cc)] = str(e)
         return None
     module = driver.load_module(image)
     if module is None:              # the driver refuses the image: compile once more

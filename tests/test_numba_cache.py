@@ -285,6 +285,42 @@ def test_every_numba_kernel_has_a_key_the_same_in_every_process(tmp_path):
     assert {"k1", "k7", "k8sk", "v8py", "v11py"} <= names
 
 
+REFUSED = """
+import json
+from numba import cuda, float32
+from numba_gemm import driver, numba_cache
+
+@cuda.jit(debug=True, opt=False)
+def with_debug_info(x):
+    x[0] = 1.0
+
+@cuda.jit
+def reshaping(x):
+    y = x.reshape((2, 2))                  # Numba links a helper of its own for this
+    y[0, 0] = 1.0
+
+sig = (float32[::1],)
+driver.current_context = lambda: 0         # no GPU here; neither kernel gets as far as a load
+compiles = []
+real = numba_cache.compile_kernel
+numba_cache.compile_kernel = lambda *a: compiles.append(a[0].__name__) or real(*a)
+got = [numba_cache.function(k, sig) for k in (with_debug_info, reshaping, with_debug_info, reshaping)]
+print(json.dumps({"got": got, "compiles": compiles, "why": sorted(numba_cache._refused.values())}))
+"""
+
+
+def test_kernels_numba_must_launch_itself_are_refused_once(tmp_path):
+    """Debug info (known from the jit options) and a call into code Numba links in (known
+    after compiling) leave the kernel to Numba's own launch (function() answers None); asked
+    again, function() does not compile it again."""
+    got, _ = _child(REFUSED, tmp_path / "cache")
+    assert got["got"] == [None] * 4
+    assert got["compiles"] == ["reshaping"]
+    assert len(got["why"]) == 2 and any("debug" in w for w in got["why"]) and \
+        any("nocopy" in w for w in got["why"]), got["why"]
+    assert not list((tmp_path / "cache").glob("*.numba"))
+
+
 def test_warm_command_fills_both_caches_then_finds_them(tmp_path):
     env = dict(os.environ, NUMBA_GEMM_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
