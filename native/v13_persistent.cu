@@ -1,32 +1,146 @@
-// v13 = v12 + a persistent grid: one CTA per SM, each walking the 128 x 128 tiles
-// first, first + G, first + 2G, ... (G CTAs) in v9's super-tile order, its two ping-pong
-// consumers taking every other tile of that list.
+// v13 = v12 + a persistent grid of 2-CTA clusters: each cluster loops over pairs of output
+// tiles in super-tile order, the pair's shared B tile is loaded once and multicast to both.
 //
 // C (M x N, fp32) = alpha * A (M x K) @ B (K x N) + beta * C; A, B fp16 or bf16, row-major.
 //
-// v12 hid one half's epilogue per block tile; the other half's store, the CTA's launch, its
-// barrier set-up and the first stages' fill stayed exposed, once per 128 x 256 tile. Here the
-// ring and the turns run on from tile to tile (pingpong.cuh): every tile's epilogue runs under
-// the other consumer's K loop, and the producer is loading the next tiles while it does; what
-// is exposed is one pipeline fill at the start and the last tile's epilogue at the end.
-// At any moment the G CTAs work on G consecutive tiles of the super-tile order, so what they
-// share in L2 is what a wave of v9-v12 shared.
-#include "pingpong.cuh"
+// Per CTA: v12's 128 x 256 x 64 tile, 4 stages of 48 KB, a producer warpgroup (setmaxnreg 40)
+// and two wgmma consumer warpgroups (setmaxnreg 232). What changes:
+//  - Persistent: the host launches as many clusters as can be resident at once (at most one
+//    CTA per SM); cluster c computes pair-tiles c, c + G, c + 2G, ... (G clusters), each
+//    pair-tile decoded by v9's super-tile order over the grid of pairs. The stage ring and its
+//    phases run on across tiles, so the producer is already loading the next tile's first
+//    stages while the consumers store this tile's C: the epilogue overlaps the loads, and no
+//    block launch / barrier set-up / pipeline fill separates one tile from the next.
+//  - Cluster of 2 along M: CTA rank r computes tile (2 pm + r, bn); both need the same B tile
+//    (256 columns = 4 panels of 64). CTA r loads panels r, r + 2 with .multicast::cluster to
+//    both CTAs and its own A box: per stage each CTA reads 16 KB of A + 16 KB of B from L2
+//    instead of 16 + 32 KB, and each of its full[s] barriers expects the whole 48 KB.
+//  - empty[s] now counts the consumer warps of BOTH CTAs (16 arrivals: each warp arrives on
+//    its own CTA's and on its partner's barrier), because a producer's multicast overwrites
+//    stage s in both CTAs.
+//  - A cluster barrier after the barrier set-up (no remote arrival before the partner's
+//    barriers exist) and one at the end (no CTA exits while its partner may still arrive on
+//    its barriers).
+// Edges: a pair whose second tile lies below M (grid_m odd) still runs that CTA, which must
+// deliver its half of B: it loads rows 0.. of A (any in-bounds box) and stores nothing (its
+// rows are >= M). Otherwise as v10-v12: zero-filled boxes, unloaded panels right of N, masked
+// epilogue.
+#include "wgmma.cuh"
+#include "wgmma_tile.cuh"
+#include "cluster.cuh"
+#include "tensor_map.cuh"
 #include "tile_order.cuh"
+
+#ifndef HG_CLUSTER             // CTAs per cluster along M; 1: persistent only, no multicast
+#error "compile with -DHG_CLUSTER (numba_gemm.hgemm.v13_persistent.defines())"
+#endif
 
 namespace v13 {
 
-// Tiles first, first + step, ... below `tiles`, decoded in super-tile order over a grid of
-// grid_m x grid_n cluster tiles (CLUSTER tile rows each; v14: 2), row `rank` of each.
-struct StridedTiles {
-    int first, step, tiles, grid_m, grid_n, super_m, super_n, rank;
-    __device__ int count() const { return first < tiles ? (tiles - first + step - 1) / step : 0; }
-    __device__ void get(int i, int& bm, int& bn) const {
-        int pm;
-        tile_supertile(first + i * step, grid_m, grid_n, super_m, super_n, pm, bn);
-        bm = pingpong::CLUSTER * pm + rank;
+using namespace wgt;   // BM, BN, BK, STAGES, CONSUMERS, THREADS, A_BYTES, B_PANEL, STAGE_BYTES (-DHG_*)
+constexpr int CLUSTER = HG_CLUSTER;
+static_assert(CLUSTER == 1 || CLUSTER == 2, "B is split into 4 panels: 1 or 2 CTAs share it");
+constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+static_assert(PRODUCER, "warpgroup 0 is the producer");
+static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
+
+// The tile (bm, bn) of CTA `rank` for pair-tile t.
+__device__ __forceinline__ void tile_of(int t, int pair_m, int grid_n, int super_m, int super_n,
+                                        u32 rank, int& bm, int& bn) {
+    int pm;
+    tile_supertile(t, pair_m, grid_n, super_m, super_n, pm, bn);
+    bm = CLUSTER * pm + rank;
+}
+
+template <typename T>
+__device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtensorMap* tm_b,
+                                           float* __restrict__ C, int M, int N, int K, float alpha,
+                                           float beta, bool vec_c, int super_m, int super_n,
+                                           char* smem_raw) {
+    const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
+    const u32 rank = cluster_ctarank();
+    const int first = cluster_id_x(), step = cluster_count_x();
+    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
+    const int pair_m = (grid_m + CLUSTER - 1) / CLUSTER, tiles = pair_m * grid_n;
+    const int k_tiles = (K + BK - 1) / BK;
+
+    // Same offsets in both CTAs (same kernel, same dynamic size): multicast and mapa rely on it.
+    const u32 raw = smem_u32(smem_raw);
+    const u32 base = (raw + 1023u) & ~1023u;
+    const u32 full = base + STAGES * STAGE_BYTES;
+    const u32 empty = full + STAGES * 8;
+
+    if (tid == 0) {
+        prefetch_tmap(tm_a);
+        prefetch_tmap(tm_b);
+        #pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + 8 * s, 1);
+            mbar_init(empty + 8 * s, CLUSTER * CONSUMER_WARPS);
+        }
+        fence_barrier_init();
+        fence_proxy_async();
     }
-};
+    cluster_sync();
+
+    if (wg == 0) {
+        // ---- producer warpgroup: one thread streams every stage of every tile of this CTA
+        setmaxnreg_dec<PRODUCER_REGS>();
+        if (tid == 0) {
+            int it = 0;
+            for (int t = first; t < tiles; t += step) {
+                int bm, bn;
+                tile_of(t, pair_m, grid_n, super_m, super_n, rank, bm, bn);
+                const int n0 = bn * BN, a_row = bm < grid_m ? bm * BM : 0;
+                const int b_panels = min(BN / 64, (N - n0 + 63) / 64);
+                const u32 stage_tx = A_BYTES + b_panels * B_PANEL;   // own A + both CTAs' B
+                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES) mbar_wait(empty + 8 * s, ((it / STAGES) - 1) & 1);
+                    const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
+                    mbar_arrive_expect_tx(bar, stage_tx);
+                    tma_load_2d(st, tm_a, kt * BK, a_row, bar);
+                    for (int p = rank; p < b_panels; p += CLUSTER)
+                        tma_load_2d_multicast(st + A_BYTES + p * B_PANEL, tm_b, n0 + 64 * p, kt * BK,
+                                              bar, (1u << CLUSTER) - 1);
+                }
+            }
+        }
+    } else {
+        // ---- consumer warpgroups: rows 64 (wg - 1) .. + 63 of each tile
+        setmaxnreg_inc<CONSUMER_REGS>();
+        const int c = wg - 1;
+        const u64 desc_a0 = smem_desc_sw128(base + c * 64 * 128, 16, 1024);
+        const u64 desc_b0 = smem_desc_sw128(base + A_BYTES, B_PANEL, 1024);
+        auto release = [&](int s) {        // both CTAs' producers may refill stage s after this
+            if (lane == 0)
+                #pragma unroll
+                for (u32 r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty + 8 * s, r);
+        };
+        int it = 0;
+        float acc[128];
+        for (int t = first; t < tiles; t += step) {
+            int bm, bn;
+            tile_of(t, pair_m, grid_n, super_m, super_n, rank, bm, bn);
+            #pragma unroll
+            for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(full + 8 * s, (it / STAGES) & 1);
+                const u64 so = (u64)((s * STAGE_BYTES) >> 4);
+                wgmma_k64<T>(acc, desc_a0 + so, desc_b0 + so);
+                wgmma_wait<1>();               // the previous stage's wgmma are done
+                if (kt > 0) release((it - 1) % STAGES);
+            }
+            wgmma_wait<0>();
+            release((it - 1) % STAGES);
+            store_acc_64x256(acc, C, M, N, (long long)bm * BM + 64 * c, (long long)bn * BN,
+                             tid % 128, alpha, beta, vec_c);
+        }
+    }
+    cluster_sync();
+}
 
 }  // namespace v13
 
@@ -34,22 +148,11 @@ struct StridedTiles {
     float* __restrict__ C, int M, int N, int K, float alpha, float beta, int vec_c, int super_m,     \
     int super_n
 
-template <typename T>
-__device__ __forceinline__ void v13_entry(const CUtensorMap* tm_a, const CUtensorMap* tm_b,
-                                          float* C, int M, int N, int K, float alpha, float beta,
-                                          int vec_c, int super_m, int super_n) {
-    using namespace pingpong;
+extern "C" __global__ void __launch_bounds__(v13::THREADS, 1) v13_persistent_f16(V13_ARGS) {
     extern __shared__ char smem[];
-    const int grid_n = (N + BN - 1) / BN;
-    const int pair_m = ((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER;      // rows of cluster tiles
-    const v13::StridedTiles tiles{(int)(blockIdx.x / CLUSTER), (int)(gridDim.x / CLUSTER), pair_m * grid_n,
-                                  pair_m, grid_n, super_m, super_n, (int)(blockIdx.x % CLUSTER)};
-    run<T>(tm_a, tm_b, C, M, N, K, alpha, beta, vec_c, tiles, smem);
+    v13::persistent<__half>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n, smem);
 }
-
-extern "C" __global__ void __launch_bounds__(pingpong::THREADS, 1) v13_persistent_f16(V13_ARGS) {
-    v13_entry<__half>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n);
-}
-extern "C" __global__ void __launch_bounds__(pingpong::THREADS, 1) v13_persistent_bf16(V13_ARGS) {
-    v13_entry<__nv_bfloat16>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n);
+extern "C" __global__ void __launch_bounds__(v13::THREADS, 1) v13_persistent_bf16(V13_ARGS) {
+    extern __shared__ char smem[];
+    v13::persistent<__nv_bfloat16>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n, smem);
 }

@@ -104,54 +104,17 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
     HG_WGMMA_M64N256K16("bf16");
 }
 
-// ---- D(64 x 128, fp32) += A(64 x 16) * B(16 x 128): the ping-pong consumers' instruction ---
-// The same fragment layout as m64n256k16 over 16 n8 blocks (64 accumulators per thread); the
-// operands %0-%63 are the accumulators, %64/%65 the descriptors, %66 imm-trans-b.
-#define HG_WGMMA_M64N128K16(ab)                                                                 \
-    asm volatile(                                                                               \
-        "{\n"                                                                                   \
-        ".reg .pred acc;\n"                                                                     \
-        "setp.ne.b32 acc, 1, 0;\n"                                                              \
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32." ab "." ab " {" HG_WGMMA_ACC64_REGS      \
-        "}, %64, %65, acc, 1, 1, 0, %66;\n"                                                     \
-        "}\n"                                                                                   \
-        : HG_WGMMA_ACC64_OPERANDS                                                               \
-        : "l"(desc_a), "l"(desc_b), "n"(TRANS_B))
-#define HG_WGMMA_ACC64_REGS \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define HG_WGMMA_ACC64_OPERANDS \
-    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-
-template <int TRANS_B = 1>
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b, __half) {
-    HG_WGMMA_M64N128K16("f16");
-}
-template <int TRANS_B = 1>
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b, __nv_bfloat16) {
-    HG_WGMMA_M64N128K16("bf16");
-}
-
-// ---- epilogue: one warpgroup's 64 x (8 NB) accumulators to C ------------------------------
+// ---- epilogue: one warpgroup's 64 x 256 accumulators to C -----------------------------------
 // C[row0 + r][col0 + c] = alpha * d + beta * C (beta == 0: C is not read); 64-bit offsets.
 // Thread t holds, for n8 block j, d[4j + 0..1] at row 16 (t/32) + (t%32)/4, columns
 // 8j + 2(t%4) + 0..1, and d[4j + 2..3] eight rows further down: float2 stores, a warp's store
 // covers 8 rows x 32 bytes (whole sectors). A tile wholly inside C with float2-aligned rows
 // (vec_c: 8-byte aligned base, even N) takes the lean path: two row pointers, no per-element
 // bounds check, the beta test outside the loop. Edge tiles mask every element.
-template <int NB>
-__device__ __forceinline__ void store_acc_64(const float (&d)[4 * NB], float* __restrict__ C,
-                                             int M, int N, long long row0, long long col0,
-                                             int wg_thread, float alpha, float beta, bool vec_c) {
+__device__ __forceinline__ void store_acc_64x256(const float (&d)[128], float* __restrict__ C,
+                                                 int M, int N, long long row0, long long col0,
+                                                 int wg_thread, float alpha, float beta, bool vec_c) {
+    constexpr int NB = 32;   // n8 blocks
     const int warp = wg_thread / 32, lane = wg_thread % 32, g = lane / 4, q = lane % 4;
     if (vec_c && row0 + 64 <= M && col0 + 8 * NB <= N) {
         float* c0 = C + (row0 + 16 * warp + g) * N + col0 + 2 * q;
@@ -197,13 +160,6 @@ __device__ __forceinline__ void store_acc_64(const float (&d)[4 * NB], float* __
             }
         }
     }
-}
-
-// v11's warpgroup tile: 64 x 256.
-__device__ __forceinline__ void store_acc_64x256(const float (&d)[128], float* __restrict__ C,
-                                                 int M, int N, long long row0, long long col0,
-                                                 int wg_thread, float alpha, float beta, bool vec_c) {
-    store_acc_64<32>(d, C, M, N, row0, col0, wg_thread, alpha, beta, vec_c);
 }
 
 // ---- one 64-deep stage: D(64 x 256) += A(64 x 64) * B(64 x 256) -----------------------------

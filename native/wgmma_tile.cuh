@@ -1,16 +1,13 @@
-// wgmma_tile.cuh - the compile-time tile of the wgmma levels (v11, v11sk, v11r, v12, v13).
+// wgmma_tile.cuh - the compile-time tile of the wgmma levels (v11, v11sk, v12, v13).
 //
 // Every number comes from a -DHG_* option: the level module's CONFIG (a
 // numba_gemm.hgemm._wgmma.WgmmaTile) writes all of them, and the same record sizes the dynamic
 // shared memory and the TMA boxes on the host. A source compiled without them stops here
 // rather than fall back to a tile the host may not have sized.
 //
-//   HG_BM x HG_BN x HG_BK   the tile of C one stage feeds, and that stage's K depth
+//   HG_BM x HG_BN x HG_BK   block tile of C and K depth of one stage (BM = 64 per consumer warpgroup)
 //   HG_STAGES               pipeline depth
 //   HG_PRODUCER             1: one more warpgroup that only loads (v12, v13); 0: thread 0 also computes
-//   HG_PINGPONG             0: BM / 64 consumer warpgroups share the BM x BN tile, 64 rows each
-//                           (v11: m64n256k16); 1: two consumer warpgroups take turns, each
-//                           owning a whole BM x BN tile (v12, v13: BM / 64 m64nBNk16 per k16)
 //
 // Shared layout of one stage (1024-byte aligned, the SWIZZLE_128B atom): A, one box of BM rows
 // x 128 bytes; then B, BN/64 panels of 64 k-rows x 64 n (128 bytes), 8 KB apart.
@@ -18,17 +15,15 @@
 
 #include "ptx.cuh"
 
-#if !defined(HG_BM) || !defined(HG_BN) || !defined(HG_BK) || !defined(HG_STAGES) || !defined(HG_PRODUCER) \
-    || !defined(HG_PINGPONG)
+#if !defined(HG_BM) || !defined(HG_BN) || !defined(HG_BK) || !defined(HG_STAGES) || !defined(HG_PRODUCER)
 #error "compile with the level's tile as -DHG_* options (numba_gemm.hgemm._wgmma.WgmmaTile.defines())"
 #endif
 
 namespace wgt {
 
 constexpr int BM = HG_BM, BN = HG_BN, BK = HG_BK, STAGES = HG_STAGES;
-constexpr bool PRODUCER = HG_PRODUCER != 0, PINGPONG = HG_PINGPONG != 0;
-constexpr int CONSUMERS = PINGPONG ? 2 : BM / 64;         // wgmma warpgroups
-constexpr int M64 = PINGPONG ? BM / 64 : 1;               // m64 wgmma per k16 step and warpgroup
+constexpr int CONSUMERS = BM / 64;                        // wgmma warpgroups, 64 rows x BN each
+constexpr bool PRODUCER = HG_PRODUCER != 0;
 constexpr int THREADS = 128 * (CONSUMERS + (PRODUCER ? 1 : 0));
 constexpr u32 A_BYTES = BM * BK * 2;                      // one box of BM rows x 128 bytes
 constexpr u32 B_PANEL = BK * 128;                         // 8 KB: 64 k-rows x 64 n
@@ -36,10 +31,8 @@ constexpr u32 STAGE_BYTES = A_BYTES + (BN / 64) * B_PANEL;
 // Dynamic shared memory the host gives (WgmmaTile.smem()): STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8.
 
 static_assert(BK * 2 == 128, "one 128-byte swizzle span per row; wgmma_k64 is 4 k16 steps");
-static_assert(PINGPONG || BN == 256, "shared tile: one m64n256k16 per k16 step and warpgroup");
-static_assert(!PINGPONG || BM * BN == 128 * 128, "ping-pong: 128 accumulators per thread, 128 x 128 or 64 x 256");
-static_assert(!PINGPONG || PRODUCER, "ping-pong: a producer warpgroup feeds both consumers");
-static_assert(BM == 64 || BM == 128, "one or two m64 row blocks");
+static_assert(BN == 256, "one m64n256k16 per k16 step and the 64 x 256 epilogue per warpgroup");
+static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups of 64 rows");
 static_assert(STAGES >= 2 && STAGE_BYTES % 1024 == 0, "stages on swizzle-atom boundaries");
 
 }  // namespace wgt

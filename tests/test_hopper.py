@@ -1,7 +1,7 @@
-"""Hopper HGEMM levels (v11+: wgmma; v12 ping-pong consumers; v13 a persistent ping-pong grid).
+"""Hopper HGEMM levels (v11+: wgmma, warp specialisation, clusters).
 
 CI (no GPU): the wgmma levels' shared facts, NVRTC compiles for sm_90a with the census each
-level exists for (HGMMA + UTMALDG; USETMAXREG and the order barrier from v12), no local
+level exists for (HGMMA + UTMALDG; USETMAXREG from v12; multicast TMA from v13), no local
 memory, no ignored setmaxnreg (C7508) or serialised wgmma; the host mirror of the wgmma matrix descriptor against
 the PTX ISA bit layout; refusals (1×1×8, 127×4099×72, 4097³: TMA needs N, K % 8 == 0). GPU:
 exact on ragged shapes (1×8×8 up to 4097×4104×4096, K or N smaller than a tile) against
@@ -27,14 +27,10 @@ DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
 @pytest.mark.parametrize("lv", LEVELS, ids=ids)
 def test_wgmma_level_facts(lv):
     """What the wgmma levels share beyond the contract every level meets (the registry checks it:
-    test_new_level): the super-tile order, 128 accumulators per consumer thread (v11: 64 rows of
-    a shared 128x256 tile; v12, v13: a whole 128x128 tile each), within shared memory."""
-    c = lv.CONFIG
+    test_new_level): the super-tile order, the shipped 128x256x64 tile within shared memory."""
     assert lv.RASTER == "super"
-    assert (c.bm, c.bn, c.bk) == ((128, 128, 64) if c.pingpong else (128, 256, 64))
-    assert c.pingpong == (lv.LEVEL != "v11") and c.producer == c.pingpong
-    assert (c.bm if c.pingpong else 64) * c.bn // 128 == 128
-    assert c.smem() <= cm.SMEM_LIMIT
+    assert (lv.CONFIG.bm, lv.CONFIG.bn, lv.CONFIG.bk) == (128, 256, 64)
+    assert lv.CONFIG.smem() <= cm.SMEM_LIMIT
 
 
 @pytest.mark.parametrize("lv", LEVELS, ids=ids)
@@ -61,57 +57,34 @@ def test_gemm_refuses_before_any_launch():
 
 @pytest.mark.parametrize("lv", LEVELS[:2], ids=ids[:2])
 def test_launch_config(lv):
-    """v11 and v12: one CTA per 128x256 block tile (v12's two consumers own its two halves)."""
     grid, block, smem = lv.launch_config(8192, 8192, 8192)
     assert grid == (64 * 32, 1, 1) and block == (lv.CONFIG.threads, 1, 1) and smem <= cm.SMEM_LIMIT
     assert lv.launch_config(1, 1, 8)[0] == (1, 1, 1)
     assert lv.tile_order(8192, 8192, 8192, 60 << 20) == cm.choose_supertile(8192, 8192, 8192, 128, 256, 60 << 20)
 
 
-def _v12_tiles(M, N, bid, super_m, super_n):
-    """v12_warpspec.cu's HalfTiles for CTA `bid`: the 128x128 tiles its consumers take, in turn."""
-    grid_m, grid_n = cm.cdiv(M, 128), cm.cdiv(N, 128)
-    bm, bp = cm.supertile_decode(bid, grid_m, cm.cdiv(grid_n, 2), super_m, super_n)
-    return [(bm, 2 * bp + i) for i in range(min(2, grid_n - 2 * bp))]
-
-
-def _v13_tiles(M, N, bid, G, super_m, super_n):
-    """v13_persistent.cu's StridedTiles for CTA `bid` of G."""
-    grid_m, grid_n = cm.cdiv(M, 128), cm.cdiv(N, 128)
-    return [cm.supertile_decode(t, grid_m, grid_n, super_m, super_n)
-            for t in range(bid, grid_m * grid_n, G)]
-
-
-@settings(max_examples=60, deadline=None)
-@given(M=st.integers(1, 3000), N=st.integers(1, 3000), sms=st.integers(1, 132))
-def test_pingpong_grids_cover_every_tile_once(M, N, sms):
-    """Both ping-pong grids hand every 128x128 tile of C to exactly one consumer turn; v13's
-    CTAs (one per SM, no more than tiles) take every G-th tile, so their counts differ by <= 1."""
-    tiles = {(m, n) for m in range(cm.cdiv(M, 128)) for n in range(cm.cdiv(N, 128))}
-    sm, sn = v12_warpspec.tile_order(M, N, 4096, 8 << 20)
-    grid = v12_warpspec.launch_config(M, N, 4096)[0][0]
-    got = [t for b in range(grid) for t in _v12_tiles(M, N, b, sm, sn)]
-    assert sorted(got) == sorted(tiles) and all(_v12_tiles(M, N, b, sm, sn) for b in range(grid))
-    G = v13_persistent.launch_config(M, N, 4096, sms=sms)[0][0]
-    assert G == min(sms, len(tiles))
-    sm, sn = v13_persistent.tile_order(M, N, 4096, 8 << 20)
-    per_cta = [_v13_tiles(M, N, b, G, sm, sn) for b in range(G)]
-    assert sorted(t for ts in per_cta for t in ts) == sorted(tiles)
-    assert max(map(len, per_cta)) - min(map(len, per_cta)) <= 1
-
-
-def test_pingpong_source_states_its_turns():
-    """The order barrier the ring's correctness rests on: consumer c waits on named barrier 1 + c
-    before its tile's first full[s] wait, and hands over on 2 - c (the other's) after issuing
-    its last wgmma, before wgmma.wait_group 0 — only when the other consumer has a next tile."""
-    from numba_gemm import nvrtc
-
-    src = (nvrtc.native_dir() / "pingpong.cuh").read_text()
-    body = src[src.index("// ---- consumer warpgroups"):]
-    order = [body.index(s) for s in ("if (i > 0) turn_wait(c);", "mbar_wait(full",
-                                     "if (i + 1 < count) turn_hand_over(c);", "wgmma_wait<0>();")]
-    assert order == sorted(order)
-    assert '"bar.sync %0, 256;\\n" :: "r"(1 + c)' in src and '"bar.arrive %0, 256;\\n" :: "r"(2 - c)' in src
+def test_v13_persistent_grid_of_pairs():
+    v13 = v13_persistent
+    assert v13.pair_tiles(8192, 8192) == 32 * 32 and v13.pair_tiles(129, 257) == 2
+    assert v13.launch_config(8192, 8192, 8192, max_clusters=66)[0] == (132, 1, 1)
+    assert v13.launch_config(1, 8, 8, max_clusters=66)[0] == (2, 1, 1)       # one pair, one idle CTA
+    assert v13.launch_config(300, 520, 64, max_clusters=66)[0] == (2 * 2 * 3, 1, 1)
+    assert v13.defines() == v13.CONFIG.defines() + ("-DHG_CLUSTER=2",) == v13.DEFINES
+    assert v13.defines(1) == v13.CONFIG.defines() + ("-DHG_CLUSTER=1",)
+    with pytest.raises(ValueError, match="1 or 2"):
+        v13.defines(4)
+    assert v13.launch_config(8192, 8192, 8192, max_clusters=132, cluster=1)[0] == (132, 1, 1)
+    sm, sn = v13.tile_order(8192, 8192, 8192, 60 << 20)
+    assert sm % 2 == 0 and (sm // 2, sn) == cm.choose_supertile(8192, 8192, 8192, 256, 256, 60 << 20)
+    # the kernel's decode over pairs covers every tile exactly once, odd tile-row counts included
+    for M, N in [(8192, 8192), (129 * 3, 520), (128 * 7, 256 * 5)]:
+        grid_m, grid_n = cm.cdiv(M, 128), cm.cdiv(N, 256)
+        sm, sn = v13.tile_order(M, N, 4096, 8 << 20)
+        seen = set()
+        for t in range(v13.pair_tiles(M, N)):
+            pm, bn = cm.supertile_decode(t, cm.cdiv(grid_m, 2), grid_n, sm // 2, sn)
+            seen |= {(2 * pm + r, bn) for r in range(2) if 2 * pm + r < grid_m}
+        assert seen == {(m, n) for m in range(grid_m) for n in range(grid_n)}
 
 
 # ---------------------------------------------------------------------------- the tile, from one place
@@ -129,8 +102,7 @@ def test_defines_are_the_config(lv):
     assert int(m["HG_PRODUCER"]) == int(c.producer)
     assert ("HG_TMA_LAG" in m) == (not c.producer) and int(m.get("HG_TMA_LAG", c.tma_lag)) == c.tma_lag
     assert lv.DEFINES[:len(c.defines())] == c.defines()
-    assert int(m["HG_PINGPONG"]) == int(c.pingpong)
-    assert c.threads == 128 * ((2 if c.pingpong else c.bm // 64) + int(c.producer))
+    assert c.threads == 128 * (c.bm // 64 + int(c.producer))
 
 
 def test_wgmma_tile_rules():
@@ -138,11 +110,7 @@ def test_wgmma_tile_rules():
     assert t().problems() == [] and t(bm=64).problems() == [] and t(producer=True).problems() == []
     assert t(bm=64).threads == 128 and t().threads == 256 and t(producer=True).threads == 384
     assert t(bm=64).smem() == 4 * (64 + 256) * 64 * 2 + 1024 + 64
-    pp = dict(producer=True, pingpong=True)
-    assert t(bn=128, **pp).problems() == [] and t(bm=64, **pp).problems() == []
-    assert t(bn=128, **pp).threads == 384 and t(bn=128, stages=6, **pp).smem() == 6 * 32768 + 1024 + 96
-    for bad in (t(bn=128), t(bk=32), t(bm=192), t(stages=6), t(tma_lag=1), t(stages=2, tma_lag=2),
-                t(pingpong=True, bn=128), t(bm=128, bn=256, **pp), t(bn=128, stages=8, **pp)):
+    for bad in (t(bn=128), t(bk=32), t(bm=192), t(stages=6), t(tma_lag=1), t(stages=2, tma_lag=2)):
         assert bad.problems()
         with pytest.raises(ValueError, match="not supported"):
             bad.defines()
@@ -161,7 +129,7 @@ def test_source_refuses_to_compile_without_the_tile(lv):
     for i in range(len(lv.DEFINES)):
         with pytest.raises(nvrtc.CompileError, match="#error|-DHG_"):
             nvrtc.compile_variant(lv.SOURCE, lv.DEFINES[:i] + lv.DEFINES[i + 1:])
-    wrong_bn = tuple("-DHG_BN=64" if d.startswith("-DHG_BN=") else d for d in lv.DEFINES)
+    wrong_bn = tuple("-DHG_BN=128" if d.startswith("-DHG_BN=") else d for d in lv.DEFINES)
     with pytest.raises(nvrtc.CompileError, match="static assertion|static_assert"):
         nvrtc.compile_variant(lv.SOURCE, wrong_bn)
     wrong_role = tuple(f"-DHG_PRODUCER={int(not lv.CONFIG.producer)}" if d.startswith("-DHG_PRODUCER=") else d
@@ -226,6 +194,7 @@ def census_ops(source, defines, kernel_names, must_have, must_not_have):
         assert any(o.startswith(want) for o in ops), f"{source} {defines}: no {want} in SASS"
     for banned in tuple(must_not_have) + ("LDL", "STL"):
         assert not any(o.startswith(banned) for o in ops), f"{source} {defines}: {banned} in SASS"
+    assert any(o.startswith("HGMMA.64x256x16.F32") for o in ops)
     return ops
 
 
@@ -233,8 +202,6 @@ def census_ops(source, defines, kernel_names, must_have, must_not_have):
 def test_compiles_with_its_census(lv):
     ops = census_ops(lv.SOURCE, lv.DEFINES, lv.KERNEL_NAMES.values(), lv.SASS_MUST_HAVE,
                      lv.SASS_MUST_NOT_HAVE)
-    n = lv.CONFIG.bn if lv.CONFIG.pingpong else 256
-    assert any(o.startswith(f"HGMMA.64x{n}x16.F32") for o in ops)
     if lv.PARENT != "v10":                    # v12+: the producer gives registers back, consumers take them
         assert any(o.startswith("USETMAXREG.DEALLOC") for o in ops)
 

@@ -5,7 +5,7 @@
 #   bash tools/gpu_run.sh [steps...]
 #   steps: env tests tests1 tests2 tests3 tests4 sanitize sgemm hgemm curve shapes overhead micro
 #          sweep ncu profile notebook top   (default: env tests sanitize sgemm hgemm overhead micro)
-#   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:field=value for a changed tile)
+#   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:name=value passes run() arguments)
 #   exact on ragged shapes (TOP_SHAPES), then timed against each other and cuBLAS in interleaved
 #   rounds (tools/hopper_top.py, TOP_SIZES), JSON out
 #   shapes: the shape suite (bench.py --suite shapes) in ${SHAPES_DTYPES:-fp32 fp16 bf16}, one JSON

@@ -10,9 +10,9 @@ all of them alike; per level the median over the rounds of
 with the SM clock and board power (NVML) read after each level's turn. The table gives each
 rung against its parent and against cuBLAS; --json keeps every round.
 
-A level may be given with a changed tile, LEVEL:field=value[:field=value] (fields of its
-CONFIG, a numba_gemm.hgemm._wgmma.WgmmaTile), e.g. v13:cluster=2 or v13:stages=7; such a
-variant is compared with its level as given. --check-shapes adds ragged shapes on which every
+A level may be given with integer keyword arguments for its module's run(),
+LEVEL:name=value[:name=value], e.g. v13:cluster=1 (v13's persistent grid without the cluster);
+such a variant is compared with the level as shipped. --check-shapes adds ragged shapes on which every
 competitor is checked (alpha/beta and NaN-poisoned C) before any timing.
 
     python tools/hopper_top.py --levels v11,v12,v13 --sizes 2048,4096,8192 --json top.json
@@ -35,24 +35,16 @@ def rotations(names: list[str], rounds: int) -> list[list[str]]:
 
 
 class Competitor:
-    """A level, or a level with a changed tile (`spec` LEVEL:field=value...), run with (1, 0)."""
+    """A level, or a level run with keyword arguments (`spec` LEVEL:name=value...)."""
 
     def __init__(self, spec: str):
-        from dataclasses import replace
-
         from numba_gemm import registry
 
         name, *changes = spec.split(":")
         self.label, self.level = spec, registry.get(name)
         self.family = self.level.family
         self.parent = name if changes else self.level.parent
-        self.kwargs = {}
-        if changes:
-            fields = {}
-            for c in changes:
-                k, v = c.split("=")
-                fields[k] = type(getattr(self.level.module.CONFIG, k))(int(v))
-            self.kwargs["config"] = replace(self.level.module.CONFIG, **fields)
+        self.kwargs = {k: int(v) for k, v in (c.split("=") for c in changes)}
 
     def run(self, A, B, C, alpha, beta):
         self.level.module.run(A, B, C, alpha, beta, **self.kwargs)
@@ -176,7 +168,9 @@ def main() -> int:
             table.append((dname, f"{M}x{N}x{K}", "cublas", c["kernel_tflops"], 1.0, 1.0, None, None,
                           c["sm_clock_mhz"], c["power_w"]))
     if args.json:
-        meta = {"date": time.strftime("%Y-%m-%d"), "device": cuda.get_current_device().name.decode()
+        import os
+
+        meta = {"date": time.strftime("%Y-%m-%d"), "commit": os.environ.get("NUMBA_GEMM_COMMIT"), "device": cuda.get_current_device().name.decode()
                 if isinstance(cuda.get_current_device().name, bytes) else cuda.get_current_device().name,
                 "command": " ".join(sys.argv), "rounds": args.rounds}
         with open(args.json, "w") as f:

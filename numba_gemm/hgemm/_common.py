@@ -303,15 +303,13 @@ def tma_row_rule(K: int, N: int, fallback: str = "v9") -> str | None:
     )
 
 
-def launch(source: str, kernel: str, grid, block, smem: int, stream, args, defines=(),
-           cluster: int | None = None) -> None:
+def launch(source: str, kernel: str, grid, block, smem: int, stream, args, defines=()) -> None:
     """Kernel `kernel` of native/<source> (compiled with `defines`) through the one native
-    launch, numba_gemm.launch.launch_native (`cluster`: CTAs per cluster along x)."""
+    launch, numba_gemm.launch.launch_native."""
     from .. import nvrtc
     from ..launch import launch_native
 
-    launch_native(nvrtc.function(source, kernel, defines=defines), grid, block, smem, stream, args,
-                  cluster=cluster)
+    launch_native(nvrtc.function(source, kernel, defines=defines), grid, block, smem, stream, args)
 
 
 def l2_cache_bytes() -> int:
@@ -325,16 +323,3 @@ def l2_cache_bytes() -> int:
 
 
 _L2 = None
-
-
-def sm_count() -> int:
-    """Multiprocessors of the current device, cached."""
-    global _SMS
-    if _SMS is None:
-        from .. import driver
-
-        _SMS = driver.device_attribute("MULTIPROCESSOR_COUNT")
-    return _SMS
-
-
-_SMS = None

@@ -15,15 +15,10 @@ from . import _common as cm
 
 @dataclass(frozen=True)
 class WgmmaTile:
-    """The compile-time tile of the wgmma levels: bm × bn × bk, `stages` deep, plus one
-    producer warpgroup when `producer` (v12+); `tma_lag` (no producer: v11, v11sk) is how many
-    iterations ago the stage the computing thread 0 refills was read.
-
-    Shared (pingpong False: v11, v11sk, v11r): bm / 64 consumer warpgroups each compute 64 rows
-    × bn of the tile with m64n256k16. Ping-pong (v12+): two consumer warpgroups take turns,
-    each owning a whole bm × bn tile (128 × 128: two m64n128k16 per k16 step; or 64 × 256), and
-    a stage holds one K tile of one consumer's tile; `cluster` CTAs along M (2: v14) share each
-    B K-tile by TMA multicast.
+    """The compile-time tile of the wgmma levels: bm × bn × bk, `stages` deep, bm / 64 consumer
+    warpgroups each computing 64 × bn with m64n256k16, plus one producer warpgroup when
+    `producer` (v12+); `tma_lag` (no producer: v11, v11sk) is how many iterations ago the stage
+    the computing thread 0 refills was read.
 
     The one source of the tile: `defines()` writes every number as a -DHG_* option, which
     native/wgmma_tile.cuh requires (no source default), and the same record sizes the dynamic
@@ -36,12 +31,10 @@ class WgmmaTile:
     stages: int = 4
     producer: bool = False
     tma_lag: int = 2
-    pingpong: bool = False
-    cluster: int = 1
 
     @property
     def consumers(self) -> int:
-        return 2 if self.pingpong else self.bm // 64
+        return self.bm // 64
 
     @property
     def threads(self) -> int:
@@ -59,20 +52,10 @@ class WgmmaTile:
         out = []
         if self.bk != 64:
             out.append("bk must be 64: one 128-byte swizzle span per row, 4 wgmma k16 steps")
-        if self.pingpong:
-            if self.bm * self.bn != 128 * 128 or self.bm not in (64, 128):
-                out.append("a ping-pong consumer's tile is 128x128 or 64x256 (128 accumulators per thread)")
-            if not self.producer:
-                out.append("ping-pong needs the producer warpgroup")
-            if self.cluster not in (1, 2) or self.bn // 64 < self.cluster:
-                out.append("cluster must be 1 or 2 CTAs, each loading at least one of B's 64-column panels")
-        else:
-            if self.cluster != 1:
-                out.append("clusters share B between ping-pong CTAs only")
-            if self.bn != 256:
-                out.append("bn must be 256: one m64n256k16 wgmma and the 64x256 epilogue per warpgroup")
-            if self.bm not in (64, 128):
-                out.append("bm must be 64 or 128: one or two consumer warpgroups of 64 rows")
+        if self.bn != 256:
+            out.append("bn must be 256: one m64n256k16 wgmma and the 64x256 epilogue per warpgroup")
+        if self.bm not in (64, 128):
+            out.append("bm must be 64 or 128: one or two consumer warpgroups of 64 rows")
         if self.stages < 2:
             out.append("at least 2 stages")
         if not self.producer and not 2 <= self.tma_lag < self.stages:
@@ -88,17 +71,13 @@ class WgmmaTile:
         if bad:
             raise ValueError(f"wgmma tile {self.label()} is not supported: {'; '.join(bad)}")
         out = [f"-DHG_BM={self.bm}", f"-DHG_BN={self.bn}", f"-DHG_BK={self.bk}",
-               f"-DHG_STAGES={self.stages}", f"-DHG_PRODUCER={int(self.producer)}",
-               f"-DHG_PINGPONG={int(self.pingpong)}"]
+               f"-DHG_STAGES={self.stages}", f"-DHG_PRODUCER={int(self.producer)}"]
         if not self.producer:
             out.append(f"-DHG_TMA_LAG={self.tma_lag}")
-        if self.pingpong:
-            out.append(f"-DHG_CLUSTER={self.cluster}")
         return tuple(out)
 
     def label(self) -> str:
         s = f"{self.bm}x{self.bn}x{self.bk} s{self.stages} {self.consumers}c"
-        s += f" pingpong x{self.cluster}" if self.pingpong else ""
         return s + ("+p" if self.producer else f" lag{self.tma_lag}")
 
 
@@ -161,10 +140,9 @@ def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config)
         raise ValueError(f"level {level} cannot use TMA here: {e}; level {FALLBACK} has no such limit") from None
 
 
-def maps_and_args(level: str, A, B, C, alpha, beta, config, order=None):
+def maps_and_args(level: str, A, B, C, alpha, beta, config):
     """Checked tensor maps of A and B, then C, M, N, K, alpha, beta, vec_c, super_m, super_n.
-    `config`: a WgmmaTile, or any tile with bm, bn and bk (v10's TileConfig); `order`: the
-    (super_m, super_n) the level walks its grid in, by default v9's rule for config's tile."""
+    `config`: a WgmmaTile, or any tile with bm, bn and bk (v10's TileConfig)."""
     M, K = A.shape
     N = B.shape[1]
     pa, pb, pc = cm.device_ptr(A), cm.device_ptr(B), cm.device_ptr(C)
@@ -173,7 +151,7 @@ def maps_and_args(level: str, A, B, C, alpha, beta, config, order=None):
     box_a, box_b = boxes(config)
     tm_a = tma.cached_matrix_map(dtype, pa, M, K, box_a, INNER_BYTES)
     tm_b = tma.cached_matrix_map(dtype, pb, K, N, box_b, INNER_BYTES)
-    super_m, super_n = order or tile_order(M, N, K, None, config)
+    super_m, super_n = tile_order(M, N, K, None, config)
     return [tm_a, tm_b] + cm.pack_args(
         ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
         ("i", int(cm.vec_c(pc, N))), ("i", super_m), ("i", super_n),

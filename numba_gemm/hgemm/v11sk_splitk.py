@@ -43,7 +43,6 @@ from .. import splitk, workspace
 from ..util import ceil_div
 from . import _common as cm
 from . import _wgmma as wg
-from ._common import sm_count   # a module name of its own: tests stub it here
 
 LEVEL = "v11sk"
 PARENT = "v11"
@@ -117,6 +116,17 @@ def unsupported(M: int, N: int, K: int) -> str | None:
         "more than 2^31 - 1 output tiles" if ceil_div(M, 64) * ceil_div(N, 256) > cm.INT32_MAX else None)
 
 
+def sm_count() -> int:
+    """Multiprocessors of the current device, cached."""
+    global _SMS
+    if _SMS is None:
+        from .. import driver
+
+        _SMS = driver.device_attribute("MULTIPROCESSOR_COUNT")
+    return _SMS
+
+
+_SMS = None
 
 
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):

@@ -1,67 +1,90 @@
 """read: diff native/v12_warpspec.cu native/v13_persistent.cu · run: python bench.py --level v13 --dtype fp16
 
-v13: v12 + a persistent grid — one CTA per SM, each walking a list of 128×128 tiles, its two
-ping-pong consumers taking every other tile of the list.
+v13: v12 + a persistent grid of 2-CTA clusters with the B tile multicast by TMA.
 
-v13 = v12 with the grid changed; the producer, the two consumers, the order barrier, the
-32 KB stages and the epilogue are v12's (native/pingpong.cuh). v12 hid the left half's store
-under the right half's K loop, but each 128×256 block tile still paid, with the tensor cores
-idle: the right half's store, the CTA's launch and barrier set-up, and the first stages'
-fill. Here the host launches min(SMs, tiles) CTAs; CTA b computes tiles b, b + G, b + 2G, ...
-(G CTAs) of the 128×128 grid in v9's super-tile order, and the ring and the turns run on from
-tile to tile: every tile's store runs under the other consumer's K loop while the producer
-already loads the tiles after it. What stays exposed is one pipeline fill at the start and the
-last tile's store at the end. At any moment the G CTAs work on G consecutive tiles of the
-super-tile order, so what they share in L2 is what a wave of v9-v12 shared.
+v13 = v12 with the grid and the loads changed; the warpgroup roles, the 128×256×64 tile, the
+4-stage ring and the wgmma loop are v12's.
+  - Persistent grid: as many clusters as can be resident at once (cuOccupancyMaxActiveClusters,
+    one CTA per SM); cluster c computes pair-tiles c, c + G, c + 2G, ... in v9's super-tile
+    order over the grid of pairs, so the G clusters working at any moment share A and B rows
+    in L2 as v9-v12's waves did. The stage ring runs on across tiles: while the consumers store
+    a tile's C, the producer already fills the next tile's stages — the epilogue overlaps the
+    loads, and there is no block launch, barrier set-up or pipeline fill between tiles.
+  - Cluster (2, 1, 1) along M, launched with cuLaunchKernelEx and the cluster-dimension
+    attribute: the two CTAs compute tiles (2·pm, bn) and (2·pm + 1, bn), which need the same B
+    tile. Each CTA loads half of B's four 64-column panels with cp.async.bulk.tensor
+    .multicast::cluster into both CTAs' shared memory, and its own A; each CTA's full[s]
+    expects the whole 48 KB stage, and empty[s] counts the consumer warps of both CTAs (a
+    producer's multicast overwrites the stage in both).
 
-Which ledger moved: cycles — the fixed cost per tile (launch, set-up, fill, the exposed half of
-the epilogue) goes from once per block tile to once per launch. Bytes are v12's. Census
-(CI-asserted): HGMMA.64x128x16.F32, UTMALDG.2D, USETMAXREG, BAR.ARV / BAR.SYNC; no HMMA, LDSM
-or local memory.
+Which ledger moved: L2 → SM bytes per stage and CTA from 48 KB to 32 KB (B read once per
+pair), and the fixed costs per tile (launch, prologue, pipeline fill, epilogue not hidden).
+DRAM bytes: the super-tile rule, now in pair units. Census (CI-asserted): HGMMA, UTMALDG.2D
+.MULTICAST, USETMAXREG, SYNCS.ARRIVE.TRANS64.RED (the remote arrivals); no HMMA, LDSM or
+local memory.
+
+run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster, for
+comparison. Measured on the H200: docs/RESULTS.md, "2026-12-01, third run: the kernels' own
+time (HGEMM)", with the cluster=1 variant: no step over v12; the multicast is worth about what
+the persistent grid alone loses; the fixed cost per round of tiles (the epilogue from registers
+while the tensor cores idle) is what cuBLAS still does better.
 
 Limits as v10-v12 (TMA: K % 8 == 0, N % 8 == 0, 16-byte aligned base; refused before launch,
-naming v9).
+naming v9). A pair whose second tile lies below M (odd number of tile rows) still runs that
+CTA for its half of B; it stores nothing.
 """
 from __future__ import annotations
+
+import ctypes
 
 from . import _common as cm
 from . import _wgmma as wg
 
 LEVEL = "v13"
 PARENT = "v12"
-TITLE = "persistent ping-pong: one CTA per SM walks its tiles"
-DELTA = ("v13 = v12 + a persistent grid: one CTA per SM walks every G-th 128x128 tile in "
-         "super-tile order, its consumers taking turns across tiles, so every epilogue but the "
-         "last runs under a K loop")
+TITLE = "persistent 2-CTA clusters, TMA multicast"
+DELTA = ("v13 = v12 + a persistent grid of 2-CTA clusters walking pair-tiles in super-tile "
+         "order, B multicast to both CTAs by TMA, the epilogue overlapping the next tile's loads")
 DTYPES = cm.DTYPES
 SOURCE = "v13_persistent.cu"
 KERNEL_NAMES = {"f16": "v13_persistent_f16", "bf16": "v13_persistent_bf16"}
-SASS_MUST_HAVE = ("HGMMA.64x128x16", "UTMALDG", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC",
-                  "BAR.ARV", "BAR.SYNC")
+SASS_MUST_HAVE = ("HGMMA", "UTMALDG.2D.MULTICAST", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 
-CONFIG = wg.WgmmaTile(bm=128, bn=128, stages=6, producer=True, pingpong=True)
-DEFINES = CONFIG.defines()        # the whole tile as -DHG_* (native/wgmma_tile.cuh requires them)
+CONFIG = wg.WgmmaTile(producer=True)
+CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
 
 
-def tiles(M: int, N: int, config=CONFIG) -> int:
-    """Cluster tiles: config.cluster 128 × 128 tiles one above the other (one without a cluster)."""
-    return cm.cdiv(cm.cdiv(M, config.bm), config.cluster) * cm.cdiv(N, config.bn)
+def defines(cluster: int = CLUSTER) -> tuple[str, ...]:
+    """The tile's -DHG_* options and -DHG_CLUSTER: the source has no default for either."""
+    if cluster not in (1, 2):
+        raise ValueError(f"cluster must be 1 or 2 CTAs (B's 4 panels are split between them), got {cluster}")
+    return CONFIG.defines() + (f"-DHG_CLUSTER={cluster}",)
 
 
-def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG):
-    """(super_m, super_n) in cluster tiles: v9's L2 rule."""
+DEFINES = defines()
+
+
+def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
+               cluster: int = CLUSTER):
+    """(super_m, super_n) in tiles; super_m is a multiple of `cluster`: the kernel walks
+    cluster-tiles (pairs of tile rows)."""
     if l2_bytes is None:
         l2_bytes = cm.l2_cache_bytes()
-    return cm.choose_supertile(M, N, K, config.cluster * config.bm, config.bn, l2_bytes)
+    sp, sn = cm.choose_supertile(M, N, K, cluster * config.bm, config.bn, l2_bytes)
+    return cluster * sp, sn
 
 
-def launch_config(M: int, N: int, K: int, config=CONFIG, resident: int = 132):
-    """(grid, block, smem): as many clusters as are resident at once (one CTA per SM: ~193 KB of
-    shared memory), no more than there are cluster tiles."""
-    clusters = max(1, min(resident, tiles(M, N, config)))
-    return (config.cluster * clusters, 1, 1), (config.threads, 1, 1), config.smem()
+def pair_tiles(M: int, N: int, config=CONFIG, cluster: int = CLUSTER) -> int:
+    return cm.cdiv(cm.cdiv(M, config.bm), cluster) * cm.cdiv(N, config.bn)
+
+
+def launch_config(M: int, N: int, K: int, config=CONFIG, max_clusters: int = 66,
+                  cluster: int = CLUSTER):
+    """(grid, block, smem): min(resident clusters, cluster-tiles) clusters of `cluster` CTAs."""
+    clusters = max(1, min(max_clusters, pair_tiles(M, N, config, cluster)))
+    return (cluster * clusters, 1, 1), (config.threads, 1, 1), config.smem()
 
 
 def unsupported(M: int, N: int, K: int) -> str | None:
@@ -71,29 +94,32 @@ def unsupported(M: int, N: int, K: int) -> str | None:
 _resident: dict = {}
 
 
-def resident_clusters(fn, config=CONFIG) -> int:
-    """How many clusters of this kernel fit on the device at once: the SM count without a
-    cluster, cuOccupancyMaxActiveClusters with one."""
-    if config.cluster == 1:
-        return cm.sm_count()
+def resident_clusters(fn, block, smem, cluster: int = CLUSTER) -> int:
+    """How many clusters of this kernel fit on the device at once (cuOccupancyMaxActiveClusters)."""
     from .. import driver
 
-    key = (int(fn), config.cluster)
+    key = int(fn)
     if key not in _resident:
-        n = driver.max_active_clusters(fn, (config.threads, 1, 1), config.smem(), config.cluster)
+        n = driver.max_active_clusters(fn, block, smem, cluster)
         if n < 1:
-            raise RuntimeError(f"no cluster of {config.cluster} CTAs with {config.smem()} bytes of shared memory fits")
+            raise RuntimeError(f"no cluster of {cluster} CTAs with {smem} bytes of shared memory fits")
         _resident[key] = n
     return _resident[key]
 
 
-def run(A, B, C, alpha, beta, stream=None, config=CONFIG):
+def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER):
     from .. import nvrtc
     from ..launch import launch_native
 
     M, K = A.shape
     N = B.shape[1]
-    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config, order=tile_order(M, N, K, config=config))
-    fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=config.defines())
-    grid, block, smem = launch_config(M, N, K, config, resident_clusters(fn, config))
-    launch_native(fn, grid, block, smem, stream, args, cluster=config.cluster if config.cluster > 1 else None)
+    d = defines(cluster)
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
+    super_m, super_n = tile_order(M, N, K, cluster=cluster)
+    args[-2] = ctypes.c_int32(super_m // cluster)      # the kernel counts super-rows in clusters
+    args[-1] = ctypes.c_int32(super_n)
+    fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=d)
+    block, smem = (CONFIG.threads, 1, 1), CONFIG.smem()
+    resident = resident_clusters(fn, block, smem, cluster)
+    grid, _, _ = launch_config(M, N, K, max_clusters=resident, cluster=cluster)
+    launch_native(fn, grid, block, smem, stream, args, cluster=cluster)
