@@ -17,7 +17,11 @@
 //    instead of 16 + 32 KB, and each of its full[s] barriers expects the whole 48 KB.
 //  - empty[s] now counts the consumer warps of BOTH CTAs (16 arrivals: each warp arrives on
 //    its own CTA's and on its partner's barrier), because a producer's multicast overwrites
-//    stage s in both CTAs.
+//    stage s in both CTAs. The remote arrivals are .release.cta (cluster.cuh says why that is
+//    enough). The partner's multicast may complete its bytes on full[s] before this CTA's
+//    producer has armed the phase with expect_tx: the transaction count goes negative for a
+//    while, which the mbarrier allows (PTX ISA, "tx-count" range), and the phase cannot
+//    complete until the local arrival comes.
 //  - A cluster barrier after the barrier set-up (no remote arrival before the partner's
 //    barriers exist) and one at the end (no CTA exits while its partner may still arrive on
 //    its barriers).
@@ -134,7 +138,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                 if (kt > 0) release((it - 1) % STAGES);
             }
             wgmma_wait<0>();
-            release((it - 1) % STAGES);
+            if (k_tiles > 0) release((it - 1) % STAGES);   // K == 0: no stage was used
             store_acc_64x256(acc, C, M, N, (long long)bm * BM + 64 * c, (long long)bn * BN,
                              tid % 128, alpha, beta, vec_c);
         }

@@ -4,7 +4,11 @@
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
 #   steps: env tests tests1 tests2 tests3 tests4 sanitize sgemm hgemm curve shapes overhead micro
-#          sweep ncu profile notebook top   (default: env tests sanitize sgemm hgemm overhead micro)
+#          sweep ncu profile notebook top warm firstcall
+#          (default: env warm tests sanitize sgemm hgemm overhead micro)
+#   warm: python -m numba_gemm warm, every level's kernels compiled into NUMBA_GEMM_CACHE_DIR
+#   (default .cache/numba_gemm in the checkout, so a carried .cache skips it on the next call);
+#   firstcall: tools/first_call.py, cold and cached first calls (FIRSTCALL_LEVELS, default all)
 #   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:name=value passes run() arguments)
 #   exact on ragged shapes (TOP_SHAPES), then timed against each other and cuBLAS in interleaved
 #   rounds (tools/hopper_top.py, TOP_SIZES), JSON out
@@ -31,7 +35,8 @@ set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-steps=${*:-"env tests sanitize sgemm hgemm overhead micro"}
+steps=${*:-"env warm tests sanitize sgemm hgemm overhead micro"}
+export NUMBA_GEMM_CACHE_DIR=${NUMBA_GEMM_CACHE_DIR:-$PWD/.cache/numba_gemm}
 has() { [[ " $steps " == *" $1 "* ]]; }
 
 if compgen -G ".whl/*.whl" >/dev/null; then
@@ -50,6 +55,10 @@ if has env; then
     python3 -c "import numpy, numba, numba_cuda, cuda.bindings; print('numpy', numpy.__version__, 'numba', numba.__version__, 'numba-cuda', numba_cuda.__version__, 'cuda-bindings', cuda.bindings.__version__)"
     git rev-parse --short HEAD 2>/dev/null; date -u; } >"$OUT/env.txt" 2>&1
   cat "$OUT/env.txt"
+fi
+if has warm; then  # compile once: every later step loads cubins instead of compiling
+  timeout 420 python3 -m numba_gemm warm --jobs "$(nproc)" >"$OUT/warm.txt" 2>&1
+  echo "warm (exit $?): $(tail -n 1 "$OUT/warm.txt")"
 fi
 # the test chunks (see the header); chunk 4 is every test file the others do not name
 TEST_CHUNK1="tests/test_sgemm.py tests/test_sgemm_geometry.py tests/test_twins.py"
@@ -152,6 +161,11 @@ if has top; then  # every competitor checked on ragged shapes first, then timed 
   echo "top (exit $?): $(grep -c ': ok' "$OUT/top.txt") checks ok, $(grep -c WRONG "$OUT/top.txt") wrong"
   grep -E "WRONG|Error" "$OUT/top.txt" | head -n 10
   sed -n '/^dtype/,$p' "$OUT/top.txt"
+fi
+if has firstcall; then  # cold and cached first calls, each in a fresh process (own cache dirs)
+  timeout "${FIRSTCALL_TIMEOUT:-540}" python3 tools/first_call.py --out "$OUT/first_call.json" --jobs "$(nproc)" \
+    ${FIRSTCALL_LEVELS:+--level $FIRSTCALL_LEVELS} >"$OUT/first_call.txt" 2>&1
+  echo "first_call (exit $?):"; tail -n 25 "$OUT/first_call.txt"
 fi
 # at most a few files come back from a remote run: the logs travel as one archive beside the JSON
 if [[ -n ${PACK_LOGS:-} ]]; then
