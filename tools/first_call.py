@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))                   # the checkout, before any installed copy
+from numba_gemm.util import commit  # noqa: E402
 DTYPES = ("float32", "float16", "bfloat16")     # what "auto" is measured for
 
 
@@ -101,13 +103,6 @@ def _measure(row: dict, cache: Path, twice: bool, timeout: int) -> dict:
     if out.returncode != 0:
         return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:]}
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _commit() -> str:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True, cwd=ROOT).stdout.strip()
-    return head.stdout.strip() + ("-dirty" if dirty else "")
 
 
 def _fmt(v) -> str:
@@ -189,7 +184,7 @@ def main(argv=None) -> int:
             if key in x:
                 row[what] = x[key]
         out_rows.append(row)
-    doc = {"card": device, "date": datetime.date.today().isoformat(), "commit": _commit(),
+    doc = {"card": device, "date": datetime.date.today().isoformat(), "commit": commit(),
            "command": "python tools/first_call.py " + " ".join(sys.argv[1:] if argv is None else argv),
            "warm_command": " ".join(["python", *warm_cmd[1:]]), "warm_rc": warm.returncode,
            "warm_s": round(warm_s, 1), "rows": out_rows}

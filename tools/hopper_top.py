@@ -168,9 +168,9 @@ def main() -> int:
             table.append((dname, f"{M}x{N}x{K}", "cublas", c["kernel_tflops"], 1.0, 1.0, None, None,
                           c["sm_clock_mhz"], c["power_w"]))
     if args.json:
-        import os
+        from numba_gemm.util import commit
 
-        meta = {"date": time.strftime("%Y-%m-%d"), "commit": os.environ.get("NUMBA_GEMM_COMMIT"), "device": cuda.get_current_device().name.decode()
+        meta = {"date": time.strftime("%Y-%m-%d"), "commit": commit(), "device": cuda.get_current_device().name.decode()
                 if isinstance(cuda.get_current_device().name, bytes) else cuda.get_current_device().name,
                 "command": " ".join(sys.argv), "rounds": args.rounds}
         with open(args.json, "w") as f:
