@@ -760,3 +760,102 @@ def test_ladder_tables_are_what_their_snippet_prints():
     shown = tables[tables.index("### H200\n\n") + 10:]
     shown = shown[:shown.index("\n## ")]
     assert shown.rstrip("\n") == out.getvalue().rstrip("\n")
+
+
+# ------------------------------------------------------------------- the pages render
+
+PAGES = {name: ROOT / name for name in ("README.md", "docs/LADDER.md", "docs/CONCEPTS.md", "docs/RESULTS.md")}
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+# CommonMark's HTML blocks (spec 0.31, 4.6): start condition -> end condition (None: a blank line)
+_BLOCK_TAGS = ("address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|"
+               "dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|"
+               "header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|"
+               "param|search|section|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul")
+_HTML_BLOCKS = [
+    (re.compile(r"^ {0,3}<(?:pre|script|style|textarea)(?:\s|>|$)", re.I),
+     re.compile(r"</(?:pre|script|style|textarea)>", re.I)),
+    (re.compile(r"^ {0,3}<!--"), re.compile(r"-->")),
+    (re.compile(r"^ {0,3}<\?"), re.compile(r"\?>")),
+    (re.compile(r"^ {0,3}<![A-Za-z]"), re.compile(r">")),
+    (re.compile(r"^ {0,3}<!\[CDATA\["), re.compile(r"\]\]>")),
+    (re.compile(rf"^ {{0,3}}</?(?:{_BLOCK_TAGS})(?:\s|/?>|$)", re.I), None),
+]
+# type 7: any other open or closing tag alone on its line; it cannot interrupt a paragraph
+_HTML_TAG_LINE = re.compile(r"^ {0,3}(?:<[A-Za-z][\w-]*(?:\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|"
+                            r"[^\s\"'=<>`]+))?)*\s*/?>|</[A-Za-z][\w-]*\s*>)\s*$")
+
+
+def unrendered_headings(text: str) -> list[str]:
+    """Every line that starts with '#' and a space but that CommonMark does not make a heading
+    (it sits in an HTML block, such as the one a `</details>` line opens until the next blank
+    line), and every heading inside an open <details> (hidden in a collapsed answer): 'line N: …'.
+    Lines in fenced code are code, not headings."""
+    bad, fence, html_end, paragraph, details = [], None, False, False, 0
+    for n, line in enumerate(text.splitlines(), 1):
+        blank = not line.strip()
+        if fence:
+            m = _FENCE.match(line)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
+                fence = None
+            continue
+        if html_end is not False:            # inside an HTML block: nothing here is Markdown
+            if html_end is None and blank:
+                html_end, paragraph = False, False
+                continue
+            if re.match(r"#{1,6}(?:[ \t]|$)", line):
+                bad.append(f"line {n}: {line!r} is inside an HTML block (no blank line before it)")
+            details += len(re.findall(r"<details\b", line, re.I)) - len(re.findall(r"</details>", line, re.I))
+            if html_end is not None and html_end.search(line):
+                html_end = False
+            continue
+        if blank:
+            paragraph = False
+            continue
+        m = _FENCE.match(line)
+        if m and not (m.group(1)[0] == "`" and "`" in line[m.end():]):
+            fence, paragraph = m.group(1), False
+            continue
+        if _ATX.match(line):
+            if details > 0:
+                bad.append(f"line {n}: {line!r} is inside an open <details>")
+            paragraph = False
+            continue
+        start = next((end for begin, end in _HTML_BLOCKS if begin.match(line)), False)
+        if start is False and not paragraph and _HTML_TAG_LINE.match(line):
+            start = None
+        if start is not False:
+            details += len(re.findall(r"<details\b", line, re.I)) - len(re.findall(r"</details>", line, re.I))
+            html_end = False if start is not None and start.search(line) else start
+            paragraph = False
+            continue
+        paragraph = not line.startswith("    ") or paragraph
+    return bad
+
+
+def missing_images(page, text: str) -> list[str]:
+    """Every local image a page shows (`![…](path)`) that is not a file beside it."""
+    return [target for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)[^)]*\)", text)
+            if "://" not in target and not (page.parent / target).is_file()]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_heading_renders_and_every_image_exists(name):
+    text = PAGES[name].read_text()
+    assert unrendered_headings(text) == []
+    assert missing_images(PAGES[name], text) == []
+
+
+def test_render_check_can_fail():
+    ok = "text\n## a\n<details><summary>Answer</summary>\n\nx\n\n</details>\n\n## b\n"
+    assert unrendered_headings(ok) == []
+    glued = ok.replace("</details>\n\n## b", "</details>\n## b")
+    assert unrendered_headings(glued) == ["line 8: '## b' is inside an HTML block (no blank line before it)"]
+    hidden = ok.replace("x\n\n</details>\n\n## b", "## b\n\n</details>\n")
+    assert unrendered_headings(hidden) == ["line 5: '## b' is inside an open <details>"]
+    assert unrendered_headings("<div>\n## c\n") and unrendered_headings("<!-- a\n## c\n-->\n")
+    assert unrendered_headings("<!-- a -->\n## c\n") == []
+    assert unrendered_headings("```\n</details>\n## c\n```\n") == []          # code, not a heading
+    assert unrendered_headings("a paragraph\n<span>\n## c\n") == []           # type 7 cannot interrupt it
+    assert missing_images(PAGES["docs/LADDER.md"], "![x](figures/no_such_figure.png)") == [
+        "figures/no_such_figure.png"]
