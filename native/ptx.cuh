@@ -102,6 +102,31 @@ __device__ __forceinline__ void tma_load_2d(u32 dst, const void* tmap, int x, in
         :: "r"(dst), "l"(reinterpret_cast<u64>(tmap)), "r"(x), "r"(y), "r"(bar) : "memory");
 }
 // [/excerpt]
+// The reverse direction: a box of shared memory (laid out as the map's swizzle says) to global
+// memory, in the async proxy. Parts of the box outside the tensor are not written. Completion
+// is tracked per thread in bulk groups (commit, then wait).
+__device__ __forceinline__ void tma_store_2d(const void* tmap, int x, int y, u32 src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+                 :: "l"(reinterpret_cast<u64>(tmap)), "r"(x), "r"(y), "r"(src) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int N>  // at most N of this thread's bulk groups still reading shared memory
+__device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory");
+}
+template <int N>  // at most N of this thread's bulk groups not yet complete (writes done)
+__device__ __forceinline__ void bulk_wait() {
+    asm volatile("cp.async.bulk.wait_group %0;\n" :: "n"(N) : "memory");
+}
+// Named barrier `id` (1..15; 0 is __syncthreads) over `threads` threads.
+__device__ __forceinline__ void named_sync(u32 id, u32 threads) {
+    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void st_shared_v2(u32 addr, float x, float y) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
+}
 __device__ __forceinline__ void prefetch_tmap(const void* tmap) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<u64>(tmap)) : "memory");
 }

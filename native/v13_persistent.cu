@@ -38,11 +38,17 @@
 #ifndef HG_CLUSTER             // CTAs per cluster along M; 1: persistent only, no multicast
 #error "compile with -DHG_CLUSTER (numba_gemm.hgemm.v13_persistent.defines())"
 #endif
+#ifndef HG_TMA_STORE           // 1: C through shared memory and TMA stores when beta == 0
+#error "compile with -DHG_TMA_STORE (numba_gemm.hgemm.v13_persistent.defines())"
+#endif
 
 namespace v13 {
 
 using namespace wgt;   // BM, BN, BK, STAGES, CONSUMERS, THREADS, A_BYTES, B_PANEL, STAGE_BYTES (-DHG_*)
 constexpr int CLUSTER = HG_CLUSTER;
+constexpr bool TMA_STORE = HG_TMA_STORE != 0;
+constexpr u32 C_BOX_BYTES = 64 * 128;                         // 64 rows x 32 floats
+constexpr u32 C_BYTES = TMA_STORE ? CONSUMERS * 2 * C_BOX_BYTES : 0;   // two boxes per consumer
 static_assert(CLUSTER == 1 || CLUSTER == 2, "B is split into 4 panels: 1 or 2 CTAs share it");
 constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
@@ -59,9 +65,9 @@ __device__ __forceinline__ void tile_of(int t, int pair_m, int grid_n, int super
 
 template <typename T>
 __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtensorMap* tm_b,
-                                           float* __restrict__ C, int M, int N, int K, float alpha,
-                                           float beta, bool vec_c, int super_m, int super_n,
-                                           char* smem_raw) {
+                                           const CUtensorMap* tm_c, float* __restrict__ C, int M,
+                                           int N, int K, float alpha, float beta, bool vec_c,
+                                           bool tma_c, int super_m, int super_n, char* smem_raw) {
     const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
     const u32 rank = cluster_ctarank();
     const int first = cluster_id_x(), step = cluster_count_x();
@@ -72,8 +78,10 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
     // Same offsets in both CTAs (same kernel, same dynamic size): multicast and mapa rely on it.
     const u32 raw = smem_u32(smem_raw);
     const u32 base = (raw + 1023u) & ~1023u;
-    const u32 full = base + STAGES * STAGE_BYTES;
+    const u32 cbuf = base + STAGES * STAGE_BYTES;    // the epilogue's boxes (HG_TMA_STORE)
+    const u32 full = cbuf + C_BYTES;
     const u32 empty = full + STAGES * 8;
+    tma_c = TMA_STORE && tma_c && beta == 0.0f;      // beta != 0 reads C: the register epilogue
 
     if (tid == 0) {
         prefetch_tmap(tm_a);
@@ -139,24 +147,33 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
             }
             wgmma_wait<0>();
             if (k_tiles > 0) release((it - 1) % STAGES);   // K == 0: no stage was used
-            store_acc_64x256(acc, C, M, N, (long long)bm * BM + 64 * c, (long long)bn * BN,
-                             tid % 128, alpha, beta, vec_c);
+            if (bm >= grid_m) continue;                 // a pair's row past M: nothing to store
+            if (tma_c)
+                store_acc_64x256_tma(acc, tm_c, cbuf + c * 2 * C_BOX_BYTES, bm * BM + 64 * c,
+                                     bn * BN, tid % 128, 1 + c, alpha);
+            else
+                store_acc_64x256(acc, C, M, N, (long long)bm * BM + 64 * c, (long long)bn * BN,
+                                 tid % 128, alpha, beta, vec_c);
         }
+        if (tma_c && tid % 128 == 0) bulk_wait<0>();   // the last stores have left shared memory
     }
     cluster_sync();
 }
 
 }  // namespace v13
 
+// tm_c: C as fp32 boxes of 64 rows x 32 columns, SWIZZLE_128B (read only when tma_c != 0)
 #define V13_ARGS const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b, \
-    float* __restrict__ C, int M, int N, int K, float alpha, float beta, int vec_c, int super_m,     \
-    int super_n
+    const __grid_constant__ CUtensorMap tm_c, float* __restrict__ C, int M, int N, int K,             \
+    float alpha, float beta, int vec_c, int super_m, int super_n, int tma_c
 
 extern "C" __global__ void __launch_bounds__(v13::THREADS, 1) v13_persistent_f16(V13_ARGS) {
     extern __shared__ char smem[];
-    v13::persistent<__half>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n, smem);
+    v13::persistent<__half>(&tm_a, &tm_b, &tm_c, C, M, N, K, alpha, beta, vec_c, tma_c, super_m,
+                            super_n, smem);
 }
 extern "C" __global__ void __launch_bounds__(v13::THREADS, 1) v13_persistent_bf16(V13_ARGS) {
     extern __shared__ char smem[];
-    v13::persistent<__nv_bfloat16>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n, smem);
+    v13::persistent<__nv_bfloat16>(&tm_a, &tm_b, &tm_c, C, M, N, K, alpha, beta, vec_c, tma_c,
+                                   super_m, super_n, smem);
 }

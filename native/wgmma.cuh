@@ -162,6 +162,42 @@ __device__ __forceinline__ void store_acc_64x256(const float (&d)[128], float* _
     }
 }
 
+// ---- epilogue through shared memory and TMA stores (beta == 0) -----------------------------
+// The same 64 x 256 tile as 8 boxes of 64 rows x 32 floats (128-byte rows, 8 KB), written by the
+// warpgroup into one of two buffers at `buf` (1024-byte aligned, SWIZZLE_128B: 16-byte chunk k
+// of row r at k ^ (r % 8), so the 8 rows of a warp's float2 stores hit different banks) and
+// stored by TMA from thread 0: the warpgroup goes back to its K loop once the last box is
+// issued, while the stores drain. A buffer is written again only after the store issued from
+// it two boxes earlier has read it (wait_group.read 1); `bar` is the warpgroup's named barrier.
+// TMA clips the rows and columns past M and N. Thread 0 must bulk_wait<0>() before the CTA exits.
+__device__ __forceinline__ void store_acc_64x256_tma(const float (&d)[128], const void* tm_c, u32 buf,
+                                                     int row0, int col0, int wg_thread, u32 bar,
+                                                     float alpha) {
+    const int warp = wg_thread / 32, lane = wg_thread % 32, g = lane / 4, q = lane % 4;
+    #pragma unroll
+    for (int box = 0; box < 8; ++box) {
+        const u32 b = buf + (box & 1) * 8192;
+        if (wg_thread == 0) bulk_wait_read<1>();
+        named_sync(bar, 128);                               // b is free
+        #pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+            const int j = 4 * box + jj;
+            #pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const u32 r = 16 * warp + g + 8 * h, byte = (8 * jj + 2 * q) * 4;
+                st_shared_v2(b + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)),
+                             alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1]);
+            }
+        }
+        fence_proxy_async();                                // visible to the TMA engine
+        named_sync(bar, 128);                               // the whole box is written
+        if (wg_thread == 0) {
+            tma_store_2d(tm_c, col0 + 32 * box, row0, b);
+            bulk_commit();
+        }
+    }
+}
+
 // ---- one 64-deep stage: D(64 x 256) += A(64 x 64) * B(64 x 256) -----------------------------
 // A: K-major 128-byte rows (k step = +32 bytes on the start address); B: N-major panels of
 // 64 k-rows (k step = +16 rows = +2048 bytes). Descriptor start addresses are in 16-byte

@@ -336,6 +336,33 @@ def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
     assert L.fn == 0x77 and L.cluster == v13.CLUSTER and L.grid[0] % v13.CLUSTER == 0
 
 
+@pytest.mark.parametrize("c_ptr, beta, tma_c", [(0x30000, 0.0, 1), (0x30008, 0.0, 0), (0x30000, 2.0, 0)])
+def test_v13_tma_store_epilogue_only_where_tma_can_store(monkeypatch, c_ptr, beta, tma_c):
+    """v13's TMA-store epilogue (tma_store=1) gets C's map and tma_c = 1 only for beta == 0 and a
+    16-byte aligned C; otherwise the kernel's register epilogue (tma_c = 0, a stand-in map)."""
+    from numba_gemm import nvrtc, tma
+    from numba_gemm.hgemm import _wgmma, v13_persistent as v13
+
+    monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x77)
+    monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
+    monkeypatch.setattr(v13, "resident_clusters", lambda *a, **k: 66)
+    monkeypatch.setattr(v13.cm, "l2_cache_bytes", lambda: 60 * 2**20)
+    maps = []
+    monkeypatch.setattr(tma, "cached_matrix_map", lambda *a, **k: maps.append(a) or ctypes.c_int64(0x5EC))
+    monkeypatch.setattr(_wgmma, "maps_and_args", lambda *a, **k: [ctypes.c_int64(0xA), ctypes.c_int64(0xB)]
+                        + [ctypes.c_int32(i) for i in range(9)])
+    h = lambda ptr, shape: Operand(ptr, shape, None, np.dtype(np.float16), 0, "test", None)
+    M, N, K = 512, 520, 256
+    with launch.recording() as rec:
+        v13.run(h(0x10000, (M, K)), h(0x20000, (K, N)), _f32_record(c_ptr, (M, N)), 1.0, beta, tma_store=1)
+    (L,) = rec.launches
+    third = ctypes.c_int64.from_address(L.params[2]).value
+    assert third == (0x5EC if tma_c else 0xA)
+    assert ctypes.c_int32.from_address(L.params[-1]).value == tma_c
+    assert L.smem == v13.smem_bytes(1) == v13.CONFIG.smem() + 4 * 64 * 128
+    assert maps == ([(np.float32, c_ptr, M, N, (64, 32))] if tma_c else [])
+
+
 def test_keeping_holds_an_object_in_each_launch_and_passes_them_on():
     """Launches made under launch.keeping(obj) carry obj in `keep` and reach the outer
     recording in order; nothing is issued when the block raises."""

@@ -11,7 +11,7 @@
 #   firstcall: tools/first_call.py, cold and cached first calls (FIRSTCALL_LEVELS, default all)
 #   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:name=value passes run() arguments)
 #   exact on ragged shapes (TOP_SHAPES), then timed against each other and cuBLAS in interleaved
-#   rounds (tools/hopper_top.py, TOP_SIZES), JSON out
+#   rounds (tools/hopper_top.py, TOP_SIZES; TOP_ARGS: more of its options), JSON out
 #   shapes: the shape suite (bench.py --suite shapes) in ${SHAPES_DTYPES:-fp32 fp16 bf16}, one JSON
 #   each; a copy of the checkout without .git records its commit from NUMBA_GEMM_COMMIT (set it
 #   from the machine that sends the run: NUMBA_GEMM_COMMIT=$(git rev-parse --short HEAD)).
@@ -157,7 +157,7 @@ fi
 if has top; then  # every competitor checked on ragged shapes first, then timed interleaved
   timeout 540 python3 tools/hopper_top.py --levels "${TOP_LEVELS:-v11,v12,v13}" --sizes "${TOP_SIZES:-2048,4096,8192}" \
     --check-shapes "${TOP_SHAPES:-127,200,72 300,520,64 1000,1000,1000 129,264,8 1,8,8 385,1032,200 64,136,4096}" \
-    --json "$OUT/top.json" >"$OUT/top.txt" 2>&1
+    --json "$OUT/top.json" ${TOP_ARGS:-} >"$OUT/top.txt" 2>&1
   echo "top (exit $?): $(grep -c ': ok' "$OUT/top.txt") checks ok, $(grep -c WRONG "$OUT/top.txt") wrong"
   grep -E "WRONG|Error" "$OUT/top.txt" | head -n 10
   sed -n '/^dtype/,$p' "$OUT/top.txt"

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import ctypes
 
+import numpy as np
+
 from . import _common as cm
 from . import _wgmma as wg
 
@@ -54,13 +56,22 @@ RASTER = "super"
 
 CONFIG = wg.WgmmaTile(producer=True)
 CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
+TMA_STORE = 0   # 1: beta == 0 stores C through shared memory and TMA (-DHG_TMA_STORE), for comparison
+C_BOX_BYTES = 64 * 128     # one 64-row x 32-float box of the TMA-store epilogue; two per consumer
 
 
-def defines(cluster: int = CLUSTER) -> tuple[str, ...]:
-    """The tile's -DHG_* options and -DHG_CLUSTER: the source has no default for either."""
+def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE) -> tuple[str, ...]:
+    """The tile's -DHG_* options, -DHG_CLUSTER and -DHG_TMA_STORE: the source has no default."""
     if cluster not in (1, 2):
         raise ValueError(f"cluster must be 1 or 2 CTAs (B's 4 panels are split between them), got {cluster}")
-    return CONFIG.defines() + (f"-DHG_CLUSTER={cluster}",)
+    if tma_store not in (0, 1):
+        raise ValueError(f"tma_store is 0 or 1, got {tma_store}")
+    return CONFIG.defines() + (f"-DHG_CLUSTER={cluster}", f"-DHG_TMA_STORE={tma_store}")
+
+
+def smem_bytes(tma_store: int = TMA_STORE, config=CONFIG) -> int:
+    """Dynamic shared memory: the stages and barriers, plus the epilogue's boxes with TMA stores."""
+    return config.smem() + tma_store * config.consumers * 2 * C_BOX_BYTES
 
 
 DEFINES = defines()
@@ -81,10 +92,10 @@ def pair_tiles(M: int, N: int, config=CONFIG, cluster: int = CLUSTER) -> int:
 
 
 def launch_config(M: int, N: int, K: int, config=CONFIG, max_clusters: int = 66,
-                  cluster: int = CLUSTER):
+                  cluster: int = CLUSTER, tma_store: int = TMA_STORE):
     """(grid, block, smem): min(resident clusters, cluster-tiles) clusters of `cluster` CTAs."""
     clusters = max(1, min(max_clusters, pair_tiles(M, N, config, cluster)))
-    return (cluster * clusters, 1, 1), (config.threads, 1, 1), config.smem()
+    return (cluster * clusters, 1, 1), (config.threads, 1, 1), smem_bytes(tma_store, config)
 
 
 def unsupported(M: int, N: int, K: int) -> str | None:
@@ -107,19 +118,32 @@ def resident_clusters(fn, block, smem, cluster: int = CLUSTER) -> int:
     return _resident[key]
 
 
-def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER):
+def c_map(C, M: int, N: int):
+    """C's tensor map for the TMA-store epilogue (fp32, 64 × 32 boxes, SWIZZLE_128B), or None
+    when C's base is not 16-byte aligned (TMA's rule; the kernel then stores from registers)."""
+    from .. import tma
+
+    pc = cm.device_ptr(C)
+    if pc % 16:
+        return None
+    return tma.cached_matrix_map(np.float32, pc, M, N, (64, 32), kernel_inner_bytes=128)
+
+
+def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: int = TMA_STORE):
     from .. import nvrtc
     from ..launch import launch_native
 
     M, K = A.shape
     N = B.shape[1]
-    d = defines(cluster)
+    d = defines(cluster, tma_store)
     args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
     super_m, super_n = tile_order(M, N, K, cluster=cluster)
     args[-2] = ctypes.c_int32(super_m // cluster)      # the kernel counts super-rows in clusters
     args[-1] = ctypes.c_int32(super_n)
+    tm_c = c_map(C, M, N) if tma_store and beta == 0 else None
+    args = args[:2] + [tm_c or args[0]] + args[2:] + [ctypes.c_int32(int(tm_c is not None))]
     fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=d)
-    block, smem = (CONFIG.threads, 1, 1), CONFIG.smem()
-    resident = resident_clusters(fn, block, smem, cluster)
-    grid, _, _ = launch_config(M, N, K, max_clusters=resident, cluster=cluster)
-    launch_native(fn, grid, block, smem, stream, args, cluster=cluster)
+    block, nbytes = (CONFIG.threads, 1, 1), smem_bytes(tma_store)
+    resident = resident_clusters(fn, block, nbytes, cluster)
+    grid, _, _ = launch_config(M, N, K, max_clusters=resident, cluster=cluster, tma_store=tma_store)
+    launch_native(fn, grid, block, nbytes, stream, args, cluster=cluster)
