@@ -69,10 +69,15 @@ def test_v13_persistent_grid_of_pairs():
     assert v13.launch_config(8192, 8192, 8192, max_clusters=66)[0] == (132, 1, 1)
     assert v13.launch_config(1, 8, 8, max_clusters=66)[0] == (2, 1, 1)       # one pair, one idle CTA
     assert v13.launch_config(300, 520, 64, max_clusters=66)[0] == (2 * 2 * 3, 1, 1)
-    assert v13.defines() == v13.CONFIG.defines() + ("-DHG_CLUSTER=2",) == v13.DEFINES
-    assert v13.defines(1) == v13.CONFIG.defines() + ("-DHG_CLUSTER=1",)
+    assert v13.defines() == v13.CONFIG.defines() + ("-DHG_CLUSTER=2", "-DHG_TMA_STORE=1") == v13.DEFINES
+    assert v13.defines(1, 0) == v13.CONFIG.defines() + ("-DHG_CLUSTER=1", "-DHG_TMA_STORE=0")
     with pytest.raises(ValueError, match="1 or 2"):
         v13.defines(4)
+    with pytest.raises(ValueError, match="0 or 1"):
+        v13.defines(2, 2)
+    # the epilogue's two 8 KB boxes per consumer fit beside the stages
+    assert v13.smem_bytes(1) == v13.CONFIG.smem() + 2 * 2 * 8192 <= cm.SMEM_LIMIT
+    assert v13.smem_bytes(0) == v13.CONFIG.smem()
     assert v13.launch_config(8192, 8192, 8192, max_clusters=132, cluster=1)[0] == (132, 1, 1)
     sm, sn = v13.tile_order(8192, 8192, 8192, 60 << 20)
     assert sm % 2 == 0 and (sm // 2, sn) == cm.choose_supertile(8192, 8192, 8192, 256, 256, 60 << 20)
@@ -204,6 +209,14 @@ def test_compiles_with_its_census(lv):
                      lv.SASS_MUST_NOT_HAVE)
     if lv.PARENT != "v10":                    # v12+: the producer gives registers back, consumers take them
         assert any(o.startswith("USETMAXREG.DEALLOC") for o in ops)
+
+
+def test_v13_register_epilogue_still_compiles_with_its_census():
+    """v13's comparison variant (tma_store=0) keeps the register epilogue: no TMA store in it."""
+    v13 = v13_persistent
+    ops = census_ops(v13.SOURCE, v13.defines(2, 0), v13.KERNEL_NAMES.values(),
+                     tuple(m for m in v13.SASS_MUST_HAVE if m != "UTMASTG.2D"), v13.SASS_MUST_NOT_HAVE)
+    assert not any(o.startswith("UTMASTG") for o in ops)
 
 
 def test_v11_body_serves_a_64_row_tile():

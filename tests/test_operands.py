@@ -320,7 +320,7 @@ def test_recorded_native_launch_carries_its_arguments(monkeypatch):
 
 def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
     """v13 launches clusters (cuLaunchKernelEx): through launch_native, so it is recorded too."""
-    from numba_gemm import nvrtc
+    from numba_gemm import nvrtc, tma
     from numba_gemm.hgemm import _wgmma, v13_persistent as v13
 
     monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x77)
@@ -328,6 +328,7 @@ def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
     monkeypatch.setattr(v13, "resident_clusters", lambda *a, **k: 66)
     monkeypatch.setattr(v13.cm, "l2_cache_bytes", lambda: 60 * 2**20)
     monkeypatch.setattr(_wgmma, "maps_and_args", lambda *a, **k: [ctypes.c_int32(i) for i in range(6)])
+    monkeypatch.setattr(tma, "cached_matrix_map", lambda *a, **k: ctypes.c_int64(0x5EC))   # C's map
     h = lambda ptr, shape: Operand(ptr, shape, None, np.dtype(np.float16), 0, "test", None)
     M, N, K = 512, 512, 256
     with launch.recording() as rec:

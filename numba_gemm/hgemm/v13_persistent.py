@@ -23,8 +23,17 @@ DRAM bytes: the super-tile rule, now in pair units. Census (CI-asserted): HGMMA,
 .MULTICAST, USETMAXREG, SYNCS.ARRIVE.TRANS64.RED (the remote arrivals); no HMMA, LDSM or
 local memory.
 
-run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster, for
-comparison. Measured on the H200: docs/RESULTS.md, "2026-12-01, third run: the kernels' own
+The epilogue (beta == 0, C 16-byte aligned): each consumer warpgroup writes its 64×256 tile
+as eight 64×32 fp32 boxes into two 8 KB shared buffers (SWIZZLE_128B, so a warp's float2
+stores to 8 rows hit different banks) and one thread stores each box with a TMA store
+(cp.async.bulk.tensor, UTMASTG): the warpgroup goes back to the next tile's K loop while the
+stores drain, instead of waiting on 64 global float2 stores per thread. beta != 0 (C is read)
+and unaligned C keep the register epilogue. The 32 KB of buffers fit beside the 4 stages.
+Measured (docs/RESULTS.md, "seventh run"): 1.025× the register epilogue at 4096³ fp16 (0.984×
+cuBLAS), 0.99× at 8192³, where the power-bound clock sets the pace.
+
+run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster, and
+run(..., tma_store=0) the register epilogue, both for comparison. Measured on the H200: docs/RESULTS.md, "2026-12-01, third run: the kernels' own
 time (HGEMM)", with the cluster=1 variant: no step over v12; the multicast is worth about what
 the persistent grid alone loses; the fixed cost per round of tiles (the epilogue from registers
 while the tensor cores idle) is what cuBLAS still does better.
@@ -50,13 +59,14 @@ DELTA = ("v13 = v12 + a persistent grid of 2-CTA clusters walking pair-tiles in 
 DTYPES = cm.DTYPES
 SOURCE = "v13_persistent.cu"
 KERNEL_NAMES = {"f16": "v13_persistent_f16", "bf16": "v13_persistent_bf16"}
-SASS_MUST_HAVE = ("HGMMA", "UTMALDG.2D.MULTICAST", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC")
+SASS_MUST_HAVE = ("HGMMA", "UTMALDG.2D.MULTICAST", "USETMAXREG.DEALLOC", "USETMAXREG.TRY_ALLOC",
+                  "UTMASTG.2D")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 
 CONFIG = wg.WgmmaTile(producer=True)
 CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
-TMA_STORE = 0   # 1: beta == 0 stores C through shared memory and TMA (-DHG_TMA_STORE), for comparison
+TMA_STORE = 1   # beta == 0: C through shared memory and TMA stores (-DHG_TMA_STORE; 0 for comparison)
 C_BOX_BYTES = 64 * 128     # one 64-row x 32-float box of the TMA-store epilogue; two per consumer
 
 
