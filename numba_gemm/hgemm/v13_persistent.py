@@ -20,8 +20,8 @@ v13 = v12 with the grid and the loads changed; the warpgroup roles, the 128×256
 Which ledger moved: L2 → SM bytes per stage and CTA from 48 KB to 32 KB (B read once per
 pair), and the fixed costs per tile (launch, prologue, pipeline fill, epilogue not hidden).
 DRAM bytes: the super-tile rule, now in pair units. Census (CI-asserted): HGMMA, UTMALDG.2D
-.MULTICAST, USETMAXREG, SYNCS.ARRIVE.TRANS64.RED (the remote arrivals); no HMMA, LDSM or
-local memory.
+.MULTICAST, USETMAXREG, SYNCS.ARRIVE.TRANS64.RED (the remote arrivals), UTMASTG.2D (the
+epilogue's TMA stores); no HMMA, LDSM or local memory.
 
 The epilogue (beta == 0, C 16-byte aligned): each consumer warpgroup writes its 64×256 tile
 as eight 64×32 fp32 boxes into two 8 KB shared buffers (SWIZZLE_128B, so a warp's float2
