@@ -859,3 +859,175 @@ def test_render_check_can_fail():
     assert unrendered_headings("a paragraph\n<span>\n## c\n") == []           # type 7 cannot interrupt it
     assert missing_images(PAGES["docs/LADDER.md"], "![x](figures/no_such_figure.png)") == [
         "figures/no_such_figure.png"]
+
+
+# ------------------------------------------------------------------- exercise answers, recomputed
+
+def _section_figures():
+    """level -> {phrase with {} for the number: the value it must round to}, read in that level's
+    LADDER section only: answers and details recomputed from the package's code and docs/data."""
+    import inspect
+    from dataclasses import replace
+
+    from numba_gemm import splitk
+    from numba_gemm.registry import get
+
+    g16 = replace(ledgers.geometry("k3"), block=(16, 16), tile_m=16, tile_n=16, tile_k=16)
+    k3_16 = ledgers.cycle_ledger("k3", H200, 4096, geom=g16)
+    req16, req32 = ledgers.request_ledger("k3", 4096, geom=g16), ledgers.request_ledger("k3", 4096)
+    k5sk, k8sk, v11sk = (get(lv).module for lv in ("k5sk", "k8sk", "v11sk"))
+    s5 = k5sk.plan_splits(16, 8192, 8192)
+    partials5, b5 = s5 * 16 * 8192 * 4, 8192 * 8192 * 4
+    sched = figures.pipeline_schedule
+    default_tiles = inspect.signature(sched).parameters["tiles"].default
+
+    def busy(stages, tiles=default_tiles):
+        return 100 * tiles / sched(stages, tiles=tiles, load=2.5)[-1]["mma_end"]
+
+    bf16 = {t["level"]: t["kernel_ms"] * 1e3 for r in json.loads(
+        (ROOT / "docs" / "data" / "h200_shapes_bf16.json").read_text())["results"]
+        if r["name"] == "square 512" for t in r["levels"]}
+
+    def x_cublas(level, M, N, K, dtype):
+        t, shape, _ = SUITES[level, M, N, K, dtype]
+        return shape["cublas_ms"] / t["kernel_ms"]
+
+    return {
+        "k3": {
+            "Intensity halves ({} FLOP/byte": ledgers.bytes_ledger("k3", "h200", 4096, geom=g16).intensity,
+            "(`ldg_x2`, {} requests per FMA": req16.requests_per_fma,
+            "requests per FMA, {}× k3's)": req16.requests_per_fma / req32.requests_per_fma,
+            "between `ldg` and `ldg_x32` ({} cycles;": H200.price("ldg_x2")[0],
+            "The 16×16 tiles then cost {} cycles per FMA": k3_16.cycles_per_fma,
+            "against {} for k3's 32×32": _CY["k3"].cycles_per_fma,
+        },
+        "k5sk": {
+            "(there {} MB each way, beside": partials5 / 1e6,
+            "each way, beside B's {} MB); FFMA": b5 / 1e6,
+            "bytes ({} MB) each way": partials5 / 1e6,
+            "each way, beside B's {} MB. Written": b5 / 1e6,
+            "that is {} % more bytes than B's": 100 * 2 * partials5 / b5,
+            "S = 660 // 64 = {} (K": s5,
+        },
+        "k8sk": {
+            "(512×4096, S = 2: {} MB each way)": k8sk.plan_splits(512, 4096, 4096) * 512 * 4096 * 4 / 1e6,
+        },
+        "v7": {
+            "Over the picture's {} tiles (the default)": default_tiles,
+            "two stages keep the tensor cores busy {} % of the time": busy(2),
+            "of the time, three {} %, four": busy(3),
+            "%, four {} % and five": busy(4),
+            "with `tiles=40`, {}, 82 and 94 %": busy(2, 40),
+            "with `tiles=40`, 56, {} and 94 %": busy(3, 40),
+            "with `tiles=40`, 56, 82 and {} %": busy(4, 40),
+        },
+        "v11sk": {
+            "S = min(SMs // tiles, k_tiles // {}, 16,": v11sk.MIN_SLICE_K_TILES,
+            "k_tiles // 8, {}, 256 MiB of workspace)": splitk.MAX_SPLITS,
+            "k_tiles // 8, 16, {} MiB of workspace)": splitk.WORKSPACE_LIMIT / 2**20,
+            "with {} = `MIN_SLICE_K_TILES`": v11sk.MIN_SLICE_K_TILES,
+            "K has fewer than 2 × {} tiles": v11sk.MIN_SLICE_K_TILES,
+            "512³: {} K tiles, fewer than 2 × 8": 512 // v11sk.CONFIG.bk,
+            "fills and drains its {}-stage pipeline": v11sk.plan_splits(512, 512, 512)[0].stages,
+            "the reduction launch follows: {} µs against": bf16["v11sk"],
+            "µs against v11's {}.": bf16["v11"],
+        },
+        "v11r": {
+            "This is why 4097³ runs at {}× cuBLAS": x_cublas("v11r", 4097, 4097, 4097, "bfloat16"),
+            "and 777×5000×3001 at {}×.": x_cublas("v11r", 777, 5000, 3001, "bfloat16"),
+        },
+    }
+
+
+SECTION_FIGURES = _section_figures()
+
+
+def section_figure_problems(level: str, body: str, figs: dict) -> list[str]:
+    """Every phrase of `figs` whose number in `body` (blockquote marks dropped) disagrees."""
+    body, bad = re.sub(r"(?m)^> ?", "", body), []
+    for phrase, value in figs.items():
+        written = find_figure(body, phrase)
+        if not agrees(written, value):
+            bad.append(f"{level}: {phrase.format(written)!r} but the code or data say {value:.4f}")
+    return bad
+
+
+@pytest.mark.parametrize("level", SECTION_FIGURES)
+def test_section_answers_agree_with_the_code_and_data(level):
+    assert section_figure_problems(level, SECTIONS[level], SECTION_FIGURES[level]) == []
+
+
+def test_section_answer_check_can_fail():
+    body = SECTIONS["v11r"].replace("at 1.60×.", "at 1.61×.")
+    assert section_figure_problems("v11r", body, SECTION_FIGURES["v11r"]) == [
+        "v11r: 'and 777×5000×3001 at 1.61×.' but the code or data say 1.5991"]
+    with pytest.raises(AssertionError):                  # a phrase the prose lost is an error too
+        section_figure_problems("k3", SECTIONS["v11r"], SECTION_FIGURES["k3"])
+
+
+def v11sk_plan_problems(text: str) -> list[str]:
+    """v11sk's answer writes each shape's plan as '(row tile, S)' after 'shape:': each must be
+    what plan_splits gives."""
+    from numba_gemm.registry import get
+
+    sk, bad = get("v11sk").module, []
+    text = " ".join(text.split())
+    answer = text[text.index("<summary>Answer</summary>"):]
+    labels = [("512³", (512, 512, 512)), ("1024³", (1024, 1024, 1024)), ("1×4096×4096", (1, 4096, 4096))]
+    for i, (label, shape) in enumerate(labels):
+        seg = answer[answer.index(label + ":"):]
+        if i + 1 < len(labels):
+            seg = seg[:seg.index(labels[i + 1][0] + ":")]
+        tile, S = sk.plan_splits(*shape)
+        if f"({tile.bm}, {S})" not in seg:
+            bad.append(f"{label}: plan_splits gives ({tile.bm}, {S})")
+    return bad
+
+
+def test_answer_words_the_code_backs():
+    """The words beside those numbers: how ldg_x2 is priced, that a fifth stage buys nothing,
+    and v11sk's plans as its answer writes them."""
+    assert H200.price("ldg_x2")[1] == "ldg..ldg_x32" and "ldg_x2" not in H200.costs
+    assert figures.pipeline_schedule(5, load=2.5)[-1]["mma_end"] == figures.pipeline_schedule(4, load=2.5)[-1]["mma_end"]
+    assert v11sk_plan_problems(SECTIONS["v11sk"]) == []
+    assert v11sk_plan_problems(SECTIONS["v11sk"].replace("(128, 2)", "(128, 4)")) == [
+        "1024³: plan_splits gives (128, 2)"]
+
+
+WAVE = re.compile(r"(\d+)×(\d+)×(\d+): (\d+) → (\d+)")
+
+
+def split_wave_problems(level: str, text: str) -> list[str]:
+    """A split-K headline's 'CTAs per wave ×S (M×N×K: tiles → tiles·S; …)': each pair is the
+    level's own tiles at that shape and tiles × plan_splits' S."""
+    from numba_gemm.registry import get
+    from numba_gemm.util import ceil_div
+
+    mod = get(level).module
+    clause = text[text.index("CTAs per wave ×S ("):]
+    clause = clause[:clause.index(")")]
+    bad = []
+    for m in WAVE.finditer(clause):
+        M, N, K, tiles, ctas = map(int, m.groups())
+        if level == "v11sk":
+            tile, S = mod.plan_splits(M, N, K)
+            want = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
+        else:
+            gx, gy = mod.grid(M, N)
+            want, S = gx * gy, mod.plan_splits(M, N, K)
+        if (tiles, ctas) != (want, want * S):
+            bad.append(f"{level} {M}×{N}×{K}: {tiles} → {ctas} but the plan gives {want} → {want * S}")
+    return bad if WAVE.search(clause) else [f"{level}: no 'M×N×K: tiles → CTAs' in its wave clause"]
+
+
+@pytest.mark.parametrize("level", ["k5sk", "k8sk", "v11sk"])
+def test_split_headline_waves_are_the_plans(level):
+    assert split_wave_problems(level, " ".join(headline(SECTIONS[level]).split())) == []
+
+
+def test_split_wave_check_can_fail():
+    text = " ".join(headline(SECTIONS["k8sk"]).split())
+    assert split_wave_problems("k8sk", text.replace("32 → 256", "32 → 264")) == [
+        "k8sk 128×4096×4096: 32 → 264 but the plan gives 32 → 256"]
+    assert split_wave_problems("k8sk", "CTAs per wave ×S (64 → 256 at those shapes)") == [
+        "k8sk: no 'M×N×K: tiles → CTAs' in its wave clause"]
