@@ -1031,3 +1031,146 @@ def test_split_wave_check_can_fail():
         "k8sk 128×4096×4096: 32 → 264 but the plan gives 32 → 256"]
     assert split_wave_problems("k8sk", "CTAs per wave ×S (64 → 256 at those shapes)") == [
         "k8sk: no 'M×N×K: tiles → CTAs' in its wave clause"]
+
+
+def test_k2_request_answers():
+    """k2's exercises: the request ledger's requests and sectors per FMA, plain and 16 × 64."""
+    from dataclasses import replace
+
+    plain = ledgers.request_ledger("k2")
+    wide = ledgers.request_ledger("k2", geom=replace(ledgers.geometry("k2"), block=(16, 64)))
+    figs = {"gives k2 {} sectors per FMA but 2 requests": plain.sectors_per_fma,
+            "gives k2 5 sectors per FMA but {} requests": plain.requests_per_fma,
+            "{} requests and 4 sectors per FMA: the ledger agrees": wide.requests_per_fma,
+            "3 requests and {} sectors per FMA: the ledger agrees": wide.sectors_per_fma}
+    assert section_figure_problems("k2", SECTIONS["k2"], figs) == []
+    assert "`r.requests_per_fma` and `r.sectors_per_fma`" in " ".join(SECTIONS["k2"].split())
+
+
+# ------------------------------------------------------------------- "try it": --sass prints it
+
+SASS_CMD = re.compile(r"`python bench\.py (?:--level (?P<a>[\w,]+) --sass|--sass --level (?P<b>[\w,]+))`")
+SASS_LINE = re.compile(r"(?m)^python bench\.py (?:--level (?P<a>[\w,]+) --sass|--sass --level (?P<b>[\w,]+))"
+                       r"\s+# (?P<promise>.*)$")
+OPCODE = re.compile(r"(?:\b(?P<n>\d+) )?\b(?P<op>[A-Z][A-Z0-9_]{2,}(?:\.[A-Z0-9_]+)*)\b")
+CENSUS_ROOTS = {"FFMA", "HMMA", "HGMMA", "WARPGROUP", "USETMAXREG", "LDG", "LDS", "LDSM", "STS", "STG", "LDGSTS",
+                "UTMALDG", "UTMASTG", "SYNCS", "BAR"}
+
+
+def sass_promises(text: str) -> list[tuple[str, str]]:
+    """(levels, promise) of every `bench.py --sass` command: the comment after it in a code
+    block, or the parenthesis right after it in prose, up to the next command it names."""
+    out = [(m.group("a") or m.group("b"), m.group("promise")) for m in SASS_LINE.finditer(text)]
+    flat = " ".join(text.split())
+    for m in SASS_CMD.finditer(flat):
+        rest = flat[m.end():]
+        if not rest.startswith(" ("):
+            out.append((m.group("a") or m.group("b"), ""))
+            continue
+        depth, end = 0, len(rest)
+        for i, ch in enumerate(rest):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and ch == ")":
+                end = i
+                break
+        out.append((m.group("a") or m.group("b"), re.split(r"`(?:python|pytest|ncu)\b", rest[2:end])[0]))
+    return out
+
+
+def parse_table(table: str) -> tuple[list[str], list[dict]]:
+    """(columns, rows) of a census table as bench.py --sass prints it (columns split on 2+ spaces)."""
+    lines = table.splitlines()
+    cols = re.split(r"\s{2,}", lines[0].strip())
+    return cols, [dict(zip(cols, re.split(r"\s{2,}", line.strip()))) for line in lines[1:]]
+
+
+def sass_promise_problems(levels: str, promise: str, table: str) -> list[str]:
+    """What a promise names that the census table of `levels` does not print: an opcode class
+    with no column, or 'N OPCODE' / 'N registers' that no row of it shows."""
+    cols, rows = parse_table(table)
+    bad = []
+    for m in OPCODE.finditer(promise):
+        op = m.group("op")
+        if op.split(".")[0] not in CENSUS_ROOTS:
+            continue
+        if op not in cols:
+            bad.append(f"--level {levels} --sass: no column {op}")
+        elif m.group("n") and not any(r.get(op) == m.group("n") for r in rows):
+            bad.append(f"--level {levels} --sass: no row with {m.group('n')} {op}")
+    for n in re.findall(r"\b(\d+) registers", promise):
+        if not any(r.get("regs") == n for r in rows):
+            bad.append(f"--level {levels} --sass: no row with {n} registers")
+    return bad
+
+
+@pytest.fixture(scope="module")
+def ladder_sass_tables():
+    """{levels: the table `bench.py --level levels --sass` prints}, for every such command in
+    LADDER, taken in a process without the CUDA simulator (as bench.py does; no GPU needed)."""
+    import os
+    import subprocess
+    import sys
+
+    groups = sorted({lv for lv, _ in sass_promises(LADDER)})
+    code = ("import json, sys\nfrom numba_gemm import sass\nfrom numba_gemm.registry import get\n"
+            f"print(json.dumps({{g: sass.census_table([get(x) for x in g.split(',')]) for g in {groups!r}}}))")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    if out.returncode != 0 or "skipped:" in out.stderr:
+        pytest.skip(f"no SASS census here: {out.stderr.strip()[-300:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_ladder_sass_commands_print_what_they_promise(ladder_sass_tables):
+    promises = sass_promises(LADDER)
+    assert len(promises) >= 15 and any("USETMAXREG.DEALLOC" in p for _, p in promises)
+    bad = [b for levels, promise in promises for b in sass_promise_problems(levels, promise,
+                                                                            ladder_sass_tables[levels])]
+    assert bad == []
+
+
+def test_sass_promise_check_can_fail():
+    table = ("kernel  FFMA  LDS  LDS.128  regs\n"
+             "k3        33   32        8    30")
+    assert sass_promise_problems("k3", "32 LDS + 8 LDS.128; 30 registers; WMMA is not an opcode", table) == []
+    assert sass_promise_problems("k3", "16 LDS, HGMMA, UTMALDG.2D.MULTICAST, 31 registers", table) == [
+        "--level k3 --sass: no row with 16 LDS", "--level k3 --sass: no column HGMMA",
+        "--level k3 --sass: no column UTMALDG.2D.MULTICAST", "--level k3 --sass: no row with 31 registers"]
+    old = "**Try it.** `python bench.py --level v12 --sass` (USETMAXREG.DEALLOC / TRY_ALLOC).\n"
+    assert sass_promises(old) == [("v12", "USETMAXREG.DEALLOC / TRY_ALLOC")]
+    assert sass_promises("```\npython bench.py --level k3 --sass    # 32 LDS\n```\n") == [("k3", "32 LDS")]
+    assert sass_promises("`python bench.py --level k7 --sass` (the kernel; `python tools/twin_census.py k7`: "
+                         "1024 FFMA)") == [("k7", "the kernel; ")]
+
+
+def k2_loop_problems(section: str, printed: str) -> list[str]:
+    """k2's 'N SASS instructions per FFMA in its K loop (L for F FFMA) against the plain loop's
+    N' (L for F)' against what its snippet printed: 'name loop FFMA per-FFMA' per kernel."""
+    got = {name: (loop, ffma, per) for name, loop, ffma, per in
+           (line.split() for line in printed.strip().splitlines())}
+    text = " ".join(section.split())
+    m = re.search(r"issues ([\d.]+) SASS instructions per FFMA in its K loop \((\d+) for (\d+) FFMA\) against "
+                  r"the plain loop's ([\d.]+) \((\d+) for (\d+)\)", text)
+    if not m:
+        return ["k2: the K-loop sentence is gone"]
+    want = {"k2_tuned": (m.group(2), m.group(3), m.group(1)), "k2": (m.group(5), m.group(6), m.group(4))}
+    return [f"{k}: written {w}, printed {got.get(k)}" for k, w in want.items() if got.get(k) != w]
+
+
+def test_k2_loop_snippet_prints_what_the_text_says():
+    import os
+    import subprocess
+    import sys
+
+    snippet = re.search(r"```python\n(from numba import cuda\nfrom numba_gemm import sass, twins\n.*?)```",
+                        SECTIONS["k2"], re.S).group(1)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, env=env, cwd=ROOT)
+    if out.returncode != 0 and ("nvdisasm" in out.stderr or "CensusUnavailable" in out.stderr):
+        pytest.skip("no nvdisasm here")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert k2_loop_problems(SECTIONS["k2"], out.stdout) == []
+    assert k2_loop_problems(SECTIONS["k2"], out.stdout.replace(" 71 ", " 70 ")) == [
+        "k2_tuned: written ('71', '16', '4.44'), printed ('70', '16', '4.44')"]
