@@ -1174,3 +1174,48 @@ def test_k2_loop_snippet_prints_what_the_text_says():
     assert k2_loop_problems(SECTIONS["k2"], out.stdout) == []
     assert k2_loop_problems(SECTIONS["k2"], out.stdout.replace(" 71 ", " 70 ")) == [
         "k2_tuned: written ('71', '16', '4.44'), printed ('70', '16', '4.44')"]
+
+
+# ------------------------------------------------------------------- terms defined once, linked
+
+DEFINED_TERMS = {   # term as LADDER writes it -> the CONCEPTS section that defines it in bold
+    "GPC": "cta-cluster-and-launch-order",
+    "uniform-datapath": "sass-what-the-census-prints",
+    "C7508": "glossary-the-hopper-terms",
+}
+
+
+def _concepts_sections(text: str) -> dict[str, str]:
+    """GitHub anchor of each '## ' heading of CONCEPTS -> its text."""
+    out = {}
+    for m in re.finditer(r"(?m)^## (.+)$", text):
+        anchor = re.sub(r"[^\w\- ]", "", m.group(1).lower()).replace(" ", "-")
+        end = text.find("\n## ", m.end())
+        out[anchor] = text[m.end():end if end >= 0 else len(text)]
+    return out
+
+
+def term_problems(term: str, anchor: str, concepts: str, ladder: str) -> list[str]:
+    """A term LADDER uses must be defined in bold in its CONCEPTS section, and every use of it in
+    LADDER must be a link to that section or sit in a sentence that has one."""
+    bad = []
+    section = " ".join(_concepts_sections(concepts).get(anchor, "").split())
+    if f"**{term.replace('-', ' ')}" not in section and f"**{term}**" not in section:
+        bad.append(f"{term}: not defined in bold in CONCEPTS#{anchor}")
+    for para in re.split(r"\n\s*\n", ladder):
+        flat = " ".join(para.split())
+        if re.search(rf"\b{re.escape(term)}\b", flat) and f"(CONCEPTS.md#{anchor})" not in flat:
+            bad.append(f"{term}: used in LADDER without a link to CONCEPTS#{anchor}: {flat[:60]!r}")
+    return bad
+
+
+@pytest.mark.parametrize("term", DEFINED_TERMS)
+def test_terms_are_defined_and_linked(term):
+    assert term_problems(term, DEFINED_TERMS[term], CONCEPTS, LADDER) == []
+
+
+def test_term_check_can_fail():
+    assert term_problems("GPC", "cta-cluster-and-launch-order", CONCEPTS, "All SMs of one GPC.") == [
+        "GPC: used in LADDER without a link to CONCEPTS#cta-cluster-and-launch-order: 'All SMs of one GPC.'"]
+    assert term_problems("C7508", "glossary-the-hopper-terms", CONCEPTS.replace("**C7508**", "C7508"), "") == [
+        "C7508: not defined in bold in CONCEPTS#glossary-the-hopper-terms"]
