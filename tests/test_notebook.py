@@ -82,3 +82,37 @@ def test_run_notebook_writes_what_jupyter_would(tmp_path):
     assert base64.b64decode(c[2].outputs[0].data["image/png"]) == png
     assert c[3].outputs[0].output_type == "error" and c[3].outputs[0].ename == "ZeroDivisionError"
     assert c[4].outputs == [] and c[4].execution_count is None
+
+
+def section_numbers(nb) -> list[str]:
+    """The numbers of the notebook's '## N. title' headings, in cell order."""
+    import re
+
+    return [m.group(1) for c in nb.cells if c.cell_type == "markdown"
+            for m in re.finditer(r"(?m)^## (\S+?)\. ", c.source)]
+
+
+def test_notebook_sections_are_numbered_in_run_order():
+    """1, 2, 3, … in the order the cells run, and every 'ladder.ipynb) section N' of LADDER names one
+    with the topic its sentence is about."""
+    import re
+
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    numbers = section_numbers(nb)
+    assert numbers == [str(i) for i in range(1, len(numbers) + 1)]
+    titles = {m.group(1): m.group(2) for c in nb.cells if c.cell_type == "markdown"
+              for m in re.finditer(r"(?m)^## (\d+)\. (.+)$", c.source)}
+    ladder = " ".join((NOTEBOOK.parent / "LADDER.md").read_text().split())
+    refs = re.findall(r"\(ladder\.ipynb\) section (\d+)", ladder)
+    assert refs and all(n in titles for n in refs)
+    assert titles[re.search(r"32×32 tile; \[ladder\.ipynb\]\(ladder\.ipynb\) section (\d+)", ladder).group(1)] \
+        == "Tile constants drive the ledgers"
+    assert titles[re.search(r"\[ladder\.ipynb\]\(ladder\.ipynb\) section (\d+) computes it", ladder).group(1)] \
+        == "Lanes and banks"
+
+
+def test_section_numbering_check_can_fail():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(s) for s in
+                                         ("## 1. a", "## 1b. b", "## 2. c", "## 8. d", "## 7. e")])
+    numbers = section_numbers(nb)
+    assert numbers == ["1", "1b", "2", "8", "7"] and numbers != [str(i) for i in range(1, 6)]
