@@ -33,8 +33,9 @@ Measured (docs/RESULTS.md, "seventh run"): 1.025× the register epilogue at 4096
 cuBLAS), 0.99× at 8192³, where the power-bound clock sets the pace.
 
 run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster, and
-run(..., tma_store=0) the register epilogue, both for comparison. Measured on the H200: docs/RESULTS.md, "2026-12-01, third run: the kernels' own
-time (HGEMM)", with the cluster=1 variant: no step over v12; the multicast is worth about what
+run(..., tma_store=0) the register epilogue, both for comparison. Measured on the H200:
+docs/RESULTS.md, "2026-12-01, third run: the kernels' own time (HGEMM)", with the cluster=1
+variant and the register epilogue: no step over v12; the multicast is worth about what
 the persistent grid alone loses; the fixed cost per round of tiles (the epilogue from registers
 while the tensor cores idle) is what cuBLAS still does better.
 
@@ -151,7 +152,7 @@ def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: in
     args[-2] = ctypes.c_int32(super_m // cluster)      # the kernel counts super-rows in clusters
     args[-1] = ctypes.c_int32(super_n)
     tm_c = c_map(C, M, N) if tma_store and beta == 0 else None
-    args = args[:2] + [tm_c or args[0]] + args[2:] + [ctypes.c_int32(int(tm_c is not None))]
+    args = args[:2] + [args[0] if tm_c is None else tm_c] + args[2:] + [ctypes.c_int32(int(tm_c is not None))]
     fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=d)
     block, nbytes = (CONFIG.threads, 1, 1), smem_bytes(tma_store)
     resident = resident_clusters(fn, block, nbytes, cluster)
