@@ -28,10 +28,10 @@ import time
 import numpy as np
 
 
-def rotations(names: list[str], rounds: int) -> list[list[str]]:
-    """Round r times the competitors starting at position r % len(names)."""
-    n = len(names)
-    return [[names[(r + i) % n] for i in range(n)] for r in range(rounds)]
+def _median(xs):
+    """Median of the readings NVML gave (None where it gave none)."""
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
 
 
 class Competitor:
@@ -48,22 +48,6 @@ class Competitor:
 
     def run(self, A, B, C, alpha, beta):
         self.level.module.run(A, B, C, alpha, beta, **self.kwargs)
-
-
-def nvml_reader():
-    """A function returning (SM clock MHz, power W) of GPU 0, or (None, None) without NVML."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
-    except Exception:
-        return lambda: (None, None)
-
-    def read():
-        return (pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
-                pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
-    return read
 
 
 def main() -> int:
@@ -85,9 +69,7 @@ def main() -> int:
     from numba_gemm.api import transfer_dtype
     from numba_gemm.cublas import Cublas
     from numba_gemm.hgemm._common import DTYPES
-    from numba_gemm.timing import bench, loop
-
-    read_clock = nvml_reader()
+    from numba_gemm.timing import bench, gpu_state, loop, rotation
     blas = Cublas()
     levels = [Competitor(s) for s in args.levels.split(",")]
     dtypes = {np.dtype(d).name: np.dtype(d) for d in DTYPES}
@@ -136,11 +118,11 @@ def main() -> int:
             for fn in runs.values():   # warm: modules loaded, clocks up
                 loop(fn, calls=5, reps=1, warmup=1)
             per = {n: {"kernel": [], "loop": [], "clock": [], "power": []} for n in names}
-            for order in rotations(names, args.rounds):
-                for n in order:
+            for r in range(args.rounds):
+                for n in rotation(names, r):
                     per[n]["kernel"].append(bench(runs[n], reps=args.reps, warmup=1).median_ms)
                     per[n]["loop"].append(loop(runs[n], calls=args.calls, reps=1, warmup=0).median_ms)
-                    clock, power = read_clock()
+                    clock, power = gpu_state()
                     per[n]["clock"].append(clock)
                     per[n]["power"].append(power)
             flops = 2.0 * M * N * K
@@ -151,8 +133,7 @@ def main() -> int:
                              "kernel_ms": med["kernel"], "loop_ms": med["loop"],
                              "kernel_tflops": flops / med["kernel"] / 1e9,
                              "loop_tflops": flops / med["loop"] / 1e9,
-                             "sm_clock_mhz": statistics.median(d["clock"]) if d["clock"][0] else None,
-                             "power_w": statistics.median(d["power"]) if d["power"][0] else None,
+                             "sm_clock_mhz": _median(d["clock"]), "power_w": _median(d["power"]),
                              "rounds": d})
             base = {r["level"]: r for r in rows if (r["M"], r["N"], r["K"], r["dtype"]) == (M, N, K, dname)}
             for lv in levels:
