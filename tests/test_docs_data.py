@@ -1219,3 +1219,51 @@ def test_term_check_can_fail():
         "GPC: used in LADDER without a link to CONCEPTS#cta-cluster-and-launch-order: 'All SMs of one GPC.'"]
     assert term_problems("C7508", "glossary-the-hopper-terms", CONCEPTS.replace("**C7508**", "C7508"), "") == [
         "C7508: not defined in bold in CONCEPTS#glossary-the-hopper-terms"]
+
+
+def k8_wave_problems(section: str) -> list[str]:
+    """k8's Waves paragraph: the CTAs an SM holds (launch bounds), the resident CTAs and waves at
+    4096³, auto's "N CTAs in W waves of S" as --explain prints it, its fitted blocks_per_sm, and
+    the slots both price at 4096³ and at 1024³, each from the package."""
+    from numba_gemm import choose
+    from numba_gemm.ledgers import Waves
+
+    text = " ".join(section[section.index("**Waves.**"):].split("\n\n")[0].split())
+    bad = []
+
+    def want(phrase):
+        if phrase not in text:
+            bad.append(f"k8 Waves: expected [{phrase}]")
+
+    w = ledgers.waves("k8", 4096)
+    r, a = Waves.rounds(w.ctas, w.resident), Waves.rounds(w.ctas, w.auto_slots)
+    why = next(q.why for q in choose.rank("float32", 4096, 4096, 4096, native=True) if q.level == "k8")
+    auto = re.search(r"\d+ CTAs in \d+ waves? of \d+", why).group(0)
+    printed = ledgers.explain("k8", "h200", n=4096)
+    if f"= {w.resident} resident" not in printed or f"{a} waves of {w.auto_slots}" not in printed:
+        bad.append("k8 --explain: its waves line does not give the resident CTAs and auto's waves")
+    want(f"An SM holds {w.ctas_per_sm} of k8's CTAs")
+    want(f"holds {w.sms} × {w.ctas_per_sm} = {w.resident} at once")
+    want(f"4096³'s {w.ctas} tiles run in {w.ctas / w.resident:.2f} waves of {w.resident}")
+    want(f'says "{auto}"')
+    want(f"{w.sms} SMs × a `blocks_per_sm` fitted to measured times ({w.auto_blocks_per_sm} for k8,")
+    want(f"{'the same' if r * w.resident == a * w.auto_slots else 'not the same'} "
+         f"{r * w.resident} slots ({r} × {w.resident} = {a} × {w.auto_slots})")
+    s = ledgers.waves("k8", 1024)
+    r1, a1 = Waves.rounds(s.ctas, s.resident), Waves.rounds(s.ctas, s.auto_slots)
+    want(f"at 1024³ ({s.ctas} tiles) it is {'' if r1 * s.resident == a1 * s.auto_slots else 'not '}"
+         f"({r1 * s.resident} against {a1 * s.auto_slots})")
+    return bad
+
+
+def test_k8_waves_agree_with_explain():
+    assert k8_wave_problems(SECTIONS["k8"]) == []
+
+
+def test_k8_wave_check_can_fail():
+    body = SECTIONS["k8"]
+    assert k8_wave_problems(body.replace("3.88 waves", "3.87 waves")) == [
+        "k8 Waves: expected [4096³'s 1024 tiles run in 3.88 waves of 264]"]
+    assert k8_wave_problems(body.replace("8 waves of 132", "4 waves of 264")) == [
+        'k8 Waves: expected [says "1024 CTAs in 8 waves of 132"]']
+    assert len(k8_wave_problems(body.replace("(264 against 132)", "(264 against 264)"))) == 1

@@ -36,10 +36,10 @@ from .access import (BANK_BYTES, BANKS, F32, KIND_NAMES, SECTOR, SEGMENT, WARP, 
                      BankProfile, Geometry, Step, bank_profile, global_kind, global_load,
                      kind_name, lanes, requests, sectors, shared_access, shared_kind)
 from .card import CARDS_JSON, DATA_DIR, H200_COSTS, PRICE_FALLBACK, RTX4090, RTX5080, Card, card, h200, load
-from .ledger import (RASTERS, BytesLedger, CycleLedger, HTile, L2Ledger, RequestLedger, bytes_ledger,
-                     cycle_ledger, geometry, htile, l2_ledger, level_of, predicted_speedup,
-                     request_ledger, tile_bytes, warp_steps)
-from .report import explain, markdown_tables, stride_experiment, stride_view, supertile_comparison
+from .ledger import (RASTERS, BytesLedger, CycleLedger, HTile, L2Ledger, RequestLedger, Waves, bytes_ledger,
+                     ctas_per_sm, cycle_ledger, geometry, htile, l2_ledger, level_of, predicted_speedup,
+                     request_ledger, tile_bytes, warp_steps, waves)
+from .report import explain, markdown_tables, wave_line, stride_experiment, stride_view, supertile_comparison
 
 __all__ = [
     "BANK_BYTES", "BANKS", "F32", "KIND_NAMES", "SECTOR", "SEGMENT", "WARP", "Access", "BankProfile",
@@ -48,6 +48,6 @@ __all__ = [
     "CARDS_JSON", "DATA_DIR", "H200_COSTS", "PRICE_FALLBACK", "RTX4090", "RTX5080", "Card", "card", "h200", "load",
     "RASTERS", "BytesLedger", "CycleLedger", "HTile", "L2Ledger", "RequestLedger", "bytes_ledger",
     "cycle_ledger", "geometry", "htile", "l2_ledger", "level_of", "predicted_speedup", "request_ledger",
-    "tile_bytes", "warp_steps",
+    "tile_bytes", "warp_steps", "Waves", "ctas_per_sm", "waves", "wave_line",
     "explain", "markdown_tables", "stride_experiment", "stride_view", "supertile_comparison",
 ]

@@ -330,3 +330,59 @@ def l2_ledger(level, n=4096, card_: Card | str | None = None, tile: HTile | None
                          f"(once per row of super-tiles)")
     per_tile = tile_bytes(M, N, K, t.bm, t.bn, 2, 4)
     return L2Ledger(_name(level), M, N, K, t, L2, ws, a_reads, b_reads, per_tile, A + B + 4 * M * N, notes)
+
+
+# ---------------------------------------------------------------------------- waves
+
+@dataclass(frozen=True)
+class Waves:
+    """One launch against the SMs, counted two ways.
+
+    resident: the CTAs the SMs hold at once, sms × ctas_per_sm, ctas_per_sm the level's own
+    launch bound (None where the level fixes none). auto_slots: what auto's cost model
+    (numba_gemm.choose) counts as one wave, sms × its fitted blocks_per_sm, a constant fitted
+    to measured times, not an occupancy (None where the level has no calibration). A wave of
+    either is that many CTAs at once; both price every slot of every wave, so where
+    ceil(ctas / resident) · resident equals ceil(ctas / auto_slots) · auto_slots the two
+    counts price the same work."""
+    level: str
+    ctas: int
+    sms: int
+    ctas_per_sm: int | None
+    auto_blocks_per_sm: int | None
+
+    @property
+    def resident(self) -> int | None:
+        return self.sms * self.ctas_per_sm if self.ctas_per_sm else None
+
+    @property
+    def auto_slots(self) -> int | None:
+        return self.sms * self.auto_blocks_per_sm if self.auto_blocks_per_sm else None
+
+    @staticmethod
+    def rounds(ctas: int, slots: int) -> int:
+        return -(-ctas // slots)
+
+
+def ctas_per_sm(level) -> int | None:
+    """CTAs one SM holds by the level's launch bounds: CTAS_PER_SM, or the warp-tiled
+    levels' shared MIN_BLOCKS (k7, k8); None where the level fixes none."""
+    mod = level_of(level).module
+    n = getattr(mod, "CTAS_PER_SM", None)
+    if n is None:
+        n = getattr(getattr(mod, "_warptile", None), "MIN_BLOCKS", None)
+    return n
+
+
+def waves(level, n=4096, card_: Card | str | None = None, dtype="float32") -> Waves:
+    """The level's CTAs at shape n (its tile and K split, as auto sees them), the CTAs the SMs
+    hold by its launch bounds, and auto's fitted slots per wave."""
+    from .. import choose
+
+    lv = level_of(level)
+    c = card(card_)
+    M, N, K = (n, n, n) if isinstance(n, int) else n
+    g = choose.geometry(lv, M, N, K, sms=c.sms)
+    ctas = math.ceil(M / g.bm) * math.ceil(N / g.bn) * g.splits
+    p = choose.params(lv.name, dtype)
+    return Waves(lv.name, ctas, c.sms, ctas_per_sm(lv), p["blocks_per_sm"] if p else None)

@@ -6,8 +6,8 @@ from typing import Mapping, Sequence
 
 from .access import BANK_BYTES, SEGMENT, WARP, Geometry, bank_profile, kind_name, requests, sectors
 from .card import Card, card
-from .ledger import (bytes_ledger, cycle_ledger, htile, l2_ledger, level_of, predicted_speedup,
-                     request_ledger, warp_steps)
+from .ledger import (Waves, bytes_ledger, cycle_ledger, htile, l2_ledger, level_of, predicted_speedup,
+                     request_ledger, warp_steps, waves)
 
 
 def _f(x, fmt="{:.3f}", none="n/m"):
@@ -105,6 +105,26 @@ def supertile_comparison(n=8192, card_: Card | str | None = None, level="v9") ->
 
 # ---------------------------------------------------------------------------- one level
 
+def wave_line(level, n, card_: Card | str | None = None) -> str | None:
+    """The launch in waves of resident CTAs (SMs × the level's CTAs per SM), and how auto's
+    "N waves of S" (choose.explain, printed after the ledgers) relates to it: auto's S is SMs ×
+    a fitted blocks_per_sm, not an occupancy. None where the level fixes no CTAs per SM."""
+    w = waves(level, n, card_)
+    if w.resident is None:
+        return None
+    r = Waves.rounds(w.ctas, w.resident)
+    line = (f"  waves: {w.ctas} CTAs against {w.sms} SMs × {w.ctas_per_sm} CTAs per SM (launch bounds) "
+            f"= {w.resident} resident: {w.ctas / w.resident:.2f} waves ({r} × {w.resident} = "
+            f"{r * w.resident} slots)")
+    if w.auto_slots:
+        a = Waves.rounds(w.ctas, w.auto_slots)
+        same = "the same" if a * w.auto_slots == r * w.resident else "not the same"
+        line += (f"; auto below counts a wave as {w.sms} SMs × {w.auto_blocks_per_sm} (its fitted "
+                 f"blocks_per_sm, not an occupancy): {a} wave{'s' * (a != 1)} of {w.auto_slots} = "
+                 f"{a * w.auto_slots} slots, {same}")
+    return line
+
+
 def _loads_per_fma(rl, cl) -> float:
     return rl.loads_per_fma + sum(v for k, v in cl.per_fma.items() if k.startswith("lds"))
 
@@ -171,6 +191,9 @@ def explain(level, card_: Card | str | None = None, measured_ms=None, n=4096) ->
     g = lv.module.GEOMETRY
     out.append(f"  geometry: block {g.block[0]}×{g.block[1]}, tile {g.tile_m}×{g.tile_n}×{g.tile_k}, "
                f"{g.thread_m}×{g.thread_n} outputs/thread")
+    w = wave_line(lv, (M, N, K), c)
+    if w:
+        out.append(w)
     rl = request_ledger(lv, (M, N, K))
     out.append("requests ledger (one warp, 128-byte segments / 32-byte sectors)")
     for arr, (rpl, lpf) in rl.by_array().items():
