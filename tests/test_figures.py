@@ -599,3 +599,39 @@ def test_side_rung_captions_agree_with_the_figures_data():
     c = caption("k3c", "k3c_coarsening.png")
     assert f"{g.tile_m}×{g.tile_n} of C" in c and f"the {len(k3c['blocks'][0]['b'])} B tiles" in c
     assert f"k3 takes {len(k3['blocks'])} blocks" in c
+
+
+def roofline_cublas_problems(lines: dict, ladder: str, n: int = 4096) -> list[str]:
+    """The roofline's cuBLAS line of each half-precision dtype against the cuBLAS cell LADDER's
+    HGEMM results table gives at n³ (| 4096³ | fp16 | … | cuBLAS | v13 / cuBLAS |)."""
+    import re
+
+    names = {"fp16": "float16", "bf16": "bfloat16"}
+    bad, seen = [], 0
+    for dt, cells in re.findall(rf"(?m)^\| {n}³ \| (fp16|bf16) \|(.*)\|$", ladder):
+        cublas = cells.split("|")[-2].strip()
+        if names[dt] not in lines:
+            continue
+        seen += 1
+        drawn = f"{lines[names[dt]]:.1f}"
+        if drawn != cublas:
+            bad.append(f"roofline cuBLAS {dt} {drawn}, the table {cublas}")
+    return bad if seen else [f"no {n}³ table row for a dtype the roofline draws"]
+
+
+def test_roofline_cublas_is_the_tables_run():
+    results, _ = figures.load_results()
+    lines = figures.cublas_lines(results, 4096)
+    assert "float16" in lines
+    assert roofline_cublas_problems(lines, (figures.ROOT / "docs" / "LADDER.md").read_text()) == []
+    v13 = next(r for r in results if (r["level"], r["M"], r["dtype"]) == ("v13", 4096, "float16"))
+    assert lines["float16"] == v13["cublas_tflops"]      # the run the table's v13 / cuBLAS reads
+
+
+def test_roofline_cublas_check_can_fail():
+    results, _ = figures.load_results()
+    ladder = (figures.ROOT / "docs" / "LADDER.md").read_text()
+    # the old rule, the last result's cuBLAS: v11py's own run, 734.2
+    last = {r["dtype"]: r["cublas_tflops"] for r in results if r["M"] == 4096 and r.get("cublas_tflops")}
+    assert roofline_cublas_problems(last, ladder) == ["roofline cuBLAS fp16 734.2, the table 727.2"]
+    assert roofline_cublas_problems({"float16": 727.2}, "") == ["no 4096³ table row for a dtype the roofline draws"]

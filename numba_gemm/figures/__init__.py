@@ -40,7 +40,7 @@ from .tensor_draw import (draw_epilogue_overlap, draw_mma_fragments, draw_tma_bo
 from .variant_data import (RAGGED_SHAPE, SPLITK_SHAPES, coarsening, reduction_terms, splitk_plan,
                            splitk_plans, staged_loads)
 from .variant_draw import draw_coarsening, draw_splitk, draw_staged_loads
-from .measured import (CURVE_JSON, DATA_DIR, RESULTS_JSON, ROOT, compute_roof, draw_curve,
+from .measured import (CURVE_JSON, DATA_DIR, RESULTS_JSON, ROOT, compute_roof, cublas_lines, draw_curve,
                        draw_ladder, draw_roofline, label_boxes, label_layout, ladder_chart,
                        load_results, roof_label, roofline_points, tensor_ceilings, tile_intensity,
                        tile_model_points)
@@ -112,6 +112,6 @@ __all__ = [
     "coarsening", "splitk_plan", "splitk_plans", "reduction_terms", "staged_loads", "SPLITK_SHAPES",
     "RAGGED_SHAPE", "draw_coarsening", "draw_splitk", "draw_staged_loads", "PNG", "ROOT", "DATA_DIR", "RESULTS_JSON",
     "CURVE_JSON", "load_results", "tensor_ceilings", "compute_roof", "tile_intensity",
-    "roofline_points", "tile_model_points", "roof_label", "label_layout", "label_boxes", "draw_roofline", "draw_ladder",
+    "roofline_points", "cublas_lines", "tile_model_points", "roof_label", "label_layout", "label_boxes", "draw_roofline", "draw_ladder",
     "ladder_chart", "draw_curve", "FIGURES_DIR", "FIGURES", "MEASURED", "build", "main",
 ]

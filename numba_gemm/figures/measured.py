@@ -203,6 +203,17 @@ def _prov_line(prov: dict) -> str:
     return line + (" (transcribed from docs/RESULTS.md)" if prov.get("transcribed_from") else "")
 
 
+def cublas_lines(results: list[dict], n: int = 4096) -> dict[str, float]:
+    """dtype -> the cuBLAS TFLOPS the roofline draws at n³: that of the run which timed the most
+    levels of that dtype there (the ladder's run, whose cuBLAS the tables quote), not of a later
+    run of one level beside its own cuBLAS call. Ties: the run met first."""
+    runs: dict[str, dict[str, list[dict]]] = {}
+    for r in results:
+        if r["M"] == r["N"] == r["K"] == n and r.get("cublas_tflops"):
+            runs.setdefault(r["dtype"], {}).setdefault((r.get("run") or {}).get("json"), []).append(r)
+    return {dtype: max(by.values(), key=len)[0]["cublas_tflops"] for dtype, by in runs.items()}
+
+
 ROOF_STYLE = {"fp32": (BLUE, "-", "FP32 (k1–k8)"), "mma_sync": (GREEN, "--", "mma.sync (v7–v10, v8py)"),
               "wgmma": (ORANGE, "-.", "wgmma (v11–v13)")}
 
@@ -231,8 +242,7 @@ def draw_roofline(path, results_path=RESULTS_JSON, n: int = 4096):
                     fontsize=8, va="center", ha="left" if side == "right" else "right", zorder=4,
                     bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none", alpha=0.85),
                     arrowprops=dict(arrowstyle="-", color=GREY, lw=0.5, shrinkA=0, shrinkB=3))
-    cublas = {r["dtype"]: r["cublas_tflops"] for r in results if r["M"] == n and r.get("cublas_tflops")}
-    for dtype, tf in sorted(cublas.items()):
+    for dtype, tf in sorted(cublas_lines(results, n).items()):
         ax.axhline(tf, color=RED, ls=":", lw=1, zorder=1)
         ax.text(0.07, tf * 1.06, f"cuBLAS {dtype} {tf:.0f}", color=RED, fontsize=8)
     above = [p["level"] for p in pts if p["attainment"] > 100]
