@@ -920,6 +920,12 @@ def _section_figures():
             "with `tiles=40`, {}, 82 and 94 %": busy(2, 40),
             "with `tiles=40`, 56, {} and 94 %": busy(3, 40),
             "with `tiles=40`, 56, 82 and {} %": busy(4, 40),
+            "v10 refills the stage read {} iterations ago": figures.refill_lag("v10"),
+            "so {} tiles are in flight ahead": figures.hgemm_stages("v10") - figures.refill_lag("v10"),
+            "multiplied and its {} stages keep": figures.hgemm_stages("v10"),
+            "the tensor cores busy {} %, what": 100 * default_tiles / figures.level_pipeline("v10")[-1]["mma_end"],
+            "%, what {} stages give at lag 1": next(
+                n for n in range(2, 9) if busy(n) == 100 * default_tiles / figures.level_pipeline("v10")[-1]["mma_end"]),
         },
         "v11sk": {
             "S = min(SMs // tiles, k_tiles // {}, 16,": v11sk.MIN_SLICE_K_TILES,

@@ -635,3 +635,41 @@ def test_roofline_cublas_check_can_fail():
     last = {r["dtype"]: r["cublas_tflops"] for r in results if r["M"] == 4096 and r.get("cublas_tflops")}
     assert roofline_cublas_problems(last, ladder) == ["roofline cuBLAS fp16 734.2, the table 727.2"]
     assert roofline_cublas_problems({"float16": 727.2}, "") == ["no 4096³ table row for a dtype the roofline draws"]
+
+
+def pipeline_ring_problems(level: str, sched: list[dict]) -> list[str]:
+    """The pipelines figure's issue times against the mbarrier ring's (same stages and lag): a
+    tile the ring issues before the loop or at iteration 0 starts its copy at t = 0, one issued
+    at iteration k > 0 when the MMAs of tile k - 1 end."""
+    lag = figures.refill_lag(level)
+    ring = figures.mbarrier_ring(figures.hgemm_stages(level), len(sched), lag)
+    bad = []
+    for e, r in zip(sched, ring):
+        k = r["issue_at"]
+        want = 0.0 if k <= 0 else sched[k - 1]["mma_end"]
+        if e["copy_start"] != want:
+            bad.append(f"{level} tile {e['tile']}: copy at {e['copy_start']}, the ring issues it at "
+                       f"iteration {k} (t = {want})")
+    return bad
+
+
+def test_pipelines_figure_issues_at_the_levels_lag():
+    from numba_gemm.hgemm import v10_tma
+
+    assert figures.refill_lag("v10") == v10_tma.CONFIG.tma_lag == 2
+    assert "-DHG_TMA_LAG=2" in v10_tma.DEFINES
+    sched = figures.level_pipeline("v10")
+    assert pipeline_ring_problems("v10", sched) == []
+    ahead = v10_tma.CONFIG.stages - v10_tma.CONFIG.tma_lag       # 2 tiles in flight ahead
+    assert [e["tile"] for e in sched if e["copy_start"] == 0] == list(range(ahead + 1))
+    for e in sched[1:]:     # when tile k's MMAs start, tiles k+1 .. k+ahead are issued, no more
+        issued = [x["tile"] for x in sched if x["copy_start"] <= e["mma_start"]]
+        assert max(issued) == min(e["tile"] + ahead, len(sched) - 1)
+    assert figures.refill_lag("v7") == 1 and pipeline_ring_problems("v7", figures.level_pipeline("v7")) == []
+
+
+def test_pipeline_ring_check_can_fail():
+    old = figures.pipeline_schedule(4)          # the old picture: all 4 stages issued at t = 0
+    bad = pipeline_ring_problems("v10", old)
+    assert bad[0] == "v10 tile 3: copy at 0.0, the ring issues it at iteration 1 (t = 3.5)"
+    assert len(bad) == 7                        # tiles 3..9 each issued one iteration early

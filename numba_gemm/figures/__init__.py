@@ -27,7 +27,7 @@ import argparse
 from pathlib import Path
 
 from .data import (bank_examples, bank_grid, first_wave, hgemm_stages, k6_loader_map, launch_order,
-                   mbarrier_ring, phase_timeline, pipeline_schedule, segments_of, swizzle_map,
+                   mbarrier_ring, phase_timeline, pipeline_schedule, level_pipeline, refill_lag, segments_of, swizzle_map,
                    thread_operands, tile_reads, warp_accesses, warp_tiling, wave_panels,
                    wgmma_tile_layout)
 from .draw import (PNG, draw_banks, draw_k6_loaders, draw_k8_timeline, draw_launch_order,
@@ -103,7 +103,7 @@ def main(argv=None):
 __all__ = [
     "warp_accesses", "segments_of", "tile_reads", "thread_operands", "warp_tiling", "bank_grid",
     "bank_examples", "swizzle_map", "launch_order", "first_wave", "wave_panels", "hgemm_stages",
-    "pipeline_schedule", "k6_loader_map", "wgmma_tile_layout", "mbarrier_ring", "phase_timeline",
+    "pipeline_schedule", "level_pipeline", "refill_lag", "k6_loader_map", "wgmma_tile_layout", "mbarrier_ring", "phase_timeline",
     "draw_segments", "draw_tiles", "draw_outer", "draw_warp_tiling", "draw_banks", "draw_swizzle",
     "draw_launch_order", "draw_pipelines", "draw_k6_loaders", "draw_k8_timeline",
     "draw_wgmma_tile", "draw_mbarrier_ring", "native_constants", "mma_fragments", "tma_boxes",

@@ -178,20 +178,45 @@ def hgemm_stages(level: str) -> int:
     return get(level).module.CONFIG.stages
 
 
-def pipeline_schedule(stages: int, tiles: int = 10, load: float = 2.5) -> list[dict]:
+def pipeline_schedule(stages: int, tiles: int = 10, load: float = 2.5, lag: int = 1) -> list[dict]:
     """A schematic software pipeline: per k tile, when its copy runs and when the MMAs read it.
 
     One tile's MMAs take 1 time unit and its copy `load` units (an assumption for the picture,
-    not a measurement). The copy of tile i may start once the MMAs of tile i - stages have
-    released its buffer; the MMAs of tile i start when both its copy and tile i - 1 are done."""
+    not a measurement). Iteration k issues the copy of tile k + stages - lag, refilling the
+    buffer read `lag` iterations ago, then multiplies tile k; the tiles before that are issued
+    before the loop. So the copy of tile i starts once the MMAs of tile i - stages + lag - 1
+    are done (at once for the first stages - lag + 1 tiles), and stages - lag tiles are in
+    flight ahead of the one being multiplied. lag 1 (v7's double buffer) refills the buffer
+    read just before; v10 refills the one read CONFIG.tma_lag (2) iterations ago. The MMAs of
+    tile i start when both its copy and tile i - 1 are done."""
+    if not 1 <= lag < stages:
+        raise ValueError(f"lag {lag}: a buffer read 1 .. {stages - 1} iterations ago")
     out = []
     for i in range(tiles):
-        free = out[i - stages]["mma_end"] if i >= stages else 0.0
+        j = i - stages + lag - 1                       # its copy waits for this tile's MMAs
+        free = out[j]["mma_end"] if j >= 0 else 0.0
         issue = max(free, out[i - 1]["copy_start"] if i else 0.0)
         start = max(issue + load, out[i - 1]["mma_end"] if i else 0.0)
         out.append({"tile": i, "slot": i % stages, "copy_start": issue, "copy_end": issue + load,
                     "mma_start": start, "mma_end": start + 1.0})
     return out
+
+
+def refill_lag(level: str) -> int:
+    """How many iterations ago the buffer a level refills was read: the -DHG_TMA_LAG its kernel
+    is compiled with (v10: CONFIG.tma_lag), else 1 (v7–v9's cp.async buffers: iteration k
+    refills the buffer the barrier ending iteration k - 1 released)."""
+    from ..registry import get
+
+    for d in getattr(get(level).module, "DEFINES", ()):
+        if d.startswith("-DHG_TMA_LAG="):
+            return int(d.partition("=")[2])
+    return 1
+
+
+def level_pipeline(level: str, tiles: int = 10, load: float = 2.5) -> list[dict]:
+    """pipeline_schedule with the level's own stages and refill lag: what the pipelines figure draws."""
+    return pipeline_schedule(hgemm_stages(level), tiles, load, refill_lag(level))
 
 
 def k6_loader_map(n: int = 4096) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 from .. import ledgers
 from ..hgemm import _common as cm
 from .data import (WGMMA_K_STEP, bank_examples, bank_grid, first_wave, hgemm_stages, k6_loader_map,
-                   launch_order, mbarrier_ring, phase_timeline, pipeline_schedule, segments_of,
+                   launch_order, level_pipeline, mbarrier_ring, phase_timeline, pipeline_schedule, refill_lag, segments_of,
                    swizzle_map, thread_operands, tile_reads, warp_tiling, wave_panels,
                    wgmma_tile_layout)
 
@@ -361,9 +361,9 @@ def draw_pipelines(path, levels=("v7", "v10"), load: float = 2.5):
     fig, axes = plt.subplots(len(levels), 1, figsize=(12, 2.0 + 1.2 * sum(hgemm_stages(lv) for lv in levels)),
                              sharex=True, gridspec_kw={"height_ratios": [hgemm_stages(lv) + 1 for lv in levels]})
     for ax, level in zip(axes, levels):
-        s = hgemm_stages(level)
-        sched = pipeline_schedule(s, load=load)
-        copy = "cp.async (every thread)" if level in ("v7", "v8", "v9") else "TMA (one thread), full/empty mbarrier"
+        s, lag = hgemm_stages(level), refill_lag(level)
+        sched = level_pipeline(level, load=load)
+        copy = "cp.async, every thread" if level in ("v7", "v8", "v9") else "TMA, one thread; full/empty mbarriers"
         for e in sched:
             y = s - e["slot"]
             ax.broken_barh([(e["copy_start"], load)], (y - 0.35, 0.7), color=BLUE, alpha=0.45)
@@ -374,13 +374,14 @@ def draw_pipelines(path, levels=("v7", "v10"), load: float = 2.5):
         end = sched[-1]["mma_end"]
         busy = len(sched) / end
         ax.set_yticks(range(s + 1), ["tensor cores"] + [f"buffer {i}" for i in range(s - 1, -1, -1)])
-        ax.set_title(f"{level}: {s} stages ({copy}) — tensor cores busy {100 * busy:.0f} % of the time "
-                     f"over {len(sched)} k tiles",
+        ax.set_title(f"{level}: {s} stages ({copy}), refilling the one read {lag} iteration{'s' * (lag != 1)} "
+                     f"ago: {s - lag} tile{'s' * (s - lag != 1)} in flight ahead — tensor cores busy "
+                     f"{100 * busy:.0f} % over {len(sched)} k tiles",
                      fontsize=10, loc="left")
     axes[-1].set_xlabel("time (one tile's MMAs = 1)")
     _save(fig, path, f"Schematic: a tile's copy takes {load}× its MMAs (an assumption, not a measurement); "
-                 "blue = copy in flight, orange = MMAs reading the buffer;\nstage counts from the level "
-                 "modules. More stages hide more latency.", fontsize=10)
+                 "blue = copy in flight, orange = MMAs reading the buffer;\nstages and refill lag from the "
+                 "level modules (figures.level_pipeline). More tiles in flight hide more latency.", fontsize=10)
 
 
 def draw_k6_loaders(path):
