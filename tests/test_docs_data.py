@@ -1273,3 +1273,91 @@ def test_k8_wave_check_can_fail():
     assert k8_wave_problems(body.replace("8 waves of 132", "4 waves of 264")) == [
         'k8 Waves: expected [says "1024 CTAs in 8 waves of 132"]']
     assert len(k8_wave_problems(body.replace("(264 against 132)", "(264 against 264)"))) == 1
+
+
+def _hgemm_run(name: str) -> dict:
+    rows = json.loads((ROOT / "docs" / "data" / name).read_text())
+    rows = rows["results"] if isinstance(rows, dict) else rows
+    return {(r["level"], r["M"]): r for r in rows if r.get("mode") == "gpu"}
+
+
+def v7_bf16_figures(f16: dict, bf16: dict, tot16: int, totbf: int) -> dict:
+    """The v7 bf16 paragraph's numbers: census counts (full opcodes of v7_f16 and v7_bf16) and
+    the bf16 / fp16 speeds of v7 and v8 in the committed HGEMM runs."""
+    ldsm = sum(n for op, n in f16.items() if op.startswith("LDSM"))
+    mt = f16.get("LDSM.16.MT88.4", 0)
+    ld, movm = bf16.get("LD.E", 0), bf16.get("MOVM.16.MT88", 0)
+    h16, hbf = _hgemm_run("h200_hgemm_fp16.json"), _hgemm_run("h200_hgemm_bf16.json")
+
+    def x(level, n):
+        return hbf[level, n]["tflops"] / h16[level, n]["tflops"]
+
+    return {
+        "`v7_f16` has {} (one `ldmatrix`": ldsm,
+        "column: {} `LD.E` (generic": ld,
+        "at run time, {} per fragment)": ld / ldsm,
+        "and {} `MOVM.16.MT88`": movm,
+        "(register transposes, {} per B fragment": movm / mt,
+        "the load): {} instructions where": ld + movm,
+        "where fp16 has {}, and": ldsm,
+        "and {} in the kernel against": totbf,
+        "in the kernel against {}. Measured": tot16,
+        "v7 runs bf16 at {}× its fp16 speed": x("v7", 4096),
+        "4096³ and {}× at 8192³, while v8": x("v7", 8192),
+        "runs bf16 at {}× and": x("v8", 4096),
+        "× and {}×. The census": x("v8", 8192),
+    }
+
+
+def v7_bf16_problems(section: str, f16: dict, bf16: dict, tot16: int, totbf: int) -> list[str]:
+    bad = section_figure_problems("v7", section, v7_bf16_figures(f16, bf16, tot16, totbf))
+    if any(op.startswith("LDSM") for op in bf16):
+        bad.append("v7: the text says v7_bf16 has no LDSM, the census has some")
+    return bad
+
+
+@pytest.fixture(scope="module")
+def v7_census():
+    from numba_gemm import sass
+
+    try:
+        k = {c.kernel: c for c in sass.census_level("v7")}
+    except Exception as e:       # no NVRTC / nvdisasm here
+        pytest.skip(f"no SASS census here: {e}")
+    return k["v7_f16"], k["v7_bf16"]
+
+
+def test_v7_bf16_paragraph_is_the_census(v7_census):
+    f16, bf16 = v7_census
+    assert v7_bf16_problems(SECTIONS["v7"], f16.opcodes, bf16.opcodes, f16.total, bf16.total) == []
+
+
+def test_v7_bf16_check_can_fail(v7_census):
+    f16, bf16 = v7_census
+    worse = dict(bf16.opcodes, **{"LD.E": 64, "LDSM.16.M88.4": 1})
+    bad = v7_bf16_problems(SECTIONS["v7"], f16.opcodes, worse, f16.total, bf16.total)
+    assert len(bad) == 4 and bad[-1] == "v7: the text says v7_bf16 has no LDSM, the census has some"
+
+
+def test_v7_wmma_loads_in_the_ptx():
+    """The paragraph's PTX: fp16's WMMA loads name the shared state space, bf16's none."""
+    nv = pytest.importorskip("cuda.bindings.nvrtc")
+    from numba_gemm import nvrtc
+
+    src = nvrtc.native_dir() / "v7_wmma.cu"
+    opts = [o for o in nvrtc.options_for("compute_90a") if "ptxas" not in o]
+    err, prog = nv.nvrtcCreateProgram(src.read_bytes(), str(src).encode(), 0, [], [])
+    try:
+        (err,) = nv.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        if err != nv.nvrtcResult.NVRTC_SUCCESS:
+            pytest.skip("NVRTC could not compile v7 here")
+        _, n = nv.nvrtcGetPTXSize(prog)
+        ptx = b" " * n
+        nv.nvrtcGetPTX(prog, ptx)
+    finally:
+        nv.nvrtcDestroyProgram(prog)
+    forms = set(re.findall(r"wmma\.load\.[a-z0-9.]+", ptx.decode(errors="replace")))
+    text = " ".join(SECTIONS["v7"].split())
+    for form in ("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16", "wmma.load.a.sync.aligned.row.m16n16k16.bf16"):
+        assert form in forms and f"`{form}`" in text
+    assert not any(f.endswith(".bf16") and ".shared" in f for f in forms)
