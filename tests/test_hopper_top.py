@@ -1,5 +1,5 @@
 """tools/hopper_top.py without a GPU: what a competitor spec means (a level, or a level run with
-keyword arguments, compared with the level as shipped) and the NVML median."""
+keyword arguments, compared with the level as shipped)."""
 import importlib.util
 from pathlib import Path
 
@@ -32,6 +32,32 @@ def test_bad_specs_are_refused():
         top.Competitor("v13:cluster=two")
 
 
-def test_median_skips_missing_readings():
-    assert top._median([None, 1500.0, 1400.0, None, 1600.0]) == 1500.0
-    assert top._median([None, None]) is None
+class _Fake:
+    """A level stand-in computing on the host what a kernel would; `leak` reads C even when beta == 0."""
+    label, family = "fake", "sgemm"
+
+    def __init__(self, leak=False):
+        self.leak = leak
+
+    def run(self, dA, dB, dC, alpha, beta):
+        import numpy as np
+
+        A, B, C = dA.copy_to_host(), dB.copy_to_host(), dC.copy_to_host()
+        out = alpha * (A.astype(np.float64) @ B)
+        if beta or self.leak:
+            out = out + beta * C
+        dC.copy_to_device(out.astype(np.float32))
+
+
+def test_verdicts_catch_a_result_that_reads_c_when_beta_is_zero():
+    import numpy as np
+    from numba import cuda
+
+    from numba_gemm import check
+
+    A, B, C = check.random_inputs(24, 20, 16, dtype=np.float32)
+    dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.device_array((24, 20), np.float32)
+    rows = np.arange(24)
+    assert all(v.ok for v in top.verdicts(_Fake(), A, B, C, dA, dB, dC, rows))
+    vs = top.verdicts(_Fake(leak=True), A, B, C, dA, dB, dC, rows)
+    assert vs[0].ok and not vs[1].ok          # 0 * NaN is NaN: the poisoned C shows

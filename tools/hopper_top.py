@@ -28,10 +28,27 @@ import time
 import numpy as np
 
 
-def _median(xs):
-    """Median of the readings NVML gave (None where it gave none)."""
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
+def verdicts(lv, A, B, C, dA, dB, dC, rows) -> list:
+    """lv's result on `rows` against float64, for each (alpha, beta) bench.py checks: C read
+    (beta != 0), then C poisoned with NaN, which beta == 0 must never read."""
+    from numba import cuda
+
+    from numba_gemm import check
+    from numba_gemm.bench import CHECKED
+
+    out = []
+    for alpha, beta in CHECKED:
+        cuda.to_device(C if beta else np.full_like(C, np.nan), to=dC)
+        lv.run(dA, dB, dC, alpha, beta)
+        got = dC.copy_to_host()[rows]
+        out.append(check.verify(got, A[rows], B, C[rows] if beta else None, alpha, beta, lv.family))
+    return out
+
+
+def _report(lv, what: str, vs: list) -> bool:
+    ok = all(v.ok for v in vs)
+    print(f"{lv.label} {what}: {'ok' if ok else 'WRONG'} ({'; '.join(map(str, vs))})", flush=True)
+    return ok
 
 
 class Competitor:
@@ -69,7 +86,8 @@ def main() -> int:
     from numba_gemm.api import transfer_dtype
     from numba_gemm.cublas import Cublas
     from numba_gemm.hgemm._common import DTYPES
-    from numba_gemm.timing import bench, gpu_state, loop, rotation
+    from numba_gemm.timing import bench, gpu_state, loop, median_or_none, rotation
+
     blas = Cublas()
     levels = [Competitor(s) for s in args.levels.split(",")]
     dtypes = {np.dtype(d).name: np.dtype(d) for d in DTYPES}
@@ -80,15 +98,10 @@ def main() -> int:
             A, B, C = check.random_inputs(M, N, K, dtype=dtypes[dname])
             dA = cuda.to_device(A.view(transfer_dtype(dtypes[dname])))
             dB = cuda.to_device(B.view(transfer_dtype(dtypes[dname])))
+            dC = cuda.device_array((M, N), np.float32)
             for lv in levels:
-                for alpha, beta in ((0.5, -1.5), (1.0, 0.0)):
-                    dC = cuda.to_device(C if beta else np.full_like(C, np.nan))
-                    lv.run(dA, dB, dC, alpha, beta)
-                    v = check.verify(dC.copy_to_host(), A, B, C if beta else None, alpha, beta, lv.family)
-                    print(f"{lv.label} {M}x{N}x{K} {dname} a={alpha} b={beta}: "
-                          f"{'ok' if v.ok else 'WRONG'} ({v})", flush=True)
-                    if not v.ok:
-                        return 1
+                if not _report(lv, f"{M}x{N}x{K} {dname}", verdicts(lv, A, B, C, dA, dB, dC, np.arange(M))):
+                    return 1
     for dname in args.dtypes.split(","):
         dtype = dtypes[dname]
         for spec in args.sizes.split(","):
@@ -100,18 +113,7 @@ def main() -> int:
             rows_checked = np.sort(np.random.default_rng(0).choice(M, min(M, 256), replace=False))
             runs = {"cublas": lambda: blas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype)}
             for lv in levels:
-                verdicts = []
-                for alpha, beta in ((0.5, -1.5), (1.0, 0.0)):
-                    cuda.to_device(C if beta else np.full_like(C, np.nan), to=dC)
-                    lv.run(dA, dB, dC, alpha, beta)
-                    out = dC.copy_to_host()
-                    v = check.verify(out[rows_checked], A[rows_checked], B,
-                                     C[rows_checked] if beta else None, alpha, beta, lv.family)
-                    verdicts.append(v)
-                ok = all(v.ok for v in verdicts)
-                print(f"{lv.label} {M}x{N}x{K} {dname}: {'ok' if ok else 'WRONG'} "
-                      f"({'; '.join(str(v) for v in verdicts)})", flush=True)
-                if not ok:
+                if not _report(lv, f"{M}x{N}x{K} {dname}", verdicts(lv, A, B, C, dA, dB, dC, rows_checked)):
                     return 1
                 runs[lv.label] = (lambda lv=lv: lv.run(dA, dB, dC, 1.0, 0.0))
             names = list(runs)
@@ -133,7 +135,7 @@ def main() -> int:
                              "kernel_ms": med["kernel"], "loop_ms": med["loop"],
                              "kernel_tflops": flops / med["kernel"] / 1e9,
                              "loop_tflops": flops / med["loop"] / 1e9,
-                             "sm_clock_mhz": _median(d["clock"]), "power_w": _median(d["power"]),
+                             "sm_clock_mhz": median_or_none(d["clock"]), "power_w": median_or_none(d["power"]),
                              "rounds": d})
             base = {r["level"]: r for r in rows if (r["M"], r["N"], r["K"], r["dtype"]) == (M, N, K, dname)}
             for lv in levels:
