@@ -143,7 +143,7 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     split = f", split {g.splits}" if g.splits > 1 else ""
     split += f", ragged rows x{slow:.2f}" if slow != 1.0 else ""
     why = (f"{g.bm}x{g.bn} tiles{split}: {ctas} CTA{'s' * (ctas != 1)} in {waves} wave{'s' * (waves != 1)} of "
-           f"{slots} ({100 * ctas / (waves * slots):.0f} % full), "
+           f"{slots} ({sms} SMs × {p['blocks_per_sm']} fitted; {100 * ctas / (waves * slots):.0f} % full), "
            f"{'compute' if t_mma >= t_mem else 'memory'}-bound")
     return t * 1e3, why
 
@@ -180,7 +180,32 @@ def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top:
         return f"no level serves {as_dtype(dtype).name} {M}x{N}x{K} here"
     lines = [f"auto for {as_dtype(dtype).name} {M}x{N}x{K}: {ranked[0].level}"]
     lines += [("  -> " if i == 0 else "     ") + str(q) for i, q in enumerate(ranked[:top])]
+    lines += wave_notes([q.level for q in ranked[:top] if q.ms is not None], dtype, M, N, K)
     return "\n".join(lines)
+
+
+def wave_notes(levels, dtype, M: int, N: int, K: int) -> list[str]:
+    """How the "N waves of S" above relate to the CTAs the SMs hold: auto's S is SMs × a
+    blocks_per_sm fitted to measured times (a constant of the cost model, not an occupancy);
+    a level whose launch bounds fix its CTAs per SM (k7, k8, ...) holds SMs × that many at once,
+    and both counts price every slot of every wave, so where the slots agree they price the
+    same work. One line for the model, one per such level."""
+    from . import ledgers
+
+    out = []
+    for name in levels:
+        w = ledgers.waves(name, (M, N, K), dtype=as_dtype(dtype).name)
+        if w.resident is None or w.auto_slots is None:
+            continue
+        r, a = ledgers.Waves.rounds(w.ctas, w.resident), ledgers.Waves.rounds(w.ctas, w.auto_slots)
+        same = "the same" if r * w.resident == a * w.auto_slots else "not the same"
+        out.append(f"     {name}: {w.ctas_per_sm} CTAs per SM by its launch bounds = {w.resident} resident: "
+                   f"{r} wave{'s' * (r != 1)} of {w.resident} = {r * w.resident} slots, {same} as "
+                   f"auto's {a} of {w.auto_slots} = {a * w.auto_slots}")
+    if out:
+        out.insert(0, "  a wave above is SMs × the level's fitted blocks_per_sm (a constant of the cost "
+                      "model, not an occupancy); against the CTAs the SMs hold:")
+    return out
 
 
 # ---------------------------------------------------------------------------- fitting

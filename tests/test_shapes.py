@@ -191,3 +191,21 @@ def test_run_shape_checks_and_times_on_a_gpu():
         assert all(t.kernel_ms > 0 and t.loop_ms > 0 for t in r.levels)
         assert r.cublas_ms and r.cublas_loop_ms
         assert "geomean auto/cuBLAS" in shapes.format_table([r])
+
+
+def test_explain_relates_auto_waves_to_resident_ctas():
+    """auto's "N waves of S" says what S is (SMs × the fitted blocks_per_sm), and a level whose
+    launch bounds fix its CTAs per SM gets a line setting its waves against the resident CTAs:
+    k8 at 4096³ holds 264, 4 waves of 264 = 8 waves of 132 = 1056 slots."""
+    from numba_gemm import ledgers
+
+    text = choose.explain("float32", 4096, 4096, 4096, native=True)
+    w = ledgers.waves("k8", 4096)
+    assert w.resident == 264 and w.auto_slots == 132
+    assert "1024 CTAs in 8 waves of 132 (132 SMs × 1 fitted; 97 % full)" in text
+    assert "not an occupancy" in text
+    assert ("k8: 2 CTAs per SM by its launch bounds = 264 resident: 4 waves of 264 = 1056 slots, "
+            "the same as auto's 8 of 132 = 1056") in text
+    small = choose.explain("float32", 1024, 1024, 1024, native=True, top=10)
+    assert "k8: 2 CTAs per SM by its launch bounds = 264 resident: 1 wave of 264 = 264 slots, " \
+           "not the same as auto's 1 of 132 = 132" in small
