@@ -180,6 +180,33 @@ def test_every_level_section_has_a_headline():
         assert "**H200:**" in headline(SECTIONS[lv]), f"{lv}: its first blockquote has no **H200:** line"
 
 
+def section_order_problems(text: str) -> list[str]:
+    """Every level section comes after its PARENT's, and a level's Python twin (v8py, v11py)
+    right after its parent's section, so v8py is read beside v8, not after v13."""
+    order = [m.group(1) for m in re.finditer(r"(?m)^## (\S+) — ", text) if m.group(1) in registry()]
+    bad = []
+    for i, lv in enumerate(order):
+        parent = registry()[lv].parent
+        if parent in order and order.index(parent) > i:
+            bad.append(f"{lv} comes before its parent {parent}")
+        if lv.endswith("py") and (i == 0 or order[i - 1] != parent):
+            bad.append(f"{lv} does not follow {parent} (after {order[i - 1] if i else 'nothing'})")
+    return bad
+
+
+def test_sections_follow_their_parents():
+    assert section_order_problems(LADDER) == []
+
+
+def test_section_order_check_can_fail():
+    v8py = LADDER[LADDER.index("\n## v8py — "):LADDER.index("\n## v9 — ")]
+    late = LADDER.replace(v8py, "").replace("\n## Pricing the cycle ledger", v8py + "\n## Pricing the cycle ledger")
+    assert section_order_problems(late) == ["v8py does not follow v8 (after v13)"]
+    early = LADDER.replace(v8py, "").replace("\n## v7 — ", v8py + "\n## v7 — ")
+    first, second = section_order_problems(early)
+    assert first == "v8py comes before its parent v8" and second.startswith("v8py does not follow v8 (after ")
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_ladder_headline_agrees_with_the_data(level):
     assert check_headline(level, headline(SECTIONS[level])) == []
