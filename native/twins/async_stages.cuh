@@ -1,6 +1,6 @@
 // k9's stage ring (numba_gemm/sgemm/_async_stages.py in CUDA C): K tiles copied global -> shared
 // by cp.async, WT_STAGES deep, one commit group per tile, wait_group STAGES-2 + one barrier per
-// tile. A is not transposed (cp.async cannot): a stage's A tile is [TK/4 chunks][TM rows][4 k],
+// tile. A is not transposed (cp.async cannot): a stage's A tile is [TK/4 chunks][TM rows][4 k] (+ a pad per chunk),
 // and a lane's 8 rows are LANES_M apart (am + {0, 8, 16, 24} + {0, 32}) so that the lanes of a
 // column read 8 consecutive chunks, one LDS.128 each. Copies outside the matrix are zero-fills;
 // rows that are not 16-byte aligned copy 4 bytes at a time (cp.async.ca), each float checked.
@@ -15,7 +15,9 @@
 namespace wt {
 
 constexpr int STAGES = WT_STAGES;
-constexpr int A_FLOATS = TK * TM, STAGE = A_FLOATS + TK * TN;     // floats of one stage
+// chunks TM * 4 + 128 / TK floats apart: the chunks one wavefront of copies writes on different banks
+constexpr int CHUNK = TM * 4 + 128 / TK, A_FLOATS = TK / 4 * CHUNK, STAGE = A_FLOATS + TK * TN;
+static_assert(CHUNK % 4 == 0, "chunks 16-byte aligned");
 static_assert(STAGES >= 2, "a cp.async ring needs at least 2 stages");
 
 // One float4 of A (columns col..col+3 of a row) or of B (SPREAD apart in the 32-bit form) into
@@ -55,10 +57,12 @@ __device__ __forceinline__ void issue(u32 stage, const float* A, const float* B,
 __device__ __forceinline__ void compute_chunks(const float* st, u32 am, u32 bn, float (&acc)[THREAD_M][THREAD_N]) {
 #pragma unroll
     for (int c = 0; c < TK / 4; ++c) {
-        float4 af[THREAD_M];
+        float af[THREAD_M][4];                                        // 4 k of each of the lane's rows
 #pragma unroll
-        for (int i = 0; i < THREAD_M; ++i)
-            af[i] = *reinterpret_cast<const float4*>(st + 4 * (c * TM + am + i / 4 * M_STEP + i % 4 * LANES_M));
+        for (int i = 0; i < THREAD_M; ++i) {
+            const float4 a = *reinterpret_cast<const float4*>(st + c * CHUNK + 4 * (am + i / 4 * M_STEP + i % 4 * LANES_M));
+            af[i][0] = a.x; af[i][1] = a.y; af[i][2] = a.z; af[i][3] = a.w;
+        }
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
             float bf[THREAD_N];
@@ -68,11 +72,9 @@ __device__ __forceinline__ void compute_chunks(const float* st, u32 am, u32 bn, 
                 bf[4 * j] = b.x; bf[4 * j + 1] = b.y; bf[4 * j + 2] = b.z; bf[4 * j + 3] = b.w;
             }
 #pragma unroll
-            for (int i = 0; i < THREAD_M; ++i) {
-                const float a = q == 0 ? af[i].x : q == 1 ? af[i].y : q == 2 ? af[i].z : af[i].w;
+            for (int i = 0; i < THREAD_M; ++i)
 #pragma unroll
-                for (int j = 0; j < THREAD_N; ++j) acc[i][j] += a * bf[j];
-            }
+                for (int j = 0; j < THREAD_N; ++j) acc[i][j] += af[i][q] * bf[j];
         }
     }
 }
@@ -88,7 +90,7 @@ __device__ __forceinline__ void async_stages(int M, int N, int K, float alpha, c
     const u32 am = warp / WARPS_N * WM + lane / LANES_N;              // rows apart: no * 4
     const u32 bn = warp % WARPS_N * WN + lane % LANES_N * 4;
     const u32 base = smem_u32(ring);
-    const u32 a_dst = (l.a_c / 4 * TM + l.a_r) * 16, b_dst = (A_FLOATS + l.b_r * TN + l.b_c) * 4;
+    const u32 a_dst = (l.a_c / 4 * CHUNK + 4 * l.a_r) * 4, b_dst = (A_FLOATS + l.b_r * TN + l.b_c) * 4;
     float acc[THREAD_M][THREAD_N] = {};
     u32 wr = 0, nxt = 0;                                              // stage to fill, its first k
 #pragma unroll

@@ -11,15 +11,18 @@ The warp tiling, loaders' thread -> element map and epilogue are _warptile's; wh
   four rows of As[k, m] as k8's STS do. So A stays k-contiguous, in chunks of 4 k:
 
       As (one stage): [TK/4 chunks][TM rows][4 floats]   chunk c of row r holds A[r, 4c .. 4c+3]
+                      (chunks chunk_floats() apart: TM·4 + 128/TK floats)
 
   One LDS.128 of a chunk gives a lane one row's 4 k; per chunk a lane reads its 8 rows
   (8 LDS.128) and then multiplies 4 k, reading B per k as k8 does (2 LDS.128): 16 LDS.128
   per 4 k, as k8. For that read to be conflict-free the 8 lanes of a column must read 8
   consecutive rows (128 contiguous bytes), so a lane's rows are 8 apart (_warptile.make's
-  `rows_apart`: am + {0, 8, 16, 24} + {0, 32}) instead of k8's 4 consecutive ones. The
-  chunked layout also keeps the copies' writes conflict-free: a warp's 32 float4s land in
-  two contiguous 256-byte runs. (Row-major As[m, k] with rows TK floats apart would put a
-  warp's 8 rows 32 bytes apart: the same 4 banks, eight ways.)
+  `rows_apart`: am + {0, 8, 16, 24} + {0, 32}) instead of k8's 4 consecutive ones.
+  (Row-major As[m, k] with rows TK floats apart would put those 8 rows 32 bytes apart: the
+  same 4 banks, eight ways.) The copies' writes: 8 lanes (one 128-byte wavefront of 16-byte
+  accesses) write TK/4 chunks of 32/TK rows; the 128/TK floats between chunks shift each
+  chunk onto its own banks (without them the 2 chunks of an 8-deep tile are 2048 bytes
+  apart: a 2-way conflict).
 * Edges: every copy is checked like k8's loads. Out of the matrix it becomes a zero-fill
   (src-size 0), so ragged tiles hold zeros and no address outside A or B is read. Where rows
   are not 16-byte aligned (`vector_operands`: K % 4, N % 4 or an unaligned base) the float4
@@ -35,8 +38,8 @@ The pipeline (one barrier per K tile, as k8):
         so none still reads it); commit (an empty group past K keeps the count in step)
         multiply tile t from its stage
 
-Tiles past K are zero-fills that touch no memory. With 8-deep tiles a stage is 8 KB: 4 stages
-are 32 KB per block, two blocks per SM.
+Tiles past K are zero-fills that touch no memory. With 8-deep tiles a stage is 8.1 KB: 4 stages
+are 32.5 KB per block, two blocks per SM.
 """
 from __future__ import annotations
 
@@ -54,9 +57,16 @@ from ._loaders import inline as _inline
 F32 = 4
 
 
+def chunk_floats(t: _warptile.WarpTiling) -> int:
+    """Floats between the chunks of a stage's A tile: TM rows of 4 floats, then a pad that puts
+    the chunks a wavefront of copies writes on different banks (a multiple of 4 floats: the
+    chunks stay 16-byte aligned)."""
+    return 4 * t.tile_m + 128 // t.tile_k
+
+
 def a_floats(t: _warptile.WarpTiling) -> int:
-    """Floats of one stage's A tile (TK/4 chunks of TM rows of 4 floats); B's follow it."""
-    return t.tile_k * t.tile_m
+    """Floats of one stage's A tile (TK/4 chunks); B's tile [TK][TN] follows it."""
+    return t.tile_k // 4 * chunk_floats(t)
 
 
 def stage_floats(t: _warptile.WarpTiling) -> int:
@@ -85,7 +95,7 @@ def make(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool, stages: int) -> Sim
     A_ROW_STEP = THREADS // (TK // 4)
     B_ROW_STEP = THREADS // (TN // 4)
     SPREAD = TN // 4                       # 32-bit B: a thread's four floats, as k8's
-    A_FLOATS, STAGE = a_floats(t), stage_floats(t)
+    A_FLOATS, STAGE, CHUNK = a_floats(t), stage_floats(t), chunk_floats(t)
     RING = stages * STAGE                  # floats
     THREAD_M, THREAD_N, SUB_N = t.thread_m, t.thread_n, t.sub_n
     N_STEP = 4 * t.lanes_n
@@ -134,7 +144,7 @@ def make(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool, stages: int) -> Sim
         """st: the stage's first float; a_rd = 4·am, b_rd = bn (this lane's first row and column).
         THREAD_M LDS.128 (a row's 4 k each), then per k SUB_N LDS.128 of B and the outer product."""
         for i in range(THREAD_M):
-            a = load4_shared(smem, st + a_rd + u64(4 * (c * TM + i // 4 * M_STEP + i % 4 * LANES_M)))
+            a = load4_shared(smem, st + a_rd + u64(c * CHUNK + 4 * (i // 4 * M_STEP + i % 4 * LANES_M)))
             for q in range(4):
                 af[i, q] = a[q]
         for q in range(4):
@@ -152,7 +162,7 @@ def make(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool, stages: int) -> Sim
     def pipelined(A, B, smem, af, bf, acc, a_r, a_c, b_r, b_c, a_off, b_off, am, bn, row0, col0, m, n, k):
         """The stage ring over all of K into acc (the module docstring's loop)."""
         base = smem_u32(smem)
-        a_dst = u32((a_c // 4 * TM + a_r) * 16)           # chunk a_c/4 of row a_r
+        a_dst = u32((a_c // 4 * CHUNK + 4 * a_r) * 4)     # chunk a_c/4 of row a_r
         b_dst = u32((A_FLOATS + b_r * TN + b_c) * 4)
         a_rd = u64(am) * u64(4)
         b_rd = u64(bn)
@@ -200,7 +210,7 @@ def warp_step(t: _warptile.WarpTiling, g: Geometry, stages: int, M, N, K, bx, by
     acc = []
     for rows, cols in _warptile.load_positions(t, g, warp, "A"):
         acc.append(global_load("A", [(by * g.tile_m + r) * K + ph * T + c for r, c in zip(rows, cols)], 16))
-        acc.append(shared_access("As", [st + (c // 4 * g.tile_m + r) * 4 for r, c in zip(rows, cols)], 16,
+        acc.append(shared_access("As", [st + c // 4 * chunk_floats(t) + 4 * r for r, c in zip(rows, cols)], 16,
                                  inner=False, op="store"))
     for rows, cols in _warptile.load_positions(t, g, warp, "B"):
         acc.append(global_load("B", [(ph * T + r) * N + bx * g.tile_n + c for r, c in zip(rows, cols)], 16))
@@ -210,7 +220,7 @@ def warp_step(t: _warptile.WarpTiling, g: Geometry, stages: int, M, N, K, bx, by
     bn = [warp % t.warps_n * t.warp_n + lane % t.lanes_n * 4 for lane in range(WARP)]
     for c in range(T // 4):
         for off in row_offsets(t):                           # 8 consecutive rows' chunks, broadcast
-            acc.append(shared_access("As", [st + (c * g.tile_m + a + off) * 4 for a in am], 16))
+            acc.append(shared_access("As", [st + c * chunk_floats(t) + 4 * (a + off) for a in am], 16))
         for kk in range(4 * c, 4 * c + 4):
             for j in range(t.sub_n):                         # 4 distinct float4s, broadcast
                 acc.append(shared_access("Bs", [kk * g.tile_n + b + j * 4 * t.lanes_n for b in bn], 16,

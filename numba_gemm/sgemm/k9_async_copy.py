@@ -9,8 +9,8 @@ LDGSTS, numba_gemm.ptx.cp_async16): the copy writes shared memory itself, so
 
 * no staging registers and no STS in the K loop: per thread per tile 2 LDGSTS instead of
   2 LDG.128 + 4 STS + 1 STS.128;
-* the copies run STAGES - 1 = 3 tiles ahead of the multiply (a ring of 4 stages, 32 KB per
-  block), tracked by commit groups: `cp.async.wait_group 2` + one barrier per tile.
+* the copies run STAGES - 1 = 3 tiles ahead of the multiply (a ring of 4 stages, 32.5 KB
+  per block), tracked by commit groups: `cp.async.wait_group 2` + one barrier per tile.
 
 cp.async cannot transpose, so A is stored k-contiguous in chunks of 4 k, and a lane's 8 rows
 are 8 apart so that the 8 lanes of a column read 8 consecutive chunks: conflict-free LDS.128,
