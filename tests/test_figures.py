@@ -602,8 +602,9 @@ def test_side_rung_captions_agree_with_the_figures_data():
 
 
 def roofline_cublas_problems(lines: dict, ladder: str, n: int = 4096) -> list[str]:
-    """The roofline's cuBLAS line of each half-precision dtype against the cuBLAS cell LADDER's
-    HGEMM results table gives at n³ (| 4096³ | fp16 | … | cuBLAS | v13 / cuBLAS |)."""
+    """The roofline's cuBLAS line of each half-precision dtype against the cuBLAS cell the HGEMM
+    results table (v10–v13 beside cuBLAS, in RESULTS.md since it left LADDER's v13 section) gives
+    at n³ (| 4096³ | fp16 | … | cuBLAS | v13 / cuBLAS |)."""
     import re
 
     names = {"fp16": "float16", "bf16": "bfloat16"}
@@ -623,14 +624,14 @@ def test_roofline_cublas_is_the_tables_run():
     results, _ = figures.load_results()
     lines = figures.cublas_lines(results, 4096)
     assert "float16" in lines
-    assert roofline_cublas_problems(lines, (figures.ROOT / "docs" / "LADDER.md").read_text()) == []
+    assert roofline_cublas_problems(lines, (figures.ROOT / "docs" / "RESULTS.md").read_text()) == []
     v13 = next(r for r in results if (r["level"], r["M"], r["dtype"]) == ("v13", 4096, "float16"))
     assert lines["float16"] == v13["cublas_tflops"]      # the run the table's v13 / cuBLAS reads
 
 
 def test_roofline_cublas_check_can_fail():
     results, _ = figures.load_results()
-    ladder = (figures.ROOT / "docs" / "LADDER.md").read_text()
+    ladder = (figures.ROOT / "docs" / "RESULTS.md").read_text()
     # the old rule, the last result's cuBLAS: v11py's own run, 734.2
     last = {r["dtype"]: r["cublas_tflops"] for r in results if r["M"] == 4096 and r.get("cublas_tflops")}
     assert roofline_cublas_problems(last, ladder) == ["roofline cuBLAS fp16 734.2, the table 727.2"]
