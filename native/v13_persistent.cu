@@ -1,7 +1,8 @@
 // v13 = v12 + a persistent grid of 2-CTA clusters: each cluster loops over pairs of output
 // tiles in super-tile order, the pair's shared B tile is loaded once and multicast to both.
 //
-// C (M x N, fp32) = alpha * A (M x K) @ B (K x N) + beta * C; A, B fp16 or bf16, row-major.
+// C (M x N, fp32, or -DHG_C16=1: A's type) = alpha * A (M x K) @ B (K x N) + beta * C; A, B fp16
+// or bf16, row-major.
 //
 // Per CTA: v12's 128 x 256 x 64 tile, 4 stages of 48 KB, a producer warpgroup (setmaxnreg 40)
 // and two wgmma consumer warpgroups (setmaxnreg 232). What changes:
@@ -41,13 +42,16 @@
 #ifndef HG_TMA_STORE           // 1: C through shared memory and TMA stores when beta == 0
 #error "compile with -DHG_TMA_STORE (numba_gemm.hgemm.v13_persistent.defines())"
 #endif
+#ifndef HG_C16                 // 1: C in the inputs' fp16 / bf16 (c_element.cuh); 0: fp32
+#error "compile with -DHG_C16 (numba_gemm.hgemm.v13_persistent.defines())"
+#endif
 
 namespace v13 {
 
 using namespace wgt;   // BM, BN, BK, STAGES, CONSUMERS, THREADS, A_BYTES, B_PANEL, STAGE_BYTES (-DHG_*)
 constexpr int CLUSTER = HG_CLUSTER;
-constexpr bool TMA_STORE = HG_TMA_STORE != 0;
-constexpr u32 C_BOX_BYTES = 64 * 128;                         // 64 rows x 32 floats
+constexpr bool TMA_STORE = HG_TMA_STORE != 0, C16 = HG_C16 != 0;
+constexpr u32 C_BOX_BYTES = 64 * 128;                         // 64 rows x 128 bytes of C
 constexpr u32 C_BYTES = TMA_STORE ? CONSUMERS * 2 * C_BOX_BYTES : 0;   // two boxes per consumer
 static_assert(CLUSTER == 1 || CLUSTER == 2, "B is split into 4 panels: 1 or 2 CTAs share it");
 constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
@@ -65,7 +69,7 @@ __device__ __forceinline__ void tile_of(int t, int pair_m, int grid_n, int super
 
 template <typename T>
 __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtensorMap* tm_b,
-                                           const CUtensorMap* tm_c, float* __restrict__ C, int M,
+                                           const CUtensorMap* tm_c, void* C_raw, int M,
                                            int N, int K, float alpha, float beta, bool vec_c,
                                            bool tma_c, int super_m, int super_n, char* smem_raw) {
     const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
@@ -74,6 +78,8 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
     const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
     const int pair_m = (grid_m + CLUSTER - 1) / CLUSTER, tiles = pair_m * grid_n;
     const int k_tiles = (K + BK - 1) / BK;
+    using CT = typename c_type<C16, T>::type;
+    CT* __restrict__ C = static_cast<CT*>(C_raw);
 
     // Same offsets in both CTAs (same kernel, same dynamic size): multicast and mapa rely on it.
     const u32 raw = smem_u32(smem_raw);
@@ -149,7 +155,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
             if (k_tiles > 0) release((it - 1) % STAGES);   // K == 0: no stage was used
             if (bm >= grid_m) continue;                 // a pair's row past M: nothing to store
             if (tma_c)
-                store_acc_64x256_tma(acc, tm_c, cbuf + c * 2 * C_BOX_BYTES, bm * BM + 64 * c,
+                store_acc_64x256_tma<CT>(acc, tm_c, cbuf + c * 2 * C_BOX_BYTES, bm * BM + 64 * c,
                                      bn * BN, tid % 128, 1 + c, alpha);
             else
                 store_acc_64x256(acc, C, M, N, (long long)bm * BM + 64 * c, (long long)bn * BN,
@@ -162,9 +168,10 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
 
 }  // namespace v13
 
-// tm_c: C as fp32 boxes of 64 rows x 32 columns, SWIZZLE_128B (read only when tma_c != 0)
+// C: fp32, or with HG_C16 the inputs' type. tm_c: C as boxes of 64 rows x 128 bytes (32 floats or
+// 64 16-bit values), SWIZZLE_128B (read only when tma_c != 0)
 #define V13_ARGS const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b, \
-    const __grid_constant__ CUtensorMap tm_c, float* __restrict__ C, int M, int N, int K,             \
+    const __grid_constant__ CUtensorMap tm_c, void* __restrict__ C, int M, int N, int K,              \
     float alpha, float beta, int vec_c, int super_m, int super_n, int tma_c
 
 extern "C" __global__ void __launch_bounds__(v13::THREADS, 1) v13_persistent_f16(V13_ARGS) {

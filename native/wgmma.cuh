@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ptx.cuh"
+#include "c_element.cuh"
 
 // ---- matrix descriptors (PTX ISA, "Matrix Descriptor Format") -------------------------------
 //   bits  0-13  start address >> 4        bits 16-29  leading-dimension byte offset >> 4
@@ -106,33 +107,34 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
 
 // ---- epilogue: one warpgroup's 64 x 256 accumulators to C -----------------------------------
 // C[row0 + r][col0 + c] = alpha * d + beta * C (beta == 0: C is not read); 64-bit offsets.
+// CT, C's element type: float, or a 16-bit C (c_element.cuh: computed in fp32, rounded once).
 // Thread t holds, for n8 block j, d[4j + 0..1] at row 16 (t/32) + (t%32)/4, columns
-// 8j + 2(t%4) + 0..1, and d[4j + 2..3] eight rows further down: float2 stores, a warp's store
-// covers 8 rows x 32 bytes (whole sectors). A tile wholly inside C with float2-aligned rows
-// (vec_c: 8-byte aligned base, even N) takes the lean path: two row pointers, no per-element
-// bounds check, the beta test outside the loop. Edge tiles mask every element.
-__device__ __forceinline__ void store_acc_64x256(const float (&d)[128], float* __restrict__ C,
+// 8j + 2(t%4) + 0..1, and d[4j + 2..3] eight rows further down: pair stores (float2, or two
+// 16-bit values), a warp's store covers 8 rows x 32 (16-bit: 16) bytes. A tile wholly inside C
+// with pair-aligned rows (vec_c: base aligned to a pair, even N) takes the lean path: two row
+// pointers, no per-element bounds check, the beta test outside the loop. Edge tiles mask every
+// element.
+template <typename CT>
+__device__ __forceinline__ void store_acc_64x256(const float (&d)[128], CT* __restrict__ C,
                                                  int M, int N, long long row0, long long col0,
                                                  int wg_thread, float alpha, float beta, bool vec_c) {
     constexpr int NB = 32;   // n8 blocks
     const int warp = wg_thread / 32, lane = wg_thread % 32, g = lane / 4, q = lane % 4;
     if (vec_c && row0 + 64 <= M && col0 + 8 * NB <= N) {
-        float* c0 = C + (row0 + 16 * warp + g) * N + col0 + 2 * q;
-        float* c1 = c0 + 8ll * N;
+        CT* c0 = C + (row0 + 16 * warp + g) * N + col0 + 2 * q;
+        CT* c1 = c0 + 8ll * N;
         if (beta == 0.0f) {
             #pragma unroll
             for (int j = 0; j < NB; ++j) {
-                *reinterpret_cast<float2*>(c0 + 8 * j) = make_float2(alpha * d[4 * j], alpha * d[4 * j + 1]);
-                *reinterpret_cast<float2*>(c1 + 8 * j) = make_float2(alpha * d[4 * j + 2], alpha * d[4 * j + 3]);
+                store_pair(c0 + 8 * j, alpha * d[4 * j], alpha * d[4 * j + 1]);
+                store_pair(c1 + 8 * j, alpha * d[4 * j + 2], alpha * d[4 * j + 3]);
             }
         } else {
             #pragma unroll
             for (int j = 0; j < NB; ++j) {
-                float2* p0 = reinterpret_cast<float2*>(c0 + 8 * j);
-                float2* p1 = reinterpret_cast<float2*>(c1 + 8 * j);
-                const float2 o0 = *p0, o1 = *p1;
-                *p0 = make_float2(alpha * d[4 * j] + beta * o0.x, alpha * d[4 * j + 1] + beta * o0.y);
-                *p1 = make_float2(alpha * d[4 * j + 2] + beta * o1.x, alpha * d[4 * j + 3] + beta * o1.y);
+                const float2 o0 = load_pair(c0 + 8 * j), o1 = load_pair(c1 + 8 * j);
+                store_pair(c0 + 8 * j, alpha * d[4 * j] + beta * o0.x, alpha * d[4 * j + 1] + beta * o0.y);
+                store_pair(c1 + 8 * j, alpha * d[4 * j + 2] + beta * o1.x, alpha * d[4 * j + 3] + beta * o1.y);
             }
         }
         return;
@@ -141,58 +143,61 @@ __device__ __forceinline__ void store_acc_64x256(const float (&d)[128], float* _
     for (int h = 0; h < 2; ++h) {
         const long long row = row0 + 16 * warp + g + 8 * h;
         if (row >= M) continue;
-        float* crow = C + row * N;
+        CT* crow = C + row * N;
         #pragma unroll
         for (int j = 0; j < NB; ++j) {
             const long long col = col0 + 8 * j + 2 * q;
             float v0 = alpha * d[4 * j + 2 * h], v1 = alpha * d[4 * j + 2 * h + 1];
             if (vec_c && col + 1 < N) {
-                float2* c2 = reinterpret_cast<float2*>(crow + col);
                 if (beta != 0.0f) {
-                    const float2 old = *c2;
+                    const float2 old = load_pair(crow + col);
                     v0 += beta * old.x;
                     v1 += beta * old.y;
                 }
-                *c2 = make_float2(v0, v1);
+                store_pair(crow + col, v0, v1);
             } else {
-                if (col < N) crow[col] = beta != 0.0f ? v0 + beta * crow[col] : v0;
-                if (col + 1 < N) crow[col + 1] = beta != 0.0f ? v1 + beta * crow[col + 1] : v1;
+                if (col < N) store_one(crow + col, beta != 0.0f ? v0 + beta * to_float(crow[col]) : v0);
+                if (col + 1 < N)
+                    store_one(crow + col + 1, beta != 0.0f ? v1 + beta * to_float(crow[col + 1]) : v1);
             }
         }
     }
 }
 
 // ---- epilogue through shared memory and TMA stores (beta == 0) -----------------------------
-// The same 64 x 256 tile as 8 boxes of 64 rows x 32 floats (128-byte rows, 8 KB), written by the
-// warpgroup into one of two buffers at `buf` (1024-byte aligned, SWIZZLE_128B: 16-byte chunk k
-// of row r at k ^ (r % 8), so the 8 rows of a warp's float2 stores hit different banks) and
-// stored by TMA from thread 0: the warpgroup goes back to its K loop once the last box is
-// issued, while the stores drain. A buffer is written again only after the store issued from
-// it two boxes earlier has read it (wait_group.read 1); `bar` is the warpgroup's named barrier.
-// TMA clips the rows and columns past M and N. Thread 0 must bulk_wait<0>() before the CTA exits.
+// The same 64 x 256 tile as boxes of 64 rows x 128 bytes (8 KB): 8 boxes of 32 floats, or 4 of
+// 64 16-bit values (CT, as store_acc_64x256). The warpgroup writes a box into one of two
+// buffers at `buf` (1024-byte aligned, SWIZZLE_128B: 16-byte chunk k of row r at k ^ (r % 8),
+// so the 8 rows of a warp's pair stores hit different banks) and thread 0 stores it with TMA:
+// the warpgroup goes back to its K loop once the last box is issued, while the stores drain.
+// A buffer is written again only after the store issued from it two boxes earlier has read it
+// (wait_group.read 1); `bar` is the warpgroup's named barrier. TMA clips the rows and columns
+// past M and N. Thread 0 must bulk_wait<0>() before the CTA exits.
+template <typename CT>
 __device__ __forceinline__ void store_acc_64x256_tma(const float (&d)[128], const void* tm_c, u32 buf,
                                                      int row0, int col0, int wg_thread, u32 bar,
                                                      float alpha) {
+    constexpr int COLS = 128 / sizeof(CT), BOXES = 256 / COLS, JJ = COLS / 8;   // n8 blocks per box
     const int warp = wg_thread / 32, lane = wg_thread % 32, g = lane / 4, q = lane % 4;
     #pragma unroll
-    for (int box = 0; box < 8; ++box) {
+    for (int box = 0; box < BOXES; ++box) {
         const u32 b = buf + (box & 1) * 8192;
         if (wg_thread == 0) bulk_wait_read<1>();
         named_sync(bar, 128);                               // b is free
         #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-            const int j = 4 * box + jj;
+        for (int jj = 0; jj < JJ; ++jj) {
+            const int j = JJ * box + jj;
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const u32 r = 16 * warp + g + 8 * h, byte = (8 * jj + 2 * q) * 4;
-                st_shared_v2(b + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)),
-                             alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1]);
+                const u32 r = 16 * warp + g + 8 * h, byte = (8 * jj + 2 * q) * sizeof(CT);
+                st_shared_pair(b + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)),
+                               alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1], CT());
             }
         }
         fence_proxy_async();                                // visible to the TMA engine
         named_sync(bar, 128);                               // the whole box is written
         if (wg_thread == 0) {
-            tma_store_2d(tm_c, col0 + 32 * box, row0, b);
+            tma_store_2d(tm_c, col0 + COLS * box, row0, b);
             bulk_commit();
         }
     }

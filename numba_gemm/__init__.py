@@ -16,18 +16,19 @@ from .gpu import NoGPUError, use_simulator_if_no_gpu
 __version__ = "0.1.0"
 
 
-def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
-    """C = alpha * A @ B + beta * C with one level of the ladder (details: numba_gemm.api.gemm)."""
+def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None, out_dtype=None):
+    """C = alpha * A @ B + beta * C with one level of the ladder (details: numba_gemm.api.gemm).
+    C is float32 unless given in, or asked for as (out_dtype), A's float16/bfloat16."""
     from .api import gemm as _gemm
 
-    return _gemm(A, B, C, alpha=alpha, beta=beta, level=level, stream=stream)
+    return _gemm(A, B, C, alpha=alpha, beta=beta, level=level, stream=stream, out_dtype=out_dtype)
 
 
-def plan(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
+def plan(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None, out_dtype=None):
     """Validate and prepare C = alpha * A @ B + beta * C once; .execute() runs it (numba_gemm.api.Plan)."""
     from .api import plan as _plan
 
-    return _plan(A, B, C, alpha=alpha, beta=beta, level=level, stream=stream)
+    return _plan(A, B, C, alpha=alpha, beta=beta, level=level, stream=stream, out_dtype=out_dtype)
 
 
 def levels():

@@ -123,9 +123,10 @@ def _overlap(x, y) -> bool:
     return x.ptr < y_end and y.ptr < x_end
 
 
-def validate(a, b, c, beta, level=None):
-    """(M, N, K) of records a, b, c (c may be None); raises TypeError/ValueError on any problem,
-    including a shape `level` cannot serve (level None, "auto": any float16/bfloat16/float32)."""
+def validate(a, b, c, beta, level=None, out=None):
+    """(M, N, K) of records a, b, c (c may be None: then `out`, the dtype C will be made with,
+    default float32); raises TypeError/ValueError on any problem, including a shape or a C dtype
+    `level` cannot serve (level None, "auto": any float16/bfloat16/float32)."""
     for r in (b, c):
         if r is None:
             continue
@@ -151,8 +152,8 @@ def validate(a, b, c, beta, level=None):
     if c is not None:
         if c.shape != (M, N):
             raise ValueError(f"C must have shape {(M, N)} for A {a.shape} @ B {b.shape}, got {c.shape}")
-        if c.dtype != _F32:
-            raise TypeError(f"C must be float32, got {c.dtype.name}")
+        if out is not None and out != c.dtype:
+            raise TypeError(f"out_dtype {out.name} differs from C's dtype {c.dtype.name}: give one of them")
         if not c.contiguous:
             raise ValueError("C must be C-contiguous (row-major)")
         if c.readonly:
@@ -162,11 +163,26 @@ def validate(a, b, c, beta, level=None):
                              "so C must not share memory with them (pass a separate C)")
     elif beta != 0:
         raise ValueError(f"beta = {beta} needs an input C (beta != 0 adds beta·C); pass C, or beta=0")
+    check_c_dtype(c.dtype if c is not None else out or _F32, a.dtype, level)
     if level is not None:
         reason = level.unsupported(M, N, K)
         if reason:
             raise ValueError(f"level {level.name} cannot run M={M}, N={N}, K={K}: {reason}")
     return M, N, K
+
+
+def check_c_dtype(c_dtype, ab_dtype, level=None) -> None:
+    """C is float32, or A's own float16/bfloat16 (fp32 accumulate, rounded once) for the levels
+    that write it (C16 = True); TypeError naming them otherwise."""
+    if c_dtype == _F32:                 # every level (the hot path: nothing else to check)
+        return
+    if not (c_dtype == ab_dtype and c_dtype.itemsize == 2):
+        also = f", or {ab_dtype.name} as A and B" if ab_dtype.itemsize == 2 else ""
+        raise TypeError(f"C must be float32{also}; got {c_dtype.name}")
+    if level is not None and not level.writes(c_dtype, ab_dtype):
+        writers = [lv.name for lv in _levels.registry().values() if lv.writes(c_dtype, ab_dtype)]
+        raise TypeError(f"level {level.name} writes C as float32 only; levels that write "
+                        f"{c_dtype.name} C: {', '.join(writers) or 'none'}")
 
 
 _F32 = np.dtype(np.float32)
@@ -202,7 +218,13 @@ def auto_candidates(dtype, M: int, N: int, K: int, native: bool) -> list:
     return [_levels.get(q.level) for q in choose.rank(dtype, M, N, K, native)]
 
 
-def _no_level(dtype, M, N, K, native):
+def _no_level(dtype, M, N, K, native, c_dtype=_F32):
+    if c_dtype != _F32:
+        writers = [lv.name for lv in _levels.registry().values() if lv.writes(c_dtype, dtype)]
+        return ValueError(f"no level writes {c_dtype.name} C for M={M}, N={N}, K={K} here (levels "
+                          f"that write it: {', '.join(writers) or 'none'}; "
+                          f"{'the native levels need a GPU of arch sm_90a; ' if not native else ''}"
+                          "a float32 C is served by every level)")
     takers = [lv.name for lv in _levels.registry().values() if np.dtype(dtype) in lv.dtypes]
     why = ""
     if not native:
@@ -253,17 +275,18 @@ def _torch_key(lv, A, B, C, alpha, beta):
     return (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta), fa, fb, fc)
 
 
-def _record_launches(lv, a, b, c, alpha, beta, M, N, K):
-    """(level, [Launch]) for these records: the explicit level, or auto's first that accepts them."""
+def _record_launches(lv, a, b, c, alpha, beta, M, N, K, c_dtype):
+    """(level, [Launch]) for these records: the explicit level, or auto's first that accepts them
+    and writes C of `c_dtype`."""
     from numba import cuda
 
     if lv is not None:
         cands = [lv]
     else:
         native = native_usable(a.device)
-        cands = auto_candidates(a.dtype, M, N, K, native)
+        cands = [x for x in auto_candidates(a.dtype, M, N, K, native) if x.writes(c_dtype, a.dtype)]
         if not cands:
-            raise _no_level(a.dtype, M, N, K, native)
+            raise _no_level(a.dtype, M, N, K, native, c_dtype)
     err = None
     for cand in cands:
         try:
@@ -352,45 +375,49 @@ class Prepared:
     """One gemm made ready: the level, the shape, C (given or made), the operand records, and
     either a Submission (device operands on a GPU) or the host path's simulated flag."""
 
-    __slots__ = ("level", "M", "N", "K", "C", "records", "submission", "simulated")
+    __slots__ = ("level", "M", "N", "K", "C", "c_dtype", "records", "submission", "simulated")
 
-    def __init__(self, level, shape, C, records, submission=None, simulated=False):
+    def __init__(self, level, shape, C, c_dtype, records, submission=None, simulated=False):
         self.level, (self.M, self.N, self.K), self.C, self.records = level, shape, C, records
-        self.submission, self.simulated = submission, simulated
+        self.c_dtype, self.submission, self.simulated = c_dtype, submission, simulated
 
 
-def prepare(lv, A, B, C, alpha: float, beta: float, user=None, cache=None) -> Prepared:
+def prepare(lv, A, B, C, alpha: float, beta: float, user=None, cache=None, out=None) -> Prepared:
     """Read and validate the operands, choose the level and, for device operands on a GPU,
-    make C when it is not given and record the launches (looked up in `cache` first, keyed by
-    everything validation and run() read). `user`: the caller's raw stream handle or None."""
+    make C (of dtype `out`, default float32) when it is not given and record the launches
+    (looked up in `cache` first, keyed by everything validation and run() read). `user`: the
+    caller's raw stream handle or None."""
     m = mode()
+    out = None if out is None else operands.as_dtype(out)
     a = operands.read(A, "A", user if m == "gpu" else None)
     if not (m == "gpu" and a.on_device):
         b = operands.read(B, "B")
         c = operands.read(C, "C") if C is not None else None
-        M, N, K = validate(a, b, c, beta, lv)
+        M, N, K = validate(a, b, c, beta, lv, out)
         simulated = m == "simulator"
-        return Prepared(_host_level(lv, a, M, N, K, simulated), (M, N, K), C, (a, b, c),
-                        simulated=simulated)
+        c_dtype = c.dtype if c is not None else out or _F32
+        return Prepared(_host_level(lv, a, M, N, K, simulated, c_dtype), (M, N, K), C, c_dtype,
+                        (a, b, c), simulated=simulated)
     S, _ = _call_stream(a.library, a.stream, a.device, user)
     b = operands.read(B, "B", S)
     c = operands.read(C, "C", S) if C is not None else None
-    M, N, K = validate(a, b, c, beta, lv)
+    M, N, K = validate(a, b, c, beta, lv, out)
+    c_dtype = c.dtype if c is not None else out or _F32
     with driver.on_device(a.device):
         _check_capture(a.library, a.device, S, user is not None)
         if c is None:
-            C = operands.output_like(a, M, N)
+            C = operands.output_like(a, M, N, c_dtype)
             c = operands.read(C, "C", S)
         key = cache is not None and (lv.name if lv else AUTO, _scalar_key(alpha), _scalar_key(beta),
                                      _record_key(a), _record_key(b), _record_key(c))
         hit = cache.get(key) if key else None
         if hit is None:
-            hit = _record_launches(lv, a, b, c, alpha, beta, M, N, K)
+            hit = _record_launches(lv, a, b, c, alpha, beta, M, N, K, c_dtype)
             if key:
                 _remember(cache, key, hit)
     level, launches = hit
     records = (a, b, c)
-    return Prepared(level, (M, N, K), C, records,
+    return Prepared(level, (M, N, K), C, c_dtype, records,
                     Submission(a.device, launches, a.library, a.stream, _producers(records)))
 
 
@@ -402,6 +429,7 @@ def _gemm_host(p: Prepared, alpha, beta, stream):
 
     lv, (a, b, c), C, simulated = p.level, p.records, p.C, p.simulated
     M, N, K = p.M, p.N, p.K
+    c_bits = transfer_dtype(p.c_dtype)           # bf16 C travels as uint16, as A and B do
 
     if lv.native and simulated:
         raise NoGPUError(f"level {lv.name} is a native CUDA level and needs a GPU")
@@ -409,7 +437,7 @@ def _gemm_host(p: Prepared, alpha, beta, stream):
         warnings.warn(f"the CUDA simulator runs one Python thread per GPU thread: "
                       f"{M}x{N}x{K} will take a long time", stacklevel=3)
     if a.on_device:                                   # simulator device arrays
-        dC = c.obj if c is not None else cuda.device_array((M, N), np.float32)
+        dC = c.obj if c is not None else cuda.device_array((M, N), c_bits)
         lv.run(a.obj, b.obj, dC, alpha, beta)
         return C if C is not None else dC
     s = 0
@@ -427,24 +455,31 @@ def _gemm_host(p: Prepared, alpha, beta, stream):
     dA = cuda.to_device(a.host.view(transfer_dtype(a.dtype)), stream=s)
     dB = cuda.to_device(b.host.view(transfer_dtype(b.dtype)), stream=s)
     if c is not None and beta != 0:
-        dC = cuda.to_device(c.host, stream=s)
+        dC = cuda.to_device(c.host.view(c_bits), stream=s)
     else:
-        dC = cuda.device_array((M, N), np.float32, stream=s)
+        dC = cuda.device_array((M, N), c_bits, stream=s)
     lv.run(dA, dB, dC, alpha, beta, stream=s or None)
-    out = dC.copy_to_host(stream=s)
+    out = dC.copy_to_host(stream=s).view(p.c_dtype)
     if s:
         s.synchronize()
     if C is None:
-        if a.library == "torch":
-            import torch
-
-            return torch.from_numpy(out)
-        return out
+        return _host_result(out, a.library)
     c.host[...] = out
     return C
 
 
-def _host_level(lv, a, M, N, K, simulated):
+def _host_result(out: np.ndarray, library: str):
+    """A host result as the inputs' library holds one: NumPy, or a CPU torch tensor."""
+    if library != "torch":
+        return out
+    import torch
+
+    if out.dtype == BFLOAT16:          # torch.from_numpy knows no ml_dtypes.bfloat16
+        return torch.from_numpy(out.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(out)
+
+
+def _host_level(lv, a, M, N, K, simulated, c_dtype=_F32):
     if lv is not None:
         if lv.native and simulated:
             raise NoGPUError(f"level {lv.name} is a native CUDA level and needs a GPU; without one "
@@ -458,8 +493,9 @@ def _host_level(lv, a, M, N, K, simulated):
     cands = auto_candidates(a.dtype, M, N, K, native)
     if not cands and simulated:
         cands = _simulator_candidates(a.dtype, M, N, K)
+    cands = [x for x in cands if x.writes(c_dtype, a.dtype)]
     if not cands:
-        raise _no_level(a.dtype, M, N, K, native)
+        raise _no_level(a.dtype, M, N, K, native, c_dtype)
     return cands[0]
 
 
@@ -475,11 +511,14 @@ def _simulator_candidates(dtype, M, N, K) -> list:
 
 # ---------------------------------------------------------------------------- public
 
-def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
+def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None, out_dtype=None):
     """C = alpha * A @ B + beta * C, row-major, with one level of the ladder (or "auto").
 
     A (M×K) and B (K×N): float32 for the SGEMM levels (k*), float16 or bfloat16 for the HGEMM
-    levels (v*); C (M×N) is float32. Any framework: torch tensors, CuPy, JAX, Numba device
+    levels (v*); C (M×N) is float32 by default. With 16-bit A and B, C may be in their type
+    too (out_dtype=, e.g. torch.float16, or a 16-bit C given), as torch.mm returns it: the sum
+    is still accumulated in fp32, alpha·AB + beta·C computed in fp32 and rounded once; the
+    levels with C16 = True write it (v13), the others refuse it. Any framework: torch tensors, CuPy, JAX, Numba device
     arrays (DLPack or __cuda_array_interface__, used in place, bfloat16 included through
     DLPack), or NumPy arrays (bfloat16 as ml_dtypes.bfloat16; copied to the GPU and back).
     Without C, the result is a new array of A's library (torch in -> torch out, CuPy -> CuPy,
@@ -500,13 +539,13 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
     user = key = None
     if mode() == "gpu":
         user = None if stream is None else driver.stream_handle(stream)
-        key = _torch_key(lv, A, B, C, alpha, beta) if C is not None else None
+        key = _torch_key(lv, A, B, C, alpha, beta) if C is not None and out_dtype is None else None
         if key is not None:
             hit = _torch_cache.get(key)
             if hit is not None:     # the same fields as a call that passed every check
                 hit.submit(user)
                 return C
-    p = prepare(lv, A, B, C, alpha, beta, user, _launch_cache)
+    p = prepare(lv, A, B, C, alpha, beta, user, _launch_cache, out_dtype)
     if p.submission is None:
         return _gemm_host(p, alpha, beta, stream)
     if key is not None:      # read, validated and recorded: the fast path may skip all three
@@ -523,26 +562,23 @@ class Plan:
     are then, which is also what a CUDA graph replays), and the stream may (execute(stream=)).
     The operands themselves — their memory, shapes, dtypes, device — and alpha, beta and the
     level are fixed: make a new plan for other arrays. The plan keeps its operands alive.
-    Without C the plan makes one output array, written by every execute and returned by it.
+    Without C the plan makes one output array (of out_dtype, default float32), written by
+    every execute and returned by it.
     Host (NumPy) operands are copied in and out on every execute.
     """
 
-    def __init__(self, A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None):
+    def __init__(self, A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None, out_dtype=None):
         lv = resolve_level(level)
         self.alpha, self.beta = real_scalar(alpha, "alpha"), real_scalar(beta, "beta")
         self._stream, self._auto = stream, lv is None
         self._user = None if stream is None or mode() != "gpu" else driver.stream_handle(stream)
-        p = self.prepared = prepare(lv, A, B, C, self.alpha, self.beta, self._user)
+        p = self.prepared = prepare(lv, A, B, C, self.alpha, self.beta, self._user, out=out_dtype)
         self._submission, self._out = p.submission, p.C     # _out: the device path's C, fixed
         self.level, self.M, self.N, self.K = p.level, p.M, p.N, p.K
         self.device, self.dtype = p.records[0].device, p.records[0].dtype
         if p.submission is None and C is None and not p.records[0].on_device:
             # the plan's own output, in A's library, written by every execute
-            p.C = np.empty((p.M, p.N), np.float32)
-            if p.records[0].library == "torch":
-                import torch
-
-                p.C = torch.from_numpy(p.C)
+            p.C = _host_result(np.empty((p.M, p.N), p.c_dtype), p.records[0].library)
             p.records = p.records[:2] + (operands.read(p.C, "C"),)
 
     @property
@@ -583,6 +619,7 @@ class Plan:
         return f"Plan({self.level.name}, M={self.M}, N={self.N}, K={self.K}, alpha={self.alpha}, beta={self.beta})"
 
 
-def plan(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None) -> Plan:
-    """Prepare C = alpha·A@B + beta·C once; .execute() (or call it) runs it. See Plan."""
-    return Plan(A, B, C, alpha=alpha, beta=beta, level=level, stream=stream)
+def plan(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None, out_dtype=None) -> Plan:
+    """Prepare C = alpha·A@B + beta·C once; .execute() (or call it) runs it. See Plan and gemm()
+    (out_dtype: C's dtype when C is not given)."""
+    return Plan(A, B, C, alpha=alpha, beta=beta, level=level, stream=stream, out_dtype=out_dtype)

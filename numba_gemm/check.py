@@ -4,7 +4,9 @@ The rule is the forward error bound of a dot product: each element may be off by
 rtol * (|alpha| * (|A| @ |B|) + |beta| * |C|), the magnitudes that actually fed it. Unlike a
 tolerance on |ref| alone, this does not fail on elements where large terms cancel, and it is
 independent of the scale of the inputs. HGEMM references use the fp16/bf16-rounded inputs,
-so only the fp32 accumulation is being judged there too.
+so only the fp32 accumulation is being judged there too. A 16-bit C (`out_dtype`) is rounded
+once more on the store: its unit roundoff u (2^-11 fp16, 2^-8 bf16) times the magnitude of the
+value rounded is allowed on top, and half its smallest subnormal.
 """
 from __future__ import annotations
 
@@ -48,11 +50,22 @@ class Verdict:
         return s
 
 
-def verify(out, A, B, C_in, alpha: float, beta: float, family: str = "sgemm") -> Verdict:
-    """Compare a level's output with the float64 reference. NaN/Inf in `out` always fails."""
+def unit_roundoff(dtype) -> float:
+    """u = 2^-(significand bits): the relative error bound of rounding to nearest in `dtype`
+    (float32 2^-24, float16 2^-11, bfloat16 2^-8)."""
+    return float(np.finfo(dtype).eps) / 2
+
+
+def verify(out, A, B, C_in, alpha: float, beta: float, family: str = "sgemm",
+           out_dtype=np.float32) -> Verdict:
+    """Compare a level's output with the float64 reference. NaN/Inf in `out` always fails.
+    out_dtype: the type C was stored in (a 16-bit C adds its one rounding to the bound)."""
     out = np.asarray(out, np.float64)
     ref = reference(A, B, C_in, alpha, beta)
     allowed = RTOL[family] * scale(A, B, C_in, alpha, beta) + np.finfo(np.float32).tiny
+    if np.dtype(out_dtype) != np.float32:
+        f = np.finfo(out_dtype)
+        allowed += unit_roundoff(out_dtype) * (np.abs(ref) + allowed) + float(f.smallest_subnormal) / 2
     err = np.abs(out - ref)
     err[~np.isfinite(out)] = np.inf
     bad = ~(err <= allowed)

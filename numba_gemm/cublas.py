@@ -6,7 +6,8 @@ raw device pointers, so cuBLAS runs on exactly the buffers the levels use, in th
 
 cuBLAS is column-major; a row-major C = A @ B is the column-major C^T = B^T @ A^T, so the call
 passes B first and swaps M and N. SGEMM runs with CUBLAS_DEFAULT_MATH: strict FP32, no TF32.
-HGEMM is cublasGemmEx with fp16/bf16 inputs, fp32 output and CUBLAS_COMPUTE_32F.
+HGEMM is cublasGemmEx with fp16/bf16 inputs, CUBLAS_COMPUTE_32F and fp32 output, or output in
+the inputs' type (c16=True, what torch.mm returns for 16-bit inputs).
 """
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ class Cublas:
     def __exit__(self, *exc):
         self.close()
 
-    def gemm(self, A, B, C, alpha: float = 1.0, beta: float = 0.0, in_dtype=None):
-        """Row-major C = alpha*A@B + beta*C on device arrays; in_dtype names A/B's element type."""
+    def gemm(self, A, B, C, alpha: float = 1.0, beta: float = 0.0, in_dtype=None, c16: bool = False):
+        """Row-major C = alpha*A@B + beta*C on device arrays; in_dtype names A/B's element type;
+        c16: C is in that 16-bit type too (else float32)."""
         from nvmath import CudaDataType
 
         lib = self._lib
@@ -57,6 +59,6 @@ class Cublas:
             raise TypeError(f"cuBLAS baseline has no input type {kind}")
         t = types[kind]
         lib.gemm_ex(self.handle, op, op, N, M, K, a.ctypes.data, _ptr(B), t, N, _ptr(A), t, K,
-                    b.ctypes.data, _ptr(C), CudaDataType.CUDA_R_32F, N,
+                    b.ctypes.data, _ptr(C), t if c16 else CudaDataType.CUDA_R_32F, N,
                     lib.ComputeType.COMPUTE_32F, lib.GemmAlgo.DEFAULT)
         return C

@@ -207,6 +207,23 @@ if BFLOAT16 is not None:
 _torch_by_object: dict = {}
 
 
+def as_dtype(x) -> np.dtype:
+    """A NumPy dtype from a NumPy dtype or type, a name ("float16", "bfloat16") or a torch
+    dtype (torch.bfloat16 included); TypeError for anything else."""
+    name = str(x)
+    if name.startswith("torch."):
+        dt = _TORCH_DTYPES.get(name)
+        if dt is None:
+            raise TypeError(f"torch dtype {x} has no NumPy equivalent here")
+        return dt
+    if name == "bfloat16" and BFLOAT16 is not None:
+        return BFLOAT16
+    try:
+        return np.dtype(x)
+    except TypeError:
+        raise TypeError(f"not a dtype: {x!r}") from None
+
+
 def _torch_dtype(x, name):
     dt = _torch_by_object.get(x.dtype)
     if dt is None:
@@ -260,28 +277,37 @@ def torch_fields(A, B, C):
             (C.data_ptr(), C.shape, C.stride(), C.dtype, dc))
 
 
-def output_like(a: Operand, M: int, N: int):
-    """An uninitialised float32 M×N array made by record a's library on a's device; MemoryError
-    when the device has no room (the library's own error is chained)."""
+def output_like(a: Operand, M: int, N: int, dtype=np.float32):
+    """An uninitialised M×N array of `dtype` (float32, or A's float16/bfloat16) made by record
+    a's library on a's device; MemoryError when the device has no room (the library's own
+    error is chained). A bfloat16 C of a library without that type (Numba) holds its uint16
+    bit patterns; CuPy has none either and is refused (pass C)."""
+    dtype = np.dtype(dtype)
+    bf16 = BFLOAT16 is not None and dtype == BFLOAT16
     try:
         if a.library == "torch":
             import torch
 
-            return torch.empty((M, N), dtype=torch.float32, device=a.obj.device)
+            return torch.empty((M, N), dtype=getattr(torch, "bfloat16" if bf16 else dtype.name),
+                               device=a.obj.device)
         if a.library == "cupy":
+            if bf16:
+                raise TypeError("CuPy has no bfloat16 array for C: pass C (e.g. a torch tensor), "
+                                "or out_dtype=float32")
             import cupy
 
             with cupy.cuda.Device(a.device):
-                return cupy.empty((M, N), dtype=np.float32)
+                return cupy.empty((M, N), dtype=dtype)
         from numba import cuda
 
         with cuda.gpus[a.device]:        # Numba's, or a library without a known allocator
-            return cuda.device_array((M, N), np.float32)
+            return cuda.device_array((M, N), np.uint16 if bf16 else dtype)
     except Exception as e:  # noqa: BLE001 - torch, CuPy and Numba each have their own OOM type
         text = str(e).lower()
         if "out of memory" in text or "out_of_memory" in text:
-            raise MemoryError(f"cannot allocate C ({M}x{N} float32, {4 * M * N / 2**30:.1f} GiB) "
-                              f"on GPU {a.device}: out of device memory") from e
+            raise MemoryError(f"cannot allocate C ({M}x{N} {dtype.name}, "
+                              f"{dtype.itemsize * M * N / 2**30:.1f} GiB) on GPU {a.device}: "
+                              "out of device memory") from e
         raise
 
 

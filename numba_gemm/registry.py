@@ -8,7 +8,9 @@ contract):
     PARENT = "k3"                     # the level it is derived from (None for a first rung)
     TITLE = "8 rows per thread"       # a few words
     DELTA = "k4 = k3 + ..."           # the one change from PARENT, in one line
-    DTYPES = (np.float32,)            # accepted input dtypes (A and B); C is always float32
+    DTYPES = (np.float32,)            # accepted input dtypes (A and B); C is float32, unless:
+    C16 = True                        # optional: C may also be A's float16/bfloat16 (fp32
+                                      # accumulate, alpha/beta in fp32, rounded once on the store)
     SASS_MUST_HAVE = ("LDS", ...)     # the instructions the level exists for (SASS census)
     def run(A, B, C, alpha, beta, stream=None): ...   # device arrays, already validated
     def unsupported(M, N, K) -> str | None            # optional: why a shape cannot be served
@@ -71,6 +73,14 @@ class Level:
         check = getattr(self.module, "unsupported", None)
         return check(M, N, K) if check else None
 
+    def writes(self, c_dtype, ab_dtype) -> bool:
+        """Whether the level can write C of `c_dtype` for inputs of `ab_dtype`: float32 always,
+        A's own 16-bit type when the module says C16 = True."""
+        c_dtype = np.dtype(c_dtype)
+        if c_dtype == np.float32:
+            return True
+        return getattr(self.module, "C16", False) and c_dtype == np.dtype(ab_dtype) and c_dtype.itemsize == 2
+
 
 def _order(name: str):
     # k1 < k2 < k3 < k3c < k4 ... ; v7 < v8 < v8py < v9 < v10
@@ -116,6 +126,8 @@ def contract_problems(mod: ModuleType, family: str) -> list[str]:
     need("run", callable, "run(A, B, C, alpha, beta, stream=None)")
     if hasattr(mod, "unsupported"):
         need("unsupported", callable, "unsupported(M, N, K) -> str | None")
+    if hasattr(mod, "C16"):
+        need("C16", lambda v: isinstance(v, bool), "True or False (whether C may be A's 16-bit type)")
 
     if hasattr(mod, "SOURCE"):                                     # native: NVRTC compiles it
         import importlib.resources

@@ -648,3 +648,55 @@ def test_validate_refuses_a_shape_the_named_level_cannot_serve():
     with pytest.raises(ValueError, match="level v7 cannot run.*grid"):
         api.validate(a, b, None, 0.0, L.get("v7"))
     assert api.validate(a, b, None, 0.0, None) == (16, 65536 * 128 + 1, 12)   # auto decides later
+
+
+def test_validate_takes_a_16bit_c_only_for_the_levels_that_write_it():
+    """C may be A's own float16/bfloat16 for a C16 level (v13) or auto; every other level, and
+    any other C dtype, is refused before launch with the levels that write it named."""
+    from numba_gemm.operands import Operand
+
+    f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
+    a = Operand(0x1000, (16, 64), None, f16, 0, "t", None)
+    b = Operand(0x9000, (64, 32), None, f16, 0, "t", None)
+    c16 = Operand(0x20000, (16, 32), None, f16, 0, "t", None)
+    assert api.validate(a, b, c16, 0.0, L.get("v13")) == (16, 32, 64)
+    assert api.validate(a, b, c16, 0.0, None) == (16, 32, 64)
+    with pytest.raises(TypeError, match="level v11 writes C as float32 only.*: v13"):
+        api.validate(a, b, c16, 0.0, L.get("v11"))
+    with pytest.raises(TypeError, match="level v11 writes C as float32 only"):
+        api.validate(a, b, None, 0.0, L.get("v11"), out=f16)          # C to be made as fp16
+    with pytest.raises(TypeError, match="out_dtype float32 differs from C's dtype float16"):
+        api.validate(a, b, c16, 0.0, None, out=f32)
+    if BFLOAT16 is not None:
+        c_bf = Operand(0x20000, (16, 32), None, BFLOAT16, 0, "t", None)
+        with pytest.raises(TypeError, match="C must be float32, or float16 as A and B; got bfloat16"):
+            api.validate(a, b, c_bf, 0.0, None)
+    a32 = Operand(0x1000, (16, 64), None, f32, 0, "t", None)
+    b32 = Operand(0x9000, (64, 32), None, f32, 0, "t", None)
+    with pytest.raises(TypeError, match="C must be float32; got float16"):
+        api.validate(a32, b32, c16, 0.0, None)
+
+
+def test_out_dtype_accepts_numpy_names_and_torch_dtypes():
+    from numba_gemm.operands import as_dtype
+
+    assert as_dtype("float16") == np.float16 and as_dtype(np.float32) == np.float32
+    if BFLOAT16 is not None:
+        assert as_dtype("bfloat16") == BFLOAT16
+    torch = pytest.importorskip("torch")
+    assert as_dtype(torch.float16) == np.float16
+    if BFLOAT16 is not None:
+        assert as_dtype(torch.bfloat16) == BFLOAT16
+    with pytest.raises(TypeError, match="not a dtype"):
+        as_dtype("fp17")
+
+
+@needs_simulator
+def test_no_numba_level_writes_a_16bit_c():
+    """In the simulator only Numba levels run, and none writes a 16-bit C: auto says so."""
+    A, B = _mats(M=4, N=8, K=8)
+    A, B = A.astype(np.float16), B.astype(np.float16)
+    with pytest.raises(ValueError, match="no level writes float16 C.*v13"):
+        numba_gemm.gemm(A, B, out_dtype=np.float16)
+    with pytest.raises(TypeError, match="level v8py writes C as float32 only"):
+        numba_gemm.gemm(A, B, out_dtype="float16", level="v8py")

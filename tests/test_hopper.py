@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check
+from numba_gemm import check, nvrtc
 from numba_gemm.sass import disassemble
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma, v11_wgmma, v12_warpspec, v13_persistent
@@ -69,8 +69,8 @@ def test_v13_persistent_grid_of_pairs():
     assert v13.launch_config(8192, 8192, 8192, max_clusters=66)[0] == (132, 1, 1)
     assert v13.launch_config(1, 8, 8, max_clusters=66)[0] == (2, 1, 1)       # one pair, one idle CTA
     assert v13.launch_config(300, 520, 64, max_clusters=66)[0] == (2 * 2 * 3, 1, 1)
-    assert v13.defines() == v13.CONFIG.defines() + ("-DHG_CLUSTER=2", "-DHG_TMA_STORE=1") == v13.DEFINES
-    assert v13.defines(1, 0) == v13.CONFIG.defines() + ("-DHG_CLUSTER=1", "-DHG_TMA_STORE=0")
+    assert v13.defines() == v13.CONFIG.defines() + ("-DHG_CLUSTER=2", "-DHG_TMA_STORE=1", "-DHG_C16=0") == v13.DEFINES
+    assert v13.defines(1, 0, 1) == v13.CONFIG.defines() + ("-DHG_CLUSTER=1", "-DHG_TMA_STORE=0", "-DHG_C16=1")
     with pytest.raises(ValueError, match="1 or 2"):
         v13.defines(4)
     with pytest.raises(ValueError, match="0 or 1"):
@@ -219,6 +219,44 @@ def test_v13_register_epilogue_still_compiles_with_its_census():
     assert not any(o.startswith("UTMASTG") for o in ops)
 
 
+@pytest.mark.parametrize("tma_store", [1, 0], ids=["tma_store", "registers"])
+def test_v13_16bit_c_compiles_with_its_census(tma_store):
+    """-DHG_C16=1: v13 writes C in A's type from both epilogues. The fp32 -> 16-bit pack
+    (F2FP) is in that SASS and in no fp32-C variant; no spills, the level's census otherwise."""
+    v13 = v13_persistent
+    must = tuple(m for m in v13.SASS_MUST_HAVE if tma_store or m != "UTMASTG.2D")
+    c16 = census_ops(v13.SOURCE, v13.defines(2, tma_store, 1), v13.KERNEL_NAMES.values(), must,
+                     v13.SASS_MUST_NOT_HAVE)
+    c32 = _opcodes(disassemble(nvrtc.compile_variant(v13.SOURCE, v13.defines(2, tma_store, 0))))
+    assert any(o.startswith("F2FP") for o in c16)
+    assert not any(o.startswith("F2FP") for o in c32)
+
+
+def test_c16_is_declared_by_v13_alone():
+    """Only v13 says C16 = True; the registry's writes() follows it, for A's own type only."""
+    from numba_gemm import registry
+
+    f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
+    writers = [lv.name for lv in registry.registry().values() if lv.writes(f16, f16)]
+    assert writers == ["v13"]
+    v13 = registry.get("v13")
+    assert v13.writes(f32, f16) and not v13.writes(f16, f32)
+    if cm.BF16 is not None:
+        assert v13.writes(cm.BF16, cm.BF16) and not v13.writes(f16, cm.BF16)
+    with pytest.raises(ValueError, match="c16"):
+        v13_persistent.defines(c16=2)
+
+
+@pytest.mark.parametrize("lv", LEVELS[:2], ids=ids[:2])
+def test_float32_c_levels_refuse_a_16bit_c_before_anything(lv):
+    """A direct run() with a 16-bit C on a level that writes float32 would write past C: refused."""
+    from types import SimpleNamespace as Arr
+
+    A, B = Arr(shape=(16, 64), dtype=np.float16), Arr(shape=(64, 32), dtype=np.float16)
+    with pytest.raises(TypeError, match=f"level {lv.LEVEL} writes C as float32, got float16"):
+        lv.run(A, B, Arr(shape=(16, 32), dtype=np.float16), 1.0, 0.0)
+
+
 def test_v11_body_serves_a_64_row_tile():
     """BM = 64 (one consumer warpgroup, 128 threads) compiles from the same body, both dtypes,
     with v11's census; per k stage still 4 HGMMA per kernel (one warpgroup instruction each)."""
@@ -240,20 +278,22 @@ def _run(lv, A, B, C):
     def dev(x):
         return cuda.to_device(x.view(np.uint16) if x.dtype == cm.BF16 else x)
 
-    dA, dB, dC = dev(A), dev(B), cuda.to_device(C)
-    return dA, dB, dC
+    return dev(A), dev(B), dev(C)
 
 
-def _case(lv, M, N, K, dtype, alpha, beta, rng):
+def _case(lv, M, N, K, dtype, alpha, beta, rng, c_dtype=np.float32):
+    """One checked call; c_dtype: C's type (float32, or A's for a level that writes 16-bit C)."""
     from numba import cuda
 
-    A, B, C = check.random_inputs(M, N, K, dtype, rng)
-    C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
+    A, B, C = check.random_inputs(M, N, K, dtype, rng, c_dtype=c_dtype)
+    C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, c_dtype)
     dA, dB, dC = _run(lv, A, B, C_in)
     lv.run(dA, dB, dC, alpha, beta)
     cuda.synchronize()
-    v = check.verify(dC.copy_to_host(), A, B, C, alpha, beta, family="hgemm")
-    assert v.ok, f"{lv.LEVEL} {np.dtype(dtype).name} M={M} N={N} K={K} a={alpha} b={beta}: {v}"
+    got = dC.copy_to_host().view(c_dtype)
+    v = check.verify(got, A, B, C, alpha, beta, family="hgemm", out_dtype=c_dtype)
+    assert v.ok, (f"{lv.LEVEL} {np.dtype(dtype).name} C {np.dtype(c_dtype).name} M={M} N={N} K={K} "
+                  f"a={alpha} b={beta}: {v}")
 
 
 # M is free (rows of A and C); N and K are the nearest multiples of 8 to the issue's shapes
@@ -271,6 +311,22 @@ def test_exact_on_ragged_shapes(lv, dtype):
         assert lv.unsupported(M, N, K) is None
         _case(lv, M, N, K, dtype, 0.5, 3.0, rng)
         _case(lv, M, N, K, dtype, 1.0, 0.0, rng)     # beta == 0: NaN in C must not leak
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tma_store", [1, 0], ids=["tma_store", "registers"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_v13_exact_with_16bit_c(dtype, tma_store):
+    """C in A's type: every ragged shape, alpha/beta (C read in 16 bits) and NaN-poisoned C with
+    beta == 0, from both epilogues; within the fp32 bound plus one rounding to C's type."""
+    from functools import partial
+    from types import SimpleNamespace
+
+    lv = SimpleNamespace(LEVEL=f"v13 tma_store={tma_store}", run=partial(v13_persistent.run, tma_store=tma_store))
+    rng = np.random.default_rng()
+    for M, N, K in SHAPES:
+        _case(lv, M, N, K, dtype, 0.5, 3.0, rng, c_dtype=dtype)
+        _case(lv, M, N, K, dtype, 1.0, 0.0, rng, c_dtype=dtype)
 
 
 @pytest.mark.gpu

@@ -61,3 +61,14 @@ def test_verdicts_catch_a_result_that_reads_c_when_beta_is_zero():
     assert all(v.ok for v in top.verdicts(_Fake(), A, B, C, dA, dB, dC, rows))
     vs = top.verdicts(_Fake(leak=True), A, B, C, dA, dB, dC, rows)
     assert vs[0].ok and not vs[1].ok          # 0 * NaN is NaN: the poisoned C shows
+
+
+def test_a_16bit_c_row_is_compared_with_the_same_level_writing_float32():
+    """--out both: v13 twice, the 16-bit C one labelled /c16 with the float32 one as its parent;
+    a level that writes only float32 C is refused for a 16-bit C before anything runs."""
+    c32, c16 = top.Competitor("v13", False, True), top.Competitor("v13", True, True)
+    assert (c32.label, c32.parent, c32.c16) == ("v13", "v12", False)
+    assert (c16.label, c16.parent, c16.c16) == ("v13/c16", "v13", True)
+    assert top.Competitor("v13", True, False).label == "v13"          # --out same: no suffix
+    with pytest.raises(SystemExit, match="v12 writes C as float32 only"):
+        top.Competitor("v12", True, True)

@@ -15,6 +15,10 @@ LEVEL:name=value[:name=value], e.g. v13:cluster=1 (v13's persistent grid without
 such a variant is compared with the level as shipped. --check-shapes adds ragged shapes on which every
 competitor is checked (alpha/beta and NaN-poisoned C) before any timing.
 
+--out chooses C's type: float32 (default), same (A's 16-bit type, for the levels that write it,
+and cuBLAS with the same output), or both: each competitor and cuBLAS run both ways, a 16-bit C
+row labelled LEVEL/c16 and compared with the same level's float32 C as its "parent".
+
     python tools/hopper_top.py --levels v11,v12,v13 --sizes 2048,4096,8192 --json top.json
 """
 from __future__ import annotations
@@ -30,18 +34,22 @@ import numpy as np
 
 def verdicts(lv, A, B, C, dA, dB, dC, rows) -> list:
     """lv's result on `rows` against float64, for each (alpha, beta) bench.py checks: C read
-    (beta != 0), then C poisoned with NaN, which beta == 0 must never read."""
+    (beta != 0), then C poisoned with NaN, which beta == 0 must never read. C's dtype (float32
+    or A's 16-bit type) is the one the level writes; dC holds it (bf16 as uint16 bits)."""
     from numba import cuda
 
     from numba_gemm import check
+    from numba_gemm.api import transfer_dtype
     from numba_gemm.bench import CHECKED
 
+    bits = transfer_dtype(C.dtype)
     out = []
     for alpha, beta in CHECKED:
-        cuda.to_device(C if beta else np.full_like(C, np.nan), to=dC)
+        cuda.to_device((C if beta else np.full_like(C, np.nan)).view(bits), to=dC)
         lv.run(dA, dB, dC, alpha, beta)
-        got = dC.copy_to_host()[rows]
-        out.append(check.verify(got, A[rows], B, C[rows] if beta else None, alpha, beta, lv.family))
+        got = dC.copy_to_host().view(C.dtype)[rows]
+        out.append(check.verify(got, A[rows], B, C[rows] if beta else None, alpha, beta, lv.family,
+                                out_dtype=C.dtype))
     return out
 
 
@@ -54,17 +62,24 @@ def _report(lv, what: str, vs: list) -> bool:
 class Competitor:
     """A level, or a level run with keyword arguments (`spec` LEVEL:name=value...)."""
 
-    def __init__(self, spec: str):
+    def __init__(self, spec: str, c16: bool = False, both: bool = False):
         from numba_gemm import registry
 
         name, *changes = spec.split(":")
-        self.label, self.level = spec, registry.get(name)
+        self.level, self.c16 = registry.get(name), c16
+        if c16 and not getattr(self.level.module, "C16", False):
+            raise SystemExit(f"level {name} writes C as float32 only: --out same/both needs C16 levels")
+        self.label = spec + ("/c16" if c16 and both else "")
         self.family = self.level.family
-        self.parent = name if changes else self.level.parent
+        self.parent = spec if c16 and both else name if changes else self.level.parent
         self.kwargs = {k: int(v) for k, v in (c.split("=") for c in changes)}
 
     def run(self, A, B, C, alpha, beta):
         self.level.module.run(A, B, C, alpha, beta, **self.kwargs)
+
+
+def cublas_label(c16: bool) -> str:
+    return "cublas/c16" if c16 else "cublas"
 
 
 def main() -> int:
@@ -78,6 +93,8 @@ def main() -> int:
     p.add_argument("--json", help="write every round here")
     p.add_argument("--check-shapes", default="",
                    help="space-separated M,N,K shapes every competitor is checked on first")
+    p.add_argument("--out", choices=("float32", "same", "both"), default="float32",
+                   help="C's type: float32, A's 16-bit type (same), or both (default %(default)s)")
     args = p.parse_args()
 
     from numba import cuda
@@ -89,18 +106,24 @@ def main() -> int:
     from numba_gemm.timing import bench, gpu_state, loop, median_or_none, rotation
 
     blas = Cublas()
-    levels = [Competitor(s) for s in args.levels.split(",")]
+    c16s = {"float32": (False,), "same": (True,), "both": (False, True)}[args.out]
+    levels = [Competitor(s, c16, len(c16s) == 2) for s in args.levels.split(",") for c16 in c16s]
     dtypes = {np.dtype(d).name: np.dtype(d) for d in DTYPES}
     rows, table = [], []
+
+    def c_of(C, dtype, c16):        # the host C and a device C of the competitor's type
+        C = C.astype(dtype) if c16 else C
+        return C, cuda.to_device(C.view(transfer_dtype(C.dtype)))
+
     for dname in args.dtypes.split(","):
         for shape in args.check_shapes.split():
             M, N, K = (int(x) for x in shape.split(","))
             A, B, C = check.random_inputs(M, N, K, dtype=dtypes[dname])
             dA = cuda.to_device(A.view(transfer_dtype(dtypes[dname])))
             dB = cuda.to_device(B.view(transfer_dtype(dtypes[dname])))
-            dC = cuda.device_array((M, N), np.float32)
             for lv in levels:
-                if not _report(lv, f"{M}x{N}x{K} {dname}", verdicts(lv, A, B, C, dA, dB, dC, np.arange(M))):
+                Cx, dC = c_of(C, dtypes[dname], lv.c16)
+                if not _report(lv, f"{M}x{N}x{K} {dname}", verdicts(lv, A, B, Cx, dA, dB, dC, np.arange(M))):
                     return 1
     for dname in args.dtypes.split(","):
         dtype = dtypes[dname]
@@ -109,13 +132,16 @@ def main() -> int:
             A, B, C = check.random_inputs(M, N, K, dtype=dtype)
             dA = cuda.to_device(A.view(transfer_dtype(dtype)))
             dB = cuda.to_device(B.view(transfer_dtype(dtype)))
-            dC = cuda.to_device(C)
+            dCs = {c16: c_of(C, dtype, c16) for c16 in c16s}
             rows_checked = np.sort(np.random.default_rng(0).choice(M, min(M, 256), replace=False))
-            runs = {"cublas": lambda: blas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype)}
+            runs = {cublas_label(c16): (lambda c16=c16: blas.gemm(dA, dB, dCs[c16][1], 1.0, 0.0,
+                                                                 in_dtype=dtype, c16=c16))
+                    for c16 in c16s}
             for lv in levels:
-                if not _report(lv, f"{M}x{N}x{K} {dname}", verdicts(lv, A, B, C, dA, dB, dC, rows_checked)):
+                Cx, dC = dCs[lv.c16]
+                if not _report(lv, f"{M}x{N}x{K} {dname}", verdicts(lv, A, B, Cx, dA, dB, dC, rows_checked)):
                     return 1
-                runs[lv.label] = (lambda lv=lv: lv.run(dA, dB, dC, 1.0, 0.0))
+                runs[lv.label] = (lambda lv=lv, dC=dC: lv.run(dA, dB, dC, 1.0, 0.0))
             names = list(runs)
             for fn in runs.values():   # warm: modules loaded, clocks up
                 loop(fn, calls=5, reps=1, warmup=1)
@@ -139,23 +165,23 @@ def main() -> int:
                              "rounds": d})
             base = {r["level"]: r for r in rows if (r["M"], r["N"], r["K"], r["dtype"]) == (M, N, K, dname)}
             for lv in levels:
-                r = base[lv.label]
+                r, blas_r = base[lv.label], base[cublas_label(lv.c16)]   # cuBLAS with the same C type
                 parent = base.get(lv.parent)
                 table.append((dname, f"{M}x{N}x{K}", lv.label, r["kernel_tflops"],
-                              base["cublas"]["kernel_ms"] / r["kernel_ms"],
-                              base["cublas"]["loop_ms"] / r["loop_ms"],
+                              blas_r["kernel_ms"] / r["kernel_ms"], blas_r["loop_ms"] / r["loop_ms"],
                               parent["kernel_ms"] / r["kernel_ms"] if parent else None,
                               parent["loop_ms"] / r["loop_ms"] if parent else None,
                               r["sm_clock_mhz"], r["power_w"]))
-            c = base["cublas"]
-            table.append((dname, f"{M}x{N}x{K}", "cublas", c["kernel_tflops"], 1.0, 1.0, None, None,
-                          c["sm_clock_mhz"], c["power_w"]))
+            for c16 in c16s:
+                c = base[cublas_label(c16)]
+                table.append((dname, f"{M}x{N}x{K}", cublas_label(c16), c["kernel_tflops"], 1.0, 1.0,
+                              None, None, c["sm_clock_mhz"], c["power_w"]))
     if args.json:
         from numba_gemm.util import commit
 
         meta = {"date": time.strftime("%Y-%m-%d"), "commit": commit(), "device": cuda.get_current_device().name.decode()
                 if isinstance(cuda.get_current_device().name, bytes) else cuda.get_current_device().name,
-                "command": " ".join(sys.argv), "rounds": args.rounds}
+                "command": " ".join(sys.argv), "rounds": args.rounds, "out": args.out}
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
     f = lambda x, nd=3: "-" if x is None else f"{x:.{nd}f}"

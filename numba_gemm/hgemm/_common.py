@@ -243,9 +243,10 @@ def rows_16b_aligned(ptr: int, row_elems: int, elem_bytes: int = 2) -> bool:
     return ptr % 16 == 0 and (row_elems * elem_bytes) % 16 == 0
 
 
-def vec_c(pc: int, N: int) -> bool:
-    """True when the epilogue may store C as float2 (8-byte aligned base, N even)."""
-    return pc % 8 == 0 and N % 2 == 0
+def vec_c(pc: int, N: int, c_bytes: int = 4) -> bool:
+    """True when the epilogue may store C in pairs (float2, or two 16-bit values: a base aligned
+    to a pair, N even)."""
+    return pc % (2 * c_bytes) == 0 and N % 2 == 0
 
 
 def cp_async_args(A, B, C, alpha, beta, *extra: int):

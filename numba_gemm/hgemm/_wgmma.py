@@ -140,11 +140,14 @@ def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config)
         raise ValueError(f"level {level} cannot use TMA here: {e}; level {FALLBACK} has no such limit") from None
 
 
-def maps_and_args(level: str, A, B, C, alpha, beta, config):
+def maps_and_args(level: str, A, B, C, alpha, beta, config, c16: bool = False):
     """Checked tensor maps of A and B, then C, M, N, K, alpha, beta, vec_c, super_m, super_n.
-    `config`: a WgmmaTile, or any tile with bm, bn and bk (v10's TileConfig)."""
+    `config`: a WgmmaTile, or any tile with bm, bn and bk (v10's TileConfig). c16: the level
+    writes a 16-bit C (vec_c then follows its element size); otherwise C must be float32."""
     M, K = A.shape
     N = B.shape[1]
+    if np.dtype(C.dtype).itemsize != 4 and not c16:
+        raise TypeError(f"level {level} writes C as float32, got {np.dtype(C.dtype).name}")
     pa, pb, pc = cm.device_ptr(A), cm.device_ptr(B), cm.device_ptr(C)
     check_operands(level, pa, pb, M, N, K, config)
     dtype = np.float16 if cm.element_type(A) == "f16" else np.uint16   # uint16 -> BFLOAT16 map
@@ -154,5 +157,5 @@ def maps_and_args(level: str, A, B, C, alpha, beta, config):
     super_m, super_n = tile_order(M, N, K, None, config)
     return [tm_a, tm_b] + cm.pack_args(
         ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
-        ("i", int(cm.vec_c(pc, N))), ("i", super_m), ("i", super_n),
+        ("i", int(cm.vec_c(pc, N, np.dtype(C.dtype).itemsize))), ("i", super_m), ("i", super_n),
     )

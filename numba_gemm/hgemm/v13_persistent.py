@@ -66,18 +66,22 @@ SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 
 CONFIG = wg.WgmmaTile(producer=True)
+C16 = True      # C may be A's fp16/bf16 (-DHG_C16=1): fp32 accumulate, alpha and beta in fp32, rounded once
 CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
 TMA_STORE = 1   # beta == 0: C through shared memory and TMA stores (-DHG_TMA_STORE; 0 for comparison)
-C_BOX_BYTES = 64 * 128     # one 64-row x 32-float box of the TMA-store epilogue; two per consumer
+C_BOX_BYTES = 64 * 128     # one 64-row x 128-byte box of the TMA-store epilogue; two per consumer
 
 
-def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE) -> tuple[str, ...]:
-    """The tile's -DHG_* options, -DHG_CLUSTER and -DHG_TMA_STORE: the source has no default."""
+def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE, c16: int = 0) -> tuple[str, ...]:
+    """The tile's -DHG_* options, -DHG_CLUSTER, -DHG_TMA_STORE and -DHG_C16 (C in A's 16-bit
+    type): the source has no default."""
     if cluster not in (1, 2):
         raise ValueError(f"cluster must be 1 or 2 CTAs (B's 4 panels are split between them), got {cluster}")
     if tma_store not in (0, 1):
         raise ValueError(f"tma_store is 0 or 1, got {tma_store}")
-    return CONFIG.defines() + (f"-DHG_CLUSTER={cluster}", f"-DHG_TMA_STORE={tma_store}")
+    if c16 not in (0, 1):
+        raise ValueError(f"c16 is 0 (fp32 C) or 1 (C in A's 16-bit type), got {c16}")
+    return CONFIG.defines() + (f"-DHG_CLUSTER={cluster}", f"-DHG_TMA_STORE={tma_store}", f"-DHG_C16={c16}")
 
 
 def smem_bytes(tma_store: int = TMA_STORE, config=CONFIG) -> int:
@@ -130,14 +134,26 @@ def resident_clusters(fn, block, smem, cluster: int = CLUSTER) -> int:
 
 
 def c_map(C, M: int, N: int):
-    """C's tensor map for the TMA-store epilogue (fp32, 64 × 32 boxes, SWIZZLE_128B), or None
-    when C's base is not 16-byte aligned (TMA's rule; the kernel then stores from registers)."""
+    """C's tensor map for the TMA-store epilogue (boxes of 64 rows × 128 bytes: 32 floats or 64
+    16-bit values, SWIZZLE_128B), or None when C's base or rows are not 16-byte aligned (TMA's
+    rule; the kernel then stores from registers)."""
     from .. import tma
 
-    pc = cm.device_ptr(C)
-    if pc % 16:
+    pc, size = cm.device_ptr(C), np.dtype(C.dtype).itemsize
+    if pc % 16 or N * size % 16:
         return None
-    return tma.cached_matrix_map(np.float32, pc, M, N, (64, 32), kernel_inner_bytes=128)
+    dtype = np.float32 if size == 4 else np.uint16     # only the element size matters to a store
+    return tma.cached_matrix_map(dtype, pc, M, N, (64, 128 // size), kernel_inner_bytes=128)
+
+
+def c_is_16bit(A, C) -> bool:
+    """Whether C is in A's 16-bit type (else it must be fp32); TypeError for any other C."""
+    size = np.dtype(C.dtype).itemsize
+    if size == 2 and cm.element_type(C) == cm.element_type(A):
+        return True
+    if np.dtype(C.dtype) != np.float32:
+        raise TypeError(f"level {LEVEL} writes C as float32 or as A's type, not {np.dtype(C.dtype).name}")
+    return False
 
 
 def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: int = TMA_STORE):
@@ -146,8 +162,9 @@ def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: in
 
     M, K = A.shape
     N = B.shape[1]
-    d = defines(cluster, tma_store)
-    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
+    c16 = c_is_16bit(A, C)
+    d = defines(cluster, tma_store, int(c16))
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG, c16)
     super_m, super_n = tile_order(M, N, K, cluster=cluster)
     args[-2] = ctypes.c_int32(super_m // cluster)      # the kernel counts super-rows in clusters
     args[-1] = ctypes.c_int32(super_n)
