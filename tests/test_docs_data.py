@@ -200,7 +200,7 @@ def test_sections_follow_their_parents():
 
 def test_section_order_check_can_fail():
     v8py = LADDER[LADDER.index("\n## v8py — "):LADDER.index("\n## v9 — ")]
-    late = LADDER.replace(v8py, "").replace("\n## Pricing the cycle ledger", v8py + "\n## Pricing the cycle ledger")
+    late = LADDER.replace(v8py, "").replace("\n## Tables", v8py + "\n## Tables")
     assert section_order_problems(late) == ["v8py does not follow v8 (after v13)"]
     early = LADDER.replace(v8py, "").replace("\n## v7 — ", v8py + "\n## v7 — ")
     first, second = section_order_problems(early)
