@@ -50,10 +50,20 @@ class Verdict:
         return s
 
 
+def _finfo(dtype):
+    """np.finfo, or ml_dtypes' for bfloat16 (NumPy's finfo refuses it)."""
+    try:
+        return np.finfo(dtype)
+    except ValueError:
+        import ml_dtypes
+
+        return ml_dtypes.finfo(dtype)
+
+
 def unit_roundoff(dtype) -> float:
     """u = 2^-(significand bits): the relative error bound of rounding to nearest in `dtype`
     (float32 2^-24, float16 2^-11, bfloat16 2^-8)."""
-    return float(np.finfo(dtype).eps) / 2
+    return float(_finfo(dtype).eps) / 2
 
 
 def verify(out, A, B, C_in, alpha: float, beta: float, family: str = "sgemm",
@@ -64,7 +74,7 @@ def verify(out, A, B, C_in, alpha: float, beta: float, family: str = "sgemm",
     ref = reference(A, B, C_in, alpha, beta)
     allowed = RTOL[family] * scale(A, B, C_in, alpha, beta) + np.finfo(np.float32).tiny
     if np.dtype(out_dtype) != np.float32:
-        f = np.finfo(out_dtype)
+        f = _finfo(out_dtype)
         allowed += unit_roundoff(out_dtype) * (np.abs(ref) + allowed) + float(f.smallest_subnormal) / 2
     err = np.abs(out - ref)
     err[~np.isfinite(out)] = np.inf

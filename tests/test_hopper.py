@@ -361,3 +361,24 @@ def test_offsets_past_2_31_elements(shape):
         got = np.concatenate([dC[0:3].copy_to_host(), dC[M - 3:M].copy_to_host()])[:, cols]
         np.testing.assert_array_equal(got.astype(np.float64), ref, err_msg=lv.LEVEL)  # exact
         del dC
+
+
+@pytest.mark.gpu
+def test_gemm_returns_a_16bit_c_when_asked():
+    """out_dtype=A's type through gemm() and plan(): torch in and out (auto runs v13), NumPy in
+    and out (bf16 as ml_dtypes.bfloat16), each within one rounding of the float64 result."""
+    import numba_gemm
+
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng()
+    M, N, K = 300, 264, 136
+    for tdt, ndt in [(torch.float16, np.float16)] + ([(torch.bfloat16, cm.BF16)] if cm.BF16 is not None else []):
+        A, B, _ = check.random_inputs(M, N, K, ndt, rng)
+        tA = torch.from_numpy(A.view(np.int16)).view(tdt).cuda()
+        tB = torch.from_numpy(B.view(np.int16)).view(tdt).cuda()
+        p = numba_gemm.plan(tA, tB, out_dtype=tdt)
+        assert p.level.name == "v13" and p.C.dtype == tdt
+        got = p.execute().cpu().view(torch.int16).numpy().view(ndt)
+        assert check.verify(got, A, B, None, 1.0, 0.0, "hgemm", out_dtype=ndt).ok
+        host = numba_gemm.gemm(A, B, out_dtype=ndt)
+        assert host.dtype == ndt and check.verify(host, A, B, None, 1.0, 0.0, "hgemm", out_dtype=ndt).ok
