@@ -297,7 +297,11 @@ CONCEPTS_FIGURES = {
     "= {} TFLOPS | arithmetic": ledgers.h200().fp32_flops / 1e12,
 }
 WGMMA_ATTAIN = [100 * _r(lv, 4096, "float16")["tflops"] / COSTS["tensor_tflops"]["wgmma"] for lv in ("v11", "v12", "v13")]
+_C16 = {(r["dtype"], r["M"], r["level"]): r["kernel_ms"] for r in json.loads(
+    (ROOT / "docs" / "data" / "h200_v13_c16.json").read_text())["rows"]}
 LADDER_FIGURES = {
+    "v13 gets **{}×** faster at 4096³ fp16": _C16["float16", 4096, "v13"] / _C16["float16", 4096, "v13/c16"],
+    "v13 stays at **{}×**": _C16["float16", 4096, "cublas/c16"] / _C16["float16", 4096, "v13/c16"],
     "v11, v12 and v13 reach **{} %,": WGMMA_ATTAIN[0],
     "%, {} % and": WGMMA_ATTAIN[1],
     "% and {} %** at 4096³": WGMMA_ATTAIN[2],
@@ -1388,3 +1392,42 @@ def test_v7_wmma_loads_in_the_ptx():
     for form in ("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16", "wmma.load.a.sync.aligned.row.m16n16k16.bf16"):
         assert form in forms and f"`{form}`" in text
     assert not any(f.endswith(".bf16") and ".shared" in f for f in forms)
+
+
+# ------------------------------------------------------------------- RESULTS: the 16-bit C run
+
+RESULTS = (ROOT / "docs" / "RESULTS.md").read_text()
+
+
+def _c16_table(text):
+    """The rows of RESULTS' 16-bit C table: (dtype, size) -> the written numbers."""
+    sec = text[text.index("### C in the inputs' 16-bit type"):]
+    sec = sec[:sec.index("\n### ")]
+    return {(m[0], int(m[1])): list(m[2:]) for m in re.findall(
+        r"(?m)^\| (b?float16) \| (\d+)³ \| " + r" \| ".join([r"([\d.]+)"] * 9) + r" \|", sec)}
+
+
+def _c16_want():
+    rows = {(r["dtype"], r["M"], r["level"]): r for r in json.loads(
+        (ROOT / "docs" / "data" / "h200_v13_c16.json").read_text())["rows"]}
+    out = {}
+    for (dt, n, lv) in [k for k in rows if k[2] == "v13"]:
+        v, vc, b, bc = (rows[(dt, n, x)] for x in ("v13", "v13/c16", "cublas", "cublas/c16"))
+        out[(dt, n)] = [v["kernel_tflops"], b["kernel_tflops"], b["kernel_ms"] / v["kernel_ms"],
+                        vc["kernel_tflops"], bc["kernel_tflops"], bc["kernel_ms"] / vc["kernel_ms"],
+                        bc["loop_ms"] / vc["loop_ms"], v["kernel_ms"] / vc["kernel_ms"], vc["sm_clock_mhz"]]
+    return out
+
+
+def test_results_c16_table_is_its_run():
+    got, want = _c16_table(RESULTS), _c16_want()
+    assert set(got) == set(want) and len(got) == 6
+    for key, values in want.items():
+        for written, value in zip(got[key], values):
+            assert agrees(written, value), f"{key}: {written} but the run says {value:.4f}"
+
+
+def test_results_c16_check_can_fail():
+    wrong = RESULTS.replace("| float16 | 4096³ | 718 |", "| float16 | 4096³ | 719 |")
+    got, want = _c16_table(wrong), _c16_want()
+    assert not all(agrees(w, v) for w, v in zip(got[("float16", 4096)], want[("float16", 4096)]))
