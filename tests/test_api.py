@@ -487,12 +487,16 @@ def test_torch_current_stream_and_explicit_streams(level):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("level", ["k6", "v10", "auto"])
-def test_cuda_graph_capture_replays(level):
+@pytest.mark.parametrize("level, c16", [("k6", False), ("v10", False), ("v13", False), ("v13", True),
+                                        ("auto", False), ("auto", True)])
+def test_cuda_graph_capture_replays(level, c16):
+    """Captured calls replay exactly; v13 with its TMA-store epilogue and with a 16-bit C too."""
     torch = _torch()
     dtype = "float32" if level == "k6" else "float16"
     fam = "sgemm" if level == "k6" else "hgemm"
     A, B, C = _tensors(torch, 96, 128, 64, dtype)
+    if c16:
+        C = C.to(A.dtype)
     C2 = torch.empty_like(C)
     p = numba_gemm.plan(A, B, C2, level=level)
     numba_gemm.gemm(A, B, C, level=level)           # warm up outside the capture
@@ -508,7 +512,8 @@ def test_cuda_graph_capture_replays(level):
         g.replay()
         torch.cuda.synchronize()
         for out in (C, C2):
-            assert check.verify(_host64(out), _host64(A), _host64(B), None, 1.0, 0.0, family=fam).ok
+            assert check.verify(_host64(out), _host64(A), _host64(B), None, 1.0, 0.0, family=fam,
+                                out_dtype=np.float16 if c16 else np.float32).ok
 
 
 @pytest.mark.gpu
