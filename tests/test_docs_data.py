@@ -22,6 +22,8 @@ from numba_gemm.registry import registry
 
 ROOT = figures.ROOT
 LADDER = (ROOT / "docs" / "LADDER.md").read_text()
+# the deep dives: what a LADDER section links to; its numbers, excerpts and commands are checked as LADDER's
+DETAILS = (ROOT / "docs" / "DETAILS.md").read_text()
 DTYPES = {None: "float32", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 HEAD = re.compile(r"\*\*H200:\*\* (?P<body>.*?) \((?P<date>\d{4}-\d{2}-\d{2}), "
                   r"(?P<commits>[0-9a-f]{7}(?:, [0-9a-f]{7})*)\)\.")
@@ -171,6 +173,18 @@ def check_headline(level: str, text: str, data=DATA, prov=PROV, suites=SUITES) -
 
 SECTIONS = sections(LADDER)
 LEVELS = [lv for lv in registry() if lv in SECTIONS]
+# a level's words: its LADDER section, then its deep dive (the same heading in DETAILS.md)
+DEEP = sections(DETAILS)
+PROSE = {lv: SECTIONS.get(lv, "") + "\n\n" + DEEP.get(lv, "") for lv in {*SECTIONS, *DEEP}}
+
+
+def before_hgemm(text: str) -> str:
+    """The page up to its "From k8 to v7" section (or v7's, where it has none): the SGEMM part."""
+    ends = [i for i in (text.find("\n## From k8 to v7"), text.find("\n## v7 — ")) if i >= 0]
+    return text[:min(ends)] if ends else text
+
+
+SGEMM_TEXT = before_hgemm(LADDER) + "\n\n" + before_hgemm(DETAILS)   # LADDER's k1 … k8sk, then their deep dives
 
 
 def test_every_level_section_has_a_headline():
@@ -430,7 +444,7 @@ SGEMM_FIGURES = {   # the numbers of LADDER's intro and k1 … k8sk details: phr
 def test_ladder_sgemm_prose_agrees_with_the_data():
     """Every measured or derived number of LADDER's intro and k1 … k8sk details is the manifest's
     (or a docs/data file the prose names): a number edited in prose, or a new run, fails here."""
-    text = LADDER[:LADDER.index("\n## From k8 to v7")]
+    text = SGEMM_TEXT
     bad = []
     for phrase, value in SGEMM_FIGURES.items():
         written = find_figure(text, phrase)
@@ -444,14 +458,14 @@ def test_ladder_sgemm_k8_twin_both_sizes():
 
 
 def test_ladder_sgemm_prose_check_can_fail():
-    text = LADDER[:LADDER.index("\n## From k8 to v7")]
+    text = SGEMM_TEXT
     phrase = "Measured k2 → k3: **{}×**"
     assert not agrees(find_figure(text.replace("k3: **1.74×**", "k3: **1.445×**"), phrase), SGEMM_FIGURES[phrase])
 
 
 def test_ladder_sgemm_sections_quote_no_older_run():
     """Older runs are history in RESULTS.md: k1 … k8sk quote no 2026-11-29 figure."""
-    text = LADDER[:LADDER.index("\n## From k8 to v7")]
+    text = SGEMM_TEXT
     assert "2026-11-29" not in text and "bb1e37b" not in text
     for old in ("1.445×", "23.6 ms", "35.3 TFLOPS", "276.288", "11.73×", "3.31×"):
         assert old not in text, old
@@ -508,7 +522,7 @@ def test_prose_check_can_fail():
 
 def test_cycle_ledger_table_measured_column():
     """LADDER's 'source vs SASS' table: its measured steps are the manifest's time ratios."""
-    rows = re.findall(r"(?m)^\| (k\w+) → (k\w+) \| [\d.]+× \| [\d.]+× \| ([\d.]+)× \|$", LADDER)
+    rows = re.findall(r"(?m)^\| (k\w+) → (k\w+) \| [\d.]+× \| [\d.]+× \| ([\d.]+)× \|$", LADDER + DETAILS)
     assert len(rows) == 6
     for parent, level, written in rows:
         want = _r(parent, 4096)["ms"] / _r(level, 4096)["ms"]
@@ -585,7 +599,8 @@ def source_excerpt(path: str, name: str) -> str:
     return textwrap.dedent(m.group(1)).rstrip("\n")
 
 
-DOC_EXCERPTS = [(m.group("path"), m.group("name"), m.group("body")) for m in EXCERPT_DOC.finditer(LADDER)]
+DOC_EXCERPTS = [(m.group("path"), m.group("name"), m.group("body"))
+                for page in (LADDER, DETAILS) for m in EXCERPT_DOC.finditer(page)]
 
 
 def test_ladder_has_code_excerpts():
@@ -596,7 +611,7 @@ def test_ladder_has_code_excerpts():
 
 @pytest.mark.parametrize("path, name, body", DOC_EXCERPTS, ids=[f"{p}#{n}" for p, n, _ in DOC_EXCERPTS])
 def test_excerpt_is_the_source(path, name, body):
-    assert body == source_excerpt(path, name), f"LADDER's excerpt {path}#{name} differs from the source"
+    assert body == source_excerpt(path, name), f"the docs' excerpt {path}#{name} differs from the source"
 
 
 def test_every_marked_excerpt_is_shown():
@@ -605,7 +620,7 @@ def test_every_marked_excerpt_is_shown():
                  "numba_gemm/ptx/mma_sync.py", "numba_gemm/ptx/hopper.py", "numba_gemm/model.py",
                  "numba_gemm/hgemm/_wgmma.py"):
         for name in re.findall(r"\[excerpt:([\w-]+)\]", (ROOT / path).read_text()):
-            assert (path, name) in used, f"{path}#{name} is marked but not in LADDER.md"
+            assert (path, name) in used, f"{path}#{name} is marked but not in LADDER.md or DETAILS.md"
 
 
 def test_excerpt_check_can_fail():
@@ -795,7 +810,8 @@ def test_ladder_tables_are_what_their_snippet_prints():
 
 # ------------------------------------------------------------------- the pages render
 
-PAGES = {name: ROOT / name for name in ("README.md", "docs/LADDER.md", "docs/CONCEPTS.md", "docs/RESULTS.md")}
+PAGES = {name: ROOT / name for name in ("README.md", "docs/LADDER.md", "docs/DETAILS.md", "docs/CONCEPTS.md",
+                                        "docs/RESULTS.md")}
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 # CommonMark's HTML blocks (spec 0.31, 4.6): start condition -> end condition (None: a blank line)
@@ -896,7 +912,7 @@ def test_render_check_can_fail():
 
 def _section_figures():
     """level -> {phrase with {} for the number: the value it must round to}, read in that level's
-    LADDER section only: answers and details recomputed from the package's code and docs/data."""
+    LADDER section and its deep dive only: answers and details recomputed from the package's code and docs/data."""
     import inspect
     from dataclasses import replace
 
@@ -991,11 +1007,11 @@ def section_figure_problems(level: str, body: str, figs: dict) -> list[str]:
 
 @pytest.mark.parametrize("level", SECTION_FIGURES)
 def test_section_answers_agree_with_the_code_and_data(level):
-    assert section_figure_problems(level, SECTIONS[level], SECTION_FIGURES[level]) == []
+    assert section_figure_problems(level, PROSE[level], SECTION_FIGURES[level]) == []
 
 
 def test_section_answer_check_can_fail():
-    body = SECTIONS["v11r"].replace("at 1.60×.", "at 1.61×.")
+    body = PROSE["v11r"].replace("at 1.60×.", "at 1.61×.")
     assert section_figure_problems("v11r", body, SECTION_FIGURES["v11r"]) == [
         "v11r: 'and 777×5000×3001 at 1.61×.' but the code or data say 1.5991"]
     with pytest.raises(AssertionError):                  # a phrase the prose lost is an error too
@@ -1148,7 +1164,7 @@ def ladder_sass_tables():
     import subprocess
     import sys
 
-    groups = sorted({lv for lv, _ in sass_promises(LADDER)})
+    groups = sorted({lv for lv, _ in sass_promises(LADDER + "\n\n" + DETAILS)})
     code = ("import json, sys\nfrom numba_gemm import sass\nfrom numba_gemm.registry import get\n"
             f"print(json.dumps({{g: sass.census_table([get(x) for x in g.split(',')]) for g in {groups!r}}}))")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
@@ -1160,7 +1176,7 @@ def ladder_sass_tables():
 
 
 def test_ladder_sass_commands_print_what_they_promise(ladder_sass_tables):
-    promises = sass_promises(LADDER)
+    promises = sass_promises(LADDER + "\n\n" + DETAILS)
     assert len(promises) >= 15 and any("USETMAXREG.DEALLOC" in p for _, p in promises)
     bad = [b for levels, promise in promises for b in sass_promise_problems(levels, promise,
                                                                             ladder_sass_tables[levels])]
@@ -1201,15 +1217,15 @@ def test_k2_loop_snippet_prints_what_the_text_says():
     import sys
 
     snippet = re.search(r"```python\n(from numba import cuda\nfrom numba_gemm import sass, twins\n.*?)```",
-                        SECTIONS["k2"], re.S).group(1)
+                        PROSE["k2"], re.S).group(1)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     out = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, env=env, cwd=ROOT)
     if out.returncode != 0 and ("nvdisasm" in out.stderr or "CensusUnavailable" in out.stderr):
         pytest.skip("no nvdisasm here")
     assert out.returncode == 0, out.stderr[-2000:]
-    assert k2_loop_problems(SECTIONS["k2"], out.stdout) == []
-    assert k2_loop_problems(SECTIONS["k2"], out.stdout.replace(" 71 ", " 70 ")) == [
+    assert k2_loop_problems(PROSE["k2"], out.stdout) == []
+    assert k2_loop_problems(PROSE["k2"], out.stdout.replace(" 71 ", " 70 ")) == [
         "k2_tuned: written ('71', '16', '4.44'), printed ('70', '16', '4.44')"]
 
 
@@ -1248,7 +1264,7 @@ def term_problems(term: str, anchor: str, concepts: str, ladder: str) -> list[st
 
 @pytest.mark.parametrize("term", DEFINED_TERMS)
 def test_terms_are_defined_and_linked(term):
-    assert term_problems(term, DEFINED_TERMS[term], CONCEPTS, LADDER) == []
+    assert term_problems(term, DEFINED_TERMS[term], CONCEPTS, LADDER + "\n\n" + DETAILS) == []
 
 
 def test_term_check_can_fail():
@@ -1294,11 +1310,11 @@ def k8_wave_problems(section: str) -> list[str]:
 
 
 def test_k8_waves_agree_with_explain():
-    assert k8_wave_problems(SECTIONS["k8"]) == []
+    assert k8_wave_problems(PROSE["k8"]) == []
 
 
 def test_k8_wave_check_can_fail():
-    body = SECTIONS["k8"]
+    body = PROSE["k8"]
     assert k8_wave_problems(body.replace("3.88 waves", "3.87 waves")) == [
         "k8 Waves: expected [4096³'s 1024 tiles run in 3.88 waves of 264]"]
     assert k8_wave_problems(body.replace("8 waves of 132", "4 waves of 264")) == [
@@ -1360,13 +1376,13 @@ def v7_census():
 
 def test_v7_bf16_paragraph_is_the_census(v7_census):
     f16, bf16 = v7_census
-    assert v7_bf16_problems(SECTIONS["v7"], f16.opcodes, bf16.opcodes, f16.total, bf16.total) == []
+    assert v7_bf16_problems(PROSE["v7"], f16.opcodes, bf16.opcodes, f16.total, bf16.total) == []
 
 
 def test_v7_bf16_check_can_fail(v7_census):
     f16, bf16 = v7_census
     worse = dict(bf16.opcodes, **{"LD.E": 64, "LDSM.16.M88.4": 1})
-    bad = v7_bf16_problems(SECTIONS["v7"], f16.opcodes, worse, f16.total, bf16.total)
+    bad = v7_bf16_problems(PROSE["v7"], f16.opcodes, worse, f16.total, bf16.total)
     assert len(bad) == 4 and bad[-1] == "v7: the text says v7_bf16 has no LDSM, the census has some"
 
 
@@ -1388,7 +1404,7 @@ def test_v7_wmma_loads_in_the_ptx():
     finally:
         nv.nvrtcDestroyProgram(prog)
     forms = set(re.findall(r"wmma\.load\.[a-z0-9.]+", ptx.decode(errors="replace")))
-    text = " ".join(SECTIONS["v7"].split())
+    text = " ".join(PROSE["v7"].split())
     for form in ("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16", "wmma.load.a.sync.aligned.row.m16n16k16.bf16"):
         assert form in forms and f"`{form}`" in text
     assert not any(f.endswith(".bf16") and ".shared" in f for f in forms)
