@@ -316,6 +316,8 @@ _C16 = {(r["dtype"], r["M"], r["level"]): r["kernel_ms"] for r in json.loads(
 LADDER_FIGURES = {
     "v13 gets **{}×** faster at 4096³ fp16": _C16["float16", 4096, "v13"] / _C16["float16", 4096, "v13/c16"],
     "v13 stays at **{}×**": _C16["float16", 4096, "cublas/c16"] / _C16["float16", 4096, "v13/c16"],
+}
+RESULTS_FIGURES = {   # the ledger tables' paragraph, in RESULTS since it left LADDER's "Tables"
     "v11, v12 and v13 reach **{} %,": WGMMA_ATTAIN[0],
     "%, {} % and": WGMMA_ATTAIN[1],
     "% and {} %** at 4096³": WGMMA_ATTAIN[2],
@@ -502,9 +504,10 @@ def find_figure(text: str, phrase: str) -> str:
 
 
 @pytest.mark.parametrize("page, figs", [("README", README_FIGURES), ("CONCEPTS", CONCEPTS_FIGURES),
-                                         ("LADDER", LADDER_FIGURES)])
+                                         ("LADDER", LADDER_FIGURES), ("RESULTS", RESULTS_FIGURES)])
 def test_prose_figures_agree_with_the_data(page, figs):
-    text = {"README": README, "CONCEPTS": CONCEPTS, "LADDER": LADDER}[page]
+    text = {"README": README, "CONCEPTS": CONCEPTS, "LADDER": LADDER + "\n\n" + DETAILS,
+            "RESULTS": (ROOT / "docs" / "RESULTS.md").read_text()}[page]
     for phrase, value in figs.items():
         written = find_figure(text, phrase)
         assert agrees(written, value), f"{page}: {phrase.format(written)!r} but the data say {value:.4f}"
@@ -716,7 +719,7 @@ def test_definition_excerpt_cuts_whole_definitions():
     Python def through ast with its decorators; a name defined twice or not at all is refused."""
     c = definition_excerpt("native/wgmma.cuh", "wgmma_k64")
     assert c.splitlines()[0].startswith("// ---- one 64-deep stage") and c.endswith("wgmma_commit();\n}")
-    assert "template <typename T>" in c
+    assert "template <typename T, int BN = 256>" in c
     py = definition_excerpt("numba_gemm/hgemm/v11py_wgmma.py", "smem_desc")
     assert py.startswith("@cuda.jit(device=True") and py.rstrip().endswith("(u64(1) << u64(62)))")
     for path, name in (("native/wgmma.cuh", "no_such_function"), ("native/wgmma.cuh", "wgmma_m64n256k16")):
@@ -792,12 +795,15 @@ def test_new_rung_exercise_answers():
 
 
 def test_ladder_tables_are_what_their_snippet_prints():
-    """LADDER's generated tables: its snippet (which reads the manifest's runs) is run here and
-    must print exactly what the page shows, so a table cannot keep a number from another run."""
+    """The generated ledger tables (RESULTS.md, linked from LADDER's "Tables"): their snippet (which
+    reads the manifest's runs) is run here and must print exactly what the page shows, so a table
+    cannot keep a number from another run."""
     import contextlib
     import io
 
-    tables = LADDER[LADDER.index("## Tables"):]
+    results = (ROOT / "docs" / "RESULTS.md").read_text()
+    assert "(RESULTS.md#ledger-tables-at-4096-the-manifests-runs)" in LADDER[LADDER.index("\n## Tables"):]
+    tables = results[results.index("\n## Ledger tables at 4096 (the manifest's runs)"):]
     snippet = tables[tables.index("```python\n") + 10:]
     snippet = snippet[:snippet.index("```")]
     out = io.StringIO()
