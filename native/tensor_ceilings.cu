@@ -25,7 +25,7 @@
 // to cover the mma latency), -DWG_BATCH (wgmma per commit group) and -DLDSM_BATCH (ldmatrix per
 // loop iteration).
 #include "ptx.cuh"
-#include "wgmma.cuh"   // wgmma_fence / commit / wait, wgmma_m64n256k16
+#include "wgmma.cuh"   // wgmma_fence / commit / wait, wgmma_m64nNk16
 
 #if !defined(MMA_CHAINS) || !defined(WG_BATCH) || !defined(LDSM_BATCH)
 #error "compile with -DMMA_CHAINS, -DWG_BATCH and -DLDSM_BATCH (numba_gemm.microbench.TENSOR_DEFINES)"
@@ -108,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) wgmma_loop(const u32* __res
     for (int it = 0; it < iters; ++it) {
         wgmma_fence();
         #pragma unroll
-        for (int j = 0; j < WG_BATCH; ++j) wgmma_m64n256k16<0>(d, desc_a, desc_b, __half());  // B K-major
+        for (int j = 0; j < WG_BATCH; ++j) wgmma_m64nNk16<0>(d, desc_a, desc_b, __half());    // N = 256, B K-major
         wgmma_commit();
         wgmma_wait<1>();
     }

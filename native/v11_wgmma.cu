@@ -8,6 +8,9 @@
 // mma.sync per warp). Accumulators: 64 x 256 / 128 threads = 128 fp32 per thread, as in v10.
 // The tile comes from -DHG_* (wgmma_tile.cuh); BM = 64 is the same body with one warpgroup
 // (128 threads, 40 KB stages): THREADS, the empty barriers' warp count and the A box follow BM.
+// BN = 128 or 64 is the same body with m64n128k16 / m64n64k16, BN / 64 B panels per stage and
+// BN / 2 accumulators per thread: more, smaller CTAs for shapes whose 128 x 256 tiles leave SMs
+// idle (512^3 has 32 of them for 132 SMs).
 //
 // Operands come straight from the shared tiles TMA wrote with SWIZZLE_128B, described by
 // matrix descriptors (wgmma.cuh); no ldmatrix, no fragment registers:
@@ -42,9 +45,9 @@ __device__ __forceinline__ void block_tile(const CUtensorMap* tm_a, const CUtens
                                            float beta, bool vec_c, int bm, int bn, char* smem_raw) {
     const int m0 = bm * BM, n0 = bn * BN;
     tma_wgmma::k_loop<T>(tm_a, tm_b, N, K, m0, n0, 0, 0x7fffffff, smem_raw,
-                         [&](const float (&acc)[128], int wg, int wg_thread) {
-                             store_acc_64x256(acc, C, M, N, (long long)m0 + 64 * wg, n0,
-                                              wg_thread, alpha, beta, vec_c);
+                         [&](const float (&acc)[BN / 2], int wg, int wg_thread) {
+                             store_acc_64xN<BN>(acc, C, M, N, (long long)m0 + 64 * wg, n0,
+                                                wg_thread, alpha, beta, vec_c);
                          });
 }
 

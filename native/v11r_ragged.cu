@@ -51,6 +51,7 @@ namespace v11r {
 using namespace wgt;   // BM, BN, BK, STAGES, THREADS, A_BYTES, STAGE_BYTES (-DHG_*)
 static_assert(!PRODUCER, "every thread loads and computes: no producer warpgroup");
 static_assert(STAGES >= 3, "the stage stored in iteration kt was last read by tile kt-2 (see above)");
+static_assert(BN == 256, "written for 64 x 256 per warpgroup (acc[128], store_acc_64x256)");
 
 template <typename T>
 __device__ __forceinline__ void block_tile(const rsl::bits16* __restrict__ A,

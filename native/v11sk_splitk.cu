@@ -35,9 +35,9 @@ __device__ __forceinline__ void v11sk_entry(const CUtensorMap* tm_a, const CUten
     const int z = blockIdx.y, m0 = bm * v11sk::BM, n0 = bn * v11sk::BN;
     float* slice = out + (long long)z * M * N;           // 64-bit: S * M * N may pass 2^31
     tma_wgmma::k_loop<T>(tm_a, tm_b, N, K, m0, n0, z * per, per, smem,
-                         [&](const float (&acc)[128], int wg, int wg_thread) {
-                             store_acc_64x256(acc, slice, M, N, (long long)m0 + 64 * wg, n0,
-                                              wg_thread, alpha, beta, vec_c);
+                         [&](const float (&acc)[v11sk::BN / 2], int wg, int wg_thread) {
+                             store_acc_64xN<v11sk::BN>(acc, slice, M, N, (long long)m0 + 64 * wg, n0,
+                                                       wg_thread, alpha, beta, vec_c);
                          });
 }
 

@@ -1,6 +1,6 @@
 // wgmma.cuh - warpgroup-level instructions (sm_90a): shared-memory matrix descriptors, the wgmma
-// fences, wgmma.mma_async m64n256k16 with fp32 accumulators (fp16 and bf16), setmaxnreg, and
-// the epilogue for wgmma's accumulator layout.
+// fences, wgmma.mma_async m64nNk16 (N = 64, 128, 256) with fp32 accumulators (fp16 and bf16),
+// setmaxnreg, and the epilogues for wgmma's accumulator layout.
 //
 // A warpgroup is 4 consecutive warps starting at a warp index divisible by 4; all 128 threads
 // issue each wgmma together. The instruction is asynchronous: it reads A and B from shared
@@ -51,61 +51,65 @@ __device__ __forceinline__ void setmaxnreg_inc() {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
 }
 
-// ---- D(64 x 256, fp32) += A(64 x 16) * B(16 x 256) ------------------------------------------
+// ---- D(64 x N, fp32) += A(64 x 16) * B(16 x N), N = 64, 128 or 256 --------------------------
 // A K-major (imm-trans-a 0), B N-major (imm-trans-b 1: B is stored k-row by k-row, n contiguous,
-// as the row-major B matrix is). scale-d (a predicate) 1: accumulate. Thread t of the warpgroup holds, for
-// n8 block j, d[4j+0..1] = D[16(t/32) + (t%32)/4][8j + 2(t%4) + 0..1] and d[4j+2..3] the same
-// 8 rows further down - mma.sync's 16 x 8 accumulator layout, once per warp and n8 block.
-// The asm of one m64n256k16 wgmma for element type `ab` ("f16" / "bf16"): operands %0-%127 are
-// the accumulators, %128/%129 the descriptors, %130 scale-d (1: accumulate), %131 imm-trans-b.
-#define HG_WGMMA_M64N256K16(ab)                                                                 \
+// as the row-major B matrix is). scale-d (a predicate) 1: accumulate. Thread t of the warpgroup
+// holds N / 2 accumulators: for n8 block j, d[4j+0..1] = D[16(t/32) + (t%32)/4][8j + 2(t%4) + 0..1]
+// and d[4j+2..3] the same 8 rows further down - mma.sync's 16 x 8 accumulator layout, once per
+// warp and n8 block.
+//
+// The asm operands: %0 .. %(N/2 - 1) the accumulators, then the two descriptors, scale-d and
+// imm-trans-b. HG_ACC_EACH_<N/2>(X) applies X to 1 .. N/2 - 1 (the numbers are written once,
+// here) and makes both lists: the registers "%0, %1, ..." in the asm string and the "+f"(d[i])
+// operands; %0 / d[0] lead, so each X can begin with its comma.
+#define HG_ACC_EACH_32(X)                                                                      \
+    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16)   \
+    X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+#define HG_ACC_EACH_64(X) HG_ACC_EACH_32(X)                                                    \
+    X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46)  \
+    X(47) X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55) X(56) X(57) X(58) X(59) X(60) X(61)  \
+    X(62) X(63)
+#define HG_ACC_EACH_128(X) HG_ACC_EACH_64(X)                                                   \
+    X(64) X(65) X(66) X(67) X(68) X(69) X(70) X(71) X(72) X(73) X(74) X(75) X(76) X(77) X(78)  \
+    X(79) X(80) X(81) X(82) X(83) X(84) X(85) X(86) X(87) X(88) X(89) X(90) X(91) X(92) X(93)  \
+    X(94) X(95) X(96) X(97) X(98) X(99) X(100) X(101) X(102) X(103) X(104) X(105) X(106)       \
+    X(107) X(108) X(109) X(110) X(111) X(112) X(113) X(114) X(115) X(116) X(117) X(118) X(119) \
+    X(120) X(121) X(122) X(123) X(124) X(125) X(126) X(127)
+#define HG_ACC_REG(i) ", %" #i
+#define HG_ACC_OPERAND(i) , "+f"(d[i])
+
+// One m64n<n>k16 wgmma for element type `ab` ("f16" / "bf16") with `acc` = n / 2 accumulators;
+// desc_a, desc_b, scale-d and imm-trans-b are operands %acc .. %acc+3, given as numbers (the
+// preprocessor cannot add).
+#define HG_WGMMA_M64NK16(n, acc, ab, op_a, op_b, op_scale, op_trans)                          \
     asm volatile(                                                                               \
         "{\n"                                                                                   \
         ".reg .pred acc;\n"                                                                     \
-        "setp.ne.b32 acc, %130, 0;\n"                                                           \
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32." ab "." ab " {" HG_WGMMA_ACC_REGS        \
-        "}, %128, %129, acc, 1, 1, 0, %131;\n"                                                  \
+        "setp.ne.b32 acc, %" #op_scale ", 0;\n"                                                 \
+        "wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." ab "." ab " {%0"                      \
+        HG_ACC_EACH_##acc(HG_ACC_REG) "}, %" #op_a ", %" #op_b ", acc, 1, 1, 0, %" #op_trans ";\n" \
         "}\n"                                                                                   \
-        : HG_WGMMA_ACC_OPERANDS                                                                 \
+        : "+f"(d[0]) HG_ACC_EACH_##acc(HG_ACC_OPERAND)                                          \
         : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TRANS_B))
-#define HG_WGMMA_ACC_REGS \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
-    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-#define HG_WGMMA_ACC_OPERANDS \
-    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
-    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
-    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
-    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
-    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
-    "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
-    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
-    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
-    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
-// TRANS_B = 1 (the levels): B is N-major as TMA writes the row-major B; 0: K-major.
-template <int TRANS_B = 1>
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u64 desc_b, __half) {
-    HG_WGMMA_M64N256K16("f16");
-}
-template <int TRANS_B = 1>
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u64 desc_b, __nv_bfloat16) {
-    HG_WGMMA_M64N256K16("bf16");
-}
+// wgmma_m64nNk16<TRANS_B>(d, desc_a, desc_b, T()): N follows d's length (N / 2), T the inputs'
+// type. TRANS_B = 1 (the levels): B is N-major as TMA writes the row-major B; 0: K-major.
+#define HG_WGMMA_DEFINE(n, acc, op_a, op_b, op_scale, op_trans)                                \
+    template <int TRANS_B = 1>                                                                  \
+    __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[acc], u64 desc_a, u64 desc_b,    \
+                                                   __half) {                                    \
+        HG_WGMMA_M64NK16(n, acc, "f16", op_a, op_b, op_scale, op_trans);                        \
+    }                                                                                           \
+    template <int TRANS_B = 1>                                                                  \
+    __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[acc], u64 desc_a, u64 desc_b,    \
+                                                   __nv_bfloat16) {                             \
+        HG_WGMMA_M64NK16(n, acc, "bf16", op_a, op_b, op_scale, op_trans);                       \
+    }
+HG_WGMMA_DEFINE(64, 32, 32, 33, 34, 35)
+HG_WGMMA_DEFINE(128, 64, 64, 65, 66, 67)
+HG_WGMMA_DEFINE(256, 128, 128, 129, 130, 131)
 
-// ---- epilogue: one warpgroup's 64 x 256 accumulators to C -----------------------------------
+// ---- epilogue: one warpgroup's 64 x N accumulators to C -------------------------------------
 // C[row0 + r][col0 + c] = alpha * d + beta * C (beta == 0: C is not read); 64-bit offsets.
 // CT, C's element type: float, or a 16-bit C (c_element.cuh: computed in fp32, rounded once).
 // Thread t holds, for n8 block j, d[4j + 0..1] at row 16 (t/32) + (t%32)/4, columns
@@ -114,11 +118,12 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 desc_a, u6
 // with pair-aligned rows (vec_c: base aligned to a pair, even N) takes the lean path: two row
 // pointers, no per-element bounds check, the beta test outside the loop. Edge tiles mask every
 // element.
-template <typename CT>
-__device__ __forceinline__ void store_acc_64x256(const float (&d)[128], CT* __restrict__ C,
-                                                 int M, int N, long long row0, long long col0,
-                                                 int wg_thread, float alpha, float beta, bool vec_c) {
-    constexpr int NB = 32;   // n8 blocks
+// BN: the tile's width (d holds BN / 2); N: C's.
+template <int BN, typename CT>
+__device__ __forceinline__ void store_acc_64xN(const float (&d)[BN / 2], CT* __restrict__ C,
+                                               int M, int N, long long row0, long long col0,
+                                               int wg_thread, float alpha, float beta, bool vec_c) {
+    constexpr int NB = BN / 8;   // n8 blocks
     const int warp = wg_thread / 32, lane = wg_thread % 32, g = lane / 4, q = lane % 4;
     if (vec_c && row0 + 64 <= M && col0 + 8 * NB <= N) {
         CT* c0 = C + (row0 + 16 * warp + g) * N + col0 + 2 * q;
@@ -165,19 +170,19 @@ __device__ __forceinline__ void store_acc_64x256(const float (&d)[128], CT* __re
 }
 
 // ---- epilogue through shared memory and TMA stores (beta == 0) -----------------------------
-// The same 64 x 256 tile as boxes of 64 rows x 128 bytes (8 KB): 8 boxes of 32 floats, or 4 of
-// 64 16-bit values (CT, as store_acc_64x256). The warpgroup writes a box into one of two
+// The same 64 x BN tile as boxes of 64 rows x 128 bytes (8 KB): BN / 32 boxes of 32 floats, or
+// BN / 64 of 64 16-bit values (CT, as store_acc_64xN). The warpgroup writes a box into one of two
 // buffers at `buf` (1024-byte aligned, SWIZZLE_128B: 16-byte chunk k of row r at k ^ (r % 8),
 // so the 8 rows of a warp's pair stores hit different banks) and thread 0 stores it with TMA:
 // the warpgroup goes back to its K loop once the last box is issued, while the stores drain.
 // A buffer is written again only after the store issued from it two boxes earlier has read it
 // (wait_group.read 1); `bar` is the warpgroup's named barrier. TMA clips the rows and columns
 // past M and N. Thread 0 must bulk_wait<0>() before the CTA exits.
-template <typename CT>
-__device__ __forceinline__ void store_acc_64x256_tma(const float (&d)[128], const void* tm_c, u32 buf,
-                                                     int row0, int col0, int wg_thread, u32 bar,
-                                                     float alpha) {
-    constexpr int COLS = 128 / sizeof(CT), BOXES = 256 / COLS, JJ = COLS / 8;   // n8 blocks per box
+template <int BN, typename CT>
+__device__ __forceinline__ void store_acc_64xN_tma(const float (&d)[BN / 2], const void* tm_c, u32 buf,
+                                                   int row0, int col0, int wg_thread, u32 bar,
+                                                   float alpha) {
+    constexpr int COLS = 128 / sizeof(CT), BOXES = BN / COLS, JJ = COLS / 8;   // n8 blocks per box
     const int warp = wg_thread / 32, lane = wg_thread % 32, g = lane / 4, q = lane % 4;
     #pragma unroll
     for (int box = 0; box < BOXES; ++box) {
@@ -203,15 +208,30 @@ __device__ __forceinline__ void store_acc_64x256_tma(const float (&d)[128], cons
     }
 }
 
-// ---- one 64-deep stage: D(64 x 256) += A(64 x 64) * B(64 x 256) -----------------------------
-// A: K-major 128-byte rows (k step = +32 bytes on the start address); B: N-major panels of
-// 64 k-rows (k step = +16 rows = +2048 bytes). Descriptor start addresses are in 16-byte
-// units in bits 0-13, so adding (bytes >> 4) moves the start (no carry: addresses < 256 KB).
-template <typename T>
-__device__ __forceinline__ void wgmma_k64(float (&d)[128], u64 desc_a, u64 desc_b) {
+// ---- one 64-deep stage: D(64 x BN) += A(64 x 64) * B(64 x BN) -------------------------------
+// A: K-major 128-byte rows (k step = +32 bytes on the start address); B: N-major, BN / 64
+// panels of 64 k-rows (k step = +16 rows = +2048 bytes). Descriptor start addresses are in
+// 16-byte units in bits 0-13, so adding (bytes >> 4) moves the start (no carry: addresses
+// < 256 KB). BN defaults to the 256 of the levels written for one tile width (v11r, v12, v13).
+template <typename T, int BN = 256>
+__device__ __forceinline__ void wgmma_k64(float (&d)[BN / 2], u64 desc_a, u64 desc_b) {
     wgmma_fence();
     #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
-        wgmma_m64n256k16(d, desc_a + ((kk * 32) >> 4), desc_b + ((kk * 2048) >> 4), T());
+        wgmma_m64nNk16(d, desc_a + ((kk * 32) >> 4), desc_b + ((kk * 2048) >> 4), T());
     wgmma_commit();
+}
+
+// ---- the 64 x 256 names of the levels written for one tile width (v11r, v12, v13) -------------
+template <typename CT>
+__device__ __forceinline__ void store_acc_64x256(const float (&d)[128], CT* __restrict__ C,
+                                                 int M, int N, long long row0, long long col0,
+                                                 int wg_thread, float alpha, float beta, bool vec_c) {
+    store_acc_64xN<256>(d, C, M, N, row0, col0, wg_thread, alpha, beta, vec_c);
+}
+template <typename CT>
+__device__ __forceinline__ void store_acc_64x256_tma(const float (&d)[128], const void* tm_c, u32 buf,
+                                                     int row0, int col0, int wg_thread, u32 bar,
+                                                     float alpha) {
+    store_acc_64xN_tma<256, CT>(d, tm_c, buf, row0, col0, wg_thread, bar, alpha);
 }

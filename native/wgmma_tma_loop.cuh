@@ -1,7 +1,7 @@
 // wgmma_tma_loop.cuh - v11's K loop, shared by v11 (all of K) and v11sk (one K slice): a
-// BM x 256 block tile, thread 0 issuing the TMA loads while it computes, BM / 64 warpgroups
-// each accumulating its 64 x 256 with wgmma; the accumulators are left in registers for the
-// level's epilogue.
+// BM x BN block tile, thread 0 issuing the TMA loads while it computes, BM / 64 warpgroups
+// each accumulating its 64 x BN with wgmma (BN / 2 fp32 per thread); the accumulators are left
+// in registers for the level's epilogue.
 //
 // Per stage a warpgroup waits full[s] -> wgmma.fence -> 4 wgmma (k = 0, 16, 32, 48) ->
 // commit_group -> wait_group 1 (the previous stage's group is done, this one keeps running) ->
@@ -27,7 +27,7 @@ static_assert(!PRODUCER, "thread 0 loads and computes: no producer warpgroup");
 static_assert(TMA_LAG >= 1 && TMA_LAG < STAGES, "refill a stage read 1..STAGES-1 iterations ago");
 static_assert(TMA_LAG >= 2, "the stage read at kt-1 is released only after wait_group 1 at kt");
 
-// acc (this warpgroup's rows m0 + 64 wg .. + 63, columns n0 .. n0 + 255) = the product over K
+// acc (this warpgroup's rows m0 + 64 wg .. + 63, columns n0 .. n0 + BN - 1) = the product over K
 // tiles kt0 .. min(kt0 + per, ceil(K / 64)) - 1 (BK = 64 each), then epilogue(acc, wg,
 // thread in warpgroup); v11: kt0 = 0, per = INT_MAX. An empty range gives zeros. (The
 // accumulators stay local here and the epilogue is a callback: returning them through a
@@ -72,9 +72,9 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
     if (tid == 0)
         for (int f = 0; f < STAGES - TMA_LAG && f < k_tiles; ++f) issue(f);
 
-    float acc[128];
+    float acc[BN / 2];
     #pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
 
     // Descriptors of stage 0 for this warpgroup; stage s adds its byte offset >> 4 to the start
     // address field (bits 0-13; no carry out: shared addresses < 256 KB).
@@ -93,7 +93,7 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
         const int s = kt % STAGES;
         mbar_wait(full + 8 * s, (kt / STAGES) & 1);
         const u64 so = (u64)((s * STAGE_BYTES) >> 4);
-        wgmma_k64<T>(acc, desc_a0 + so, desc_b0 + so);   // fence, 4 wgmma, commit
+        wgmma_k64<T, BN>(acc, desc_a0 + so, desc_b0 + so);   // fence, 4 wgmma, commit
         wgmma_wait<1>();                   // stage kt-1's wgmma have read their operands
         if (kt > 0 && lane == 0) mbar_arrive(empty + 8 * ((kt - 1) % STAGES));
     }

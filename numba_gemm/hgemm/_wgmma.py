@@ -12,13 +12,16 @@ import numpy as np
 from .. import tma
 from . import _common as cm
 
+WGMMA_N = (64, 128, 256)   # the m64nNk16 shapes native/wgmma.cuh generates
+
 
 @dataclass(frozen=True)
 class WgmmaTile:
     """The compile-time tile of the wgmma levels: bm × bn × bk, `stages` deep, bm / 64 consumer
-    warpgroups each computing 64 × bn with m64n256k16, plus one producer warpgroup when
-    `producer` (v12+); `tma_lag` (no producer: v11, v11sk) is how many iterations ago the stage
-    the computing thread 0 refills was read.
+    warpgroups each computing 64 × bn with m64n{bn}k16 (bn = 64, 128 or 256: bn / 2 fp32
+    accumulators per thread, B loaded as bn / 64 panels), plus one producer warpgroup when
+    `producer` (v12+, written for bn = 256); `tma_lag` (no producer: v11, v11sk) is how many
+    iterations ago the stage the computing thread 0 refills was read.
 
     The one source of the tile: `defines()` writes every number as a -DHG_* option, which
     native/wgmma_tile.cuh requires (no source default), and the same record sizes the dynamic
@@ -52,8 +55,10 @@ class WgmmaTile:
         out = []
         if self.bk != 64:
             out.append("bk must be 64: one 128-byte swizzle span per row, 4 wgmma k16 steps")
-        if self.bn != 256:
-            out.append("bn must be 256: one m64n256k16 wgmma and the 64x256 epilogue per warpgroup")
+        if self.bn not in WGMMA_N:
+            out.append(f"bn must be one of {WGMMA_N}: the m64nNk16 shapes native/wgmma.cuh generates")
+        elif self.producer and self.bn != 256:
+            out.append("bn must be 256 with a producer warpgroup: v12 and v13 are written for 64x256 per consumer")
         if self.bm not in (64, 128):
             out.append("bm must be 64 or 128: one or two consumer warpgroups of 64 rows")
         if self.stages < 2:

@@ -32,8 +32,18 @@ is a fixed cost per launch, mostly the epilogue.
 
 Limits (TMA's, as v10): 16-byte aligned base and K % 8 == 0, N % 8 == 0 for 2-byte types;
 other shapes are refused before launch, naming v9, which serves any shape.
+
+Other tiles, same source: run(..., bm=64|128, bn=64|128|256) compiles the body for that tile
+(m64n{bn}k16, bn / 64 B panels per stage, bn / 2 accumulators per thread; 4 stages, lag 2 as
+shipped), each its own cubin. More, smaller CTAs for shapes whose 128×256 tiles leave SMs idle
+(512³: 32 CTAs for 132 SMs; 64×64 tiles: 64 KB of stages, several CTAs per SM), timed against
+the shipped tile with tools/hopper_top.py --levels v11,v11:bm=64:bn=128.
 """
 from __future__ import annotations
+
+import dataclasses
+import functools
+import operator
 
 from . import _common as cm
 from . import _wgmma as wg
@@ -67,9 +77,38 @@ def unsupported(M: int, N: int, K: int) -> str | None:
     return wg.tma_rule(M, N, K)
 
 
-def run(A, B, C, alpha, beta, stream=None):
+@functools.lru_cache(maxsize=None)
+def _variant(bm: int, bn: int) -> tuple[wg.WgmmaTile, tuple[str, ...]]:
+    config = dataclasses.replace(CONFIG, bm=bm, bn=bn)
+    bad = config.problems()
+    if bad:
+        raise ValueError(f"level {LEVEL}: no tile bm={bm}, bn={bn}: {'; '.join(bad)}")
+    return config, config.defines()
+
+
+def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn) -> wg.WgmmaTile:
+    """v11's tile bm × bn (the shipped depth, stages and lag), refused with a ValueError that
+    says which tiles exist; the shipped CONFIG by default."""
+    return _variant(*_tile_ints(bm=bm, bn=bn))[0]
+
+
+def _tile_ints(**kw) -> tuple[int, ...]:
+    out = []
+    for name, v in kw.items():
+        try:
+            if isinstance(v, bool):
+                raise TypeError
+            out.append(operator.index(v))
+        except TypeError:
+            raise ValueError(f"level {LEVEL}: {name} must be an int, got {v!r}") from None
+    return tuple(out)
+
+
+def run(A, B, C, alpha, beta, stream=None, bm: int = CONFIG.bm, bn: int = CONFIG.bn):
+    """C = alpha·A@B + beta·C with the bm × bn tile (default: the shipped 128×256)."""
+    config, defines = _variant(*_tile_ints(bm=bm, bn=bn))     # before any operand is touched
     M, K = A.shape
     N = B.shape[1]
-    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
-    grid, block, smem = launch_config(M, N, K)
-    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args, DEFINES)
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config)
+    grid, block, smem = launch_config(M, N, K, config)
+    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args, defines)

@@ -79,6 +79,8 @@ def problems(config: wg.WgmmaTile) -> list[str]:
     out = list(config.problems())
     if config.producer:
         out.append("no producer warpgroup: every thread loads and computes")
+    if config.bn != 256:
+        out.append("bn must be 256: the kernel is written for 64 x 256 per warpgroup")
     if config.stages < 3:
         out.append("at least 3 stages: the stage stored at K tile kt was last read by tile kt-2")
     return out
