@@ -47,6 +47,30 @@ def test_exact(shape):
         assert v.ok, f"{shape} alpha={alpha} beta={beta}: {v}"
 
 
+VARIANT_SHAPES = {(7, 12, 60): (True, True), (130, 9, 37): (False, False), (9, 8, 34): (False, True)}
+
+
+@pytest.mark.parametrize("stages,tile_k", [(2, 8), (3, 8), (2, 16)])
+def test_variants_exact(stages, tile_k):
+    """The timed experiments (run(..., stages=, tile_k=)): exact through a ring reused several
+    times, on a 16-byte, an edge and a K % 4 != 0 specialisation."""
+    from numba import cuda
+
+    for (M, N, K), key in VARIANT_SHAPES.items():
+        A, B, C, C_in = sgemm_case(M, N, K, 1.5, seed=K + stages)
+        dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C_in)
+        assert vector_operands(dA, dB, dC) == key
+        MOD.run(dA, dB, dC, -0.75, 1.5, stages=stages, tile_k=tile_k)
+        v = check.verify(dC.copy_to_host(), A, B, C_in, -0.75, 1.5)
+        assert v.ok, f"stages={stages} tile_k={tile_k} {(M, N, K)}: {v}"
+
+
+def test_variant_refuses_a_ring_past_static_shared_memory():
+    with pytest.raises(ValueError, match="static shared memory"):
+        MOD.variant(3, 16)
+    assert MOD.variant() is MOD.SPECIALISATIONS
+
+
 def test_specialisation_choice():
     """Which kernel each shape runs: rows of an operand are copied 16 bytes at a time only when
     16-byte aligned."""

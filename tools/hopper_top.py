@@ -12,7 +12,8 @@ rung against its parent and against cuBLAS; --json keeps every round.
 
 A level may be given with integer keyword arguments for its module's run(),
 LEVEL:name=value[:name=value], e.g. v13:cluster=1 (v13's persistent grid without the cluster);
-such a variant is compared with the level as shipped. --check-shapes adds ragged shapes on which every
+such a variant is compared with the level as shipped. --dtypes float32 times SGEMM levels the
+same way against cuBLAS's SGEMM, e.g. k8,k9,k9:stages=2 (k9's variants: its run()). --check-shapes adds ragged shapes on which every
 competitor is checked (alpha/beta and NaN-poisoned C) before any timing.
 
 --out chooses C's type: float32 (default), same (A's 16-bit type, for the levels that write it,
@@ -108,7 +109,7 @@ def main() -> int:
     blas = Cublas()
     c16s = {"float32": (False,), "same": (True,), "both": (False, True)}[args.out]
     levels = [Competitor(s, c16, len(c16s) == 2) for s in args.levels.split(",") for c16 in c16s]
-    dtypes = {np.dtype(d).name: np.dtype(d) for d in DTYPES}
+    dtypes = {np.dtype(d).name: np.dtype(d) for d in (np.float32, *DTYPES)}   # float32: the SGEMM levels
     rows, table = [], []
 
     def c_of(C, dtype, c16):        # the host C and a device C of the competitor's type

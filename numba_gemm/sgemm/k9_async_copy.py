@@ -28,6 +28,8 @@ Statically: `python tools/twin_census.py k9` (LDGSTS in the main loop, registers
 memory) beside the CUDA C twin. Not yet measured on the H200; auto ranks it after the
 calibrated levels until it is (numba_gemm/data/h200_auto.json has no k9).
 """
+import functools
+
 import numpy as np
 from numba import cuda
 
@@ -103,8 +105,27 @@ def unsupported(M: int, N: int, K: int):
     return grid_limit(grid(M, N))
 
 
-def run(A, B, C, alpha, beta, stream=None):
-    k9 = SPECIALISATIONS[vector_operands(A, B, C)][1]
+STATIC_SMEM = 48 * 1024      # bytes: the most a static shared array may hold
+
+
+@functools.lru_cache(maxsize=None)
+def variant(stages: int = STAGES, tile_k: int = TILE_K) -> dict:
+    """The four specialisations of k9 with another ring depth or K-tile depth, jitted on first
+    use (the shipped ones are SPECIALISATIONS): the experiments of the k9 measurements, run as
+    run(..., stages=2) or tools/hopper_top.py's k9:stages=2:tile_k=16."""
+    if (stages, tile_k) == (STAGES, TILE_K):
+        return SPECIALISATIONS
+    t = _warptile.WarpTiling(tile_m=TILE_M, tile_n=TILE_N, tile_k=tile_k, warp_m=TILING.warp_m,
+                             warp_n=TILING.warp_n, lanes_n=TILING.lanes_n)
+    if _async_stages.smem_bytes(t, stages) > STATIC_SMEM:
+        raise ValueError(f"k9 with {stages} stages of {tile_k}-deep tiles needs "
+                         f"{_async_stages.smem_bytes(t, stages)} bytes of static shared memory (at most {STATIC_SMEM})")
+    name = f"{LEVEL}_s{stages}_k{tile_k}"
+    return _warptile.specialisations(name, functools.partial(make_kernel, stages=stages), t)
+
+
+def run(A, B, C, alpha, beta, stream=None, stages: int = STAGES, tile_k: int = TILE_K):
+    k9 = variant(stages, tile_k)[vector_operands(A, B, C)][1]
     launch(k9, grid(A.shape[0], B.shape[1]), BLOCK, A, B, C, alpha, beta, stream)
 
 
