@@ -23,6 +23,14 @@ numba_gemm/data/h200_auto.json: fitted to the shape suite's measurements
 (tools/calibrate_auto.py reads a `bench.py --suite shapes --json` run), not written by hand.
 A level with no calibration is ranked after those with one, in ladder order (highest first),
 so a new level runs under auto only once it has been measured.
+
+Tiles: a level whose module lists TILE_CHOICES (v11: bm × bn from one source) is also ranked
+as (level, tile) pairs by `rank(..., tiles=True)`, each tile other than the shipped one under
+its own calibration entry, named as tools/hopper_top.py names it ("v11:bm=64:bn=128"), and
+predicted from its own tile's waves with those constants. Until such an entry exists the tile
+is listed, not ranked (explain() shows what v11's constants would give it). `rank()` without
+tiles, what gemm() and plan() read (they run a level's shipped tile), lists levels only, so
+auto's pick is unchanged by the tiles.
 """
 from __future__ import annotations
 
@@ -108,10 +116,16 @@ class Prediction:
     ms: float | None          # None: no calibration for this level and dtype
     geometry: Geometry
     why: str
+    kwargs: tuple = ()        # run() keywords of a tile other than the shipped one: (("bm", 64), ...)
+
+    @property
+    def name(self) -> str:
+        """The level, or the level with its tile as hopper_top specs say it: v11:bm=64:bn=128."""
+        return tile_spec(self.level, self.kwargs)
 
     def __str__(self):
         t = f"{self.ms * 1e3:8.1f} µs" if self.ms is not None else "   (not calibrated)"
-        return f"{self.level:>6} {t}  {self.why}"
+        return f"{self.name:>6} {t}  {self.why}"
 
 
 def aligned(N: int, K: int, elem_bytes: int) -> bool:
@@ -148,13 +162,47 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     return t * 1e3, why
 
 
+def tile_spec(level: str, kwargs: tuple) -> str:
+    return level + "".join(f":{k}={v}" for k, v in kwargs)
+
+
+def tile_choices(lv) -> list[tuple[tuple, object]]:
+    """(run() keywords, tile) of each tile of lv's TILE_CHOICES other than its shipped CONFIG."""
+    mod = lv.module
+    return [((("bm", t.bm), ("bn", t.bn)), t) for t in getattr(mod, "TILE_CHOICES", ())
+            if (t.bm, t.bn) != (mod.CONFIG.bm, mod.CONFIG.bn)]
+
+
+def _tile_predictions(lv, dtype, M: int, N: int, K: int, beta: float, sms: int) -> list[Prediction]:
+    """lv's other tiles at this shape: priced with their own calibration entry when it exists;
+    otherwise not ranked, the why saying what lv's own constants would predict."""
+    out = []
+    shipped = params(lv.name, dtype)
+    for kwargs, t in tile_choices(lv):
+        g = Geometry(t.bm, t.bn)
+        p = params(tile_spec(lv.name, kwargs), dtype)
+        if p is not None:
+            ms, why = predict_ms(p, g, M, N, K, dtype.itemsize, beta, sms)
+            out.append(Prediction(lv.name, ms, g, why, kwargs))
+            continue
+        if shipped is None:
+            why = f"{t.bm}x{t.bn} tiles: {ceil_div(M, t.bm) * ceil_div(N, t.bn)} CTAs"
+        else:
+            ms, why = predict_ms(shipped, g, M, N, K, dtype.itemsize, beta, sms)
+            why += f"; {ms * 1e3:.1f} µs with {lv.name}'s constants"
+        out.append(Prediction(lv.name, None, g, why, kwargs))
+    return out
+
+
 def rank(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
-         sms: int = DEFAULT_SMS, opted_out: bool = False) -> list[Prediction]:
+         sms: int = DEFAULT_SMS, opted_out: bool = False, tiles: bool = False) -> list[Prediction]:
     """Every level that takes dtype and serves M×N×K here (native: whether native levels can
     run; opted_out: the levels with AUTO = False too), fastest predicted first; uncalibrated
-    levels last, highest rung first."""
+    levels last, highest rung first. tiles: also each (level, tile) pair of the levels with
+    TILE_CHOICES (a Prediction with kwargs), ranked among the levels once calibrated, else
+    listed after every level."""
     dtype = as_dtype(dtype)
-    out = []
+    out, pending = [], []
     for lv in reversed(list(_levels.registry().values())):
         if dtype not in lv.dtypes or not (opted_out or getattr(lv.module, "AUTO", True)):
             continue
@@ -164,13 +212,18 @@ def rank(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
             continue
         g = geometry(lv, M, N, K, sms)
         p = params(lv.name, dtype)
+        if tiles:
+            pending += _tile_predictions(lv, dtype, M, N, K, beta, sms)
         if p is None:
             out.append(Prediction(lv.name, None, g, "no calibration for this level and dtype"))
             continue
         ms, why = predict_ms(p, g, M, N, K, dtype.itemsize, beta, sms)
         out.append(Prediction(lv.name, ms, g, why))
-    # stable: uncalibrated keep ladder order (highest first) after the calibrated ones
-    return sorted(out, key=lambda q: (q.ms is None, q.ms if q.ms is not None else 0.0))
+    # stable: uncalibrated keep ladder order (highest first) after the calibrated ones, and
+    # uncalibrated tiles after every level
+    out += [q for q in pending if q.ms is not None]
+    return sorted(out, key=lambda q: (q.ms is None, q.ms if q.ms is not None else 0.0)) + \
+        [q for q in pending if q.ms is None]
 
 
 def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top: int = 3) -> str:
@@ -181,7 +234,18 @@ def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top:
     lines = [f"auto for {as_dtype(dtype).name} {M}x{N}x{K}: {ranked[0].level}"]
     lines += [("  -> " if i == 0 else "     ") + str(q) for i, q in enumerate(ranked[:top])]
     lines += wave_notes([q.level for q in ranked[:top] if q.ms is not None], dtype, M, N, K)
+    lines += tile_notes([q.level for q in ranked[:top]], dtype, M, N, K, native, beta)
     return "\n".join(lines)
+
+
+def tile_notes(levels, dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0) -> list[str]:
+    """The other tiles of the shown levels that have TILE_CHOICES, as rank(tiles=True) lists them."""
+    shown = set(levels)
+    others = [q for q in rank(dtype, M, N, K, native, beta, tiles=True) if q.kwargs and q.level in shown]
+    if not others:
+        return []
+    return ["  other tiles (priced once their calibration entry, named as below, exists; gemm() and "
+            "plan() run the shipped tile):"] + ["     " + str(q) for q in others]
 
 
 def wave_notes(levels, dtype, M: int, N: int, K: int) -> list[str]:

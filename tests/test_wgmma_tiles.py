@@ -113,6 +113,55 @@ def test_hopper_top_spec_times_a_tile(monkeypatch):
     assert seen == [{"bm": 64, "bn": 128}]
 
 
+# ---------------------------------------------------------------------------- auto
+
+AUTO_SHAPES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 128, 4096),
+               (128, 4096, 4096), (4096, 4096, 256), (4096, 4096, 4096)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_auto_still_picks_the_shipped_tiles(dtype):
+    """No tile but the shipped one has a calibration entry yet: ranked with tiles, auto's pick is
+    what rank() without them (what gemm() and plan() read) picks, with no tile keywords; every
+    other v11 tile is listed, unpriced, after every level; explain() names each tile."""
+    from numba_gemm import choose
+
+    for shape in AUTO_SHAPES:
+        plain, tiled = choose.rank(dtype, *shape, native=True), choose.rank(dtype, *shape, native=True, tiles=True)
+        assert not any(q.kwargs for q in plain)
+        assert tiled[0] == plain[0] and tiled[:len(plain)] == plain
+        others = tiled[len(plain):]
+        assert [q.name for q in others] == [f"v11:bm={bm}:bn={bn}" for bm, bn in TILES if (bm, bn) != (128, 256)]
+        assert all(q.ms is None and choose.params(q.name, dtype) is None for q in others)
+        text = choose.explain(dtype, *shape, native=True, top=3)
+        assert text.splitlines()[0] == f"auto for {dtype} {'x'.join(map(str, shape))}: {plain[0].level}"
+        if "v11" in [q.level for q in plain[:3]]:
+            for q in others:
+                assert f"{q.name}    (not calibrated)  {q.geometry.bm}x{q.geometry.bn} tiles: " in text
+
+
+def test_a_calibrated_tile_is_ranked_by_its_own_waves(monkeypatch):
+    """Given an entry for v11:bm=64:bn=64 (here v11's own constants), that tile is priced from its
+    own CTAs: at 512^3 its 64 CTAs beat the 8 of 128x256 and it ranks first with its keywords;
+    at 4096^3 (4096 CTAs, 32 waves) it prices the same work as v11. rank() without tiles is
+    unchanged."""
+    from numba_gemm import choose
+
+    cal = choose.calibration()
+    patched = {**cal, "levels": {**cal["levels"], "v11:bm=64:bn=64": cal["levels"]["v11"]}}
+    before = choose.rank("float16", 512, 512, 512, native=True)
+    monkeypatch.setattr(choose, "_calibration", patched)
+    tiled = choose.rank("float16", 512, 512, 512, native=True, tiles=True)
+    assert (tiled[0].name, tiled[0].kwargs, tiled[0].geometry) == ("v11:bm=64:bn=64", (("bm", 64), ("bn", 64)),
+                                                                   choose.Geometry(64, 64))
+    assert "64 CTAs in 1 wave" in tiled[0].why and tiled[0].ms < before[0].ms
+    assert choose.rank("float16", 512, 512, 512, native=True) == before
+    big = {q.name: q.ms for q in choose.rank("float16", 4096, 4096, 4096, native=True, tiles=True)}
+    assert big["v11:bm=64:bn=64"] == pytest.approx(big["v11"])
+    priced = f"     v11:bm=64:bn=64 {tiled[0].ms * 1e3:8.1f} µs  64x64 tiles: 64 CTAs in 1 wave"
+    assert priced in choose.explain("float16", 512, 512, 512, native=True)
+
+
 # ---------------------------------------------------------------------------- NVRTC + census
 
 def _registers(source, defines):

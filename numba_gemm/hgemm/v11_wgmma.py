@@ -104,6 +104,11 @@ def _tile_ints(**kw) -> tuple[int, ...]:
     return tuple(out)
 
 
+# The tiles auto may rank (numba_gemm.choose: each under its own calibration entry, so none but
+# CONFIG runs under auto before it has been measured).
+TILE_CHOICES = tuple(tile(bm, bn) for bm in (64, 128) for bn in wg.WGMMA_N)
+
+
 def run(A, B, C, alpha, beta, stream=None, bm: int = CONFIG.bm, bn: int = CONFIG.bn):
     """C = alpha·A@B + beta·C with the bm × bn tile (default: the shipped 128×256)."""
     config, defines = _variant(*_tile_ints(bm=bm, bn=bn))     # before any operand is touched
