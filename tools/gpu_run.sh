@@ -19,7 +19,8 @@
 #   minutes, grouped by what is slow on a GPU (each chunk's pytest summary line is printed):
 #     tests1  the Numba SGEMM levels: hypothesis shapes on every level, 2^31 indexing, the twins
 #     tests2  the HGEMM levels: every native level and v8py on ragged shapes in fp16 and bf16,
-#             the wgmma levels past 2^31 elements, TMA descriptors, NVRTC compiles
+#             v11's other tiles likewise, the wgmma levels past 2^31 elements, TMA descriptors,
+#             NVRTC compiles
 #     tests3  the SASS census (compiles every level), k7/k8, k9, intrinsics, microbenchmarks
 #     tests4  everything else (api hypothesis shapes, operands, call cache, bench, ledgers,
 #             figures, notebook): every tests/test_*.py not named above, so none is left out
@@ -62,8 +63,8 @@ if has warm; then  # compile once: every later step loads cubins instead of comp
 fi
 # the test chunks (see the header); chunk 4 is every test file the others do not name
 TEST_CHUNK1="tests/test_sgemm.py tests/test_sgemm_geometry.py tests/test_twins.py"
-TEST_CHUNK2="tests/test_hgemm.py tests/test_hopper.py tests/test_v8py.py tests/test_ptx_intrinsics.py
-  tests/test_tma.py tests/test_nvrtc.py tests/test_cache.py"
+TEST_CHUNK2="tests/test_hgemm.py tests/test_hopper.py tests/test_wgmma_tiles.py tests/test_v8py.py
+  tests/test_ptx_intrinsics.py tests/test_tma.py tests/test_nvrtc.py tests/test_cache.py"
 TEST_CHUNK3="tests/test_sass.py tests/test_k7_k8.py tests/test_k9.py tests/test_intrinsics.py tests/test_microbench.py"
 TEST_CHUNKS=4
 chunk_files() {
