@@ -111,13 +111,12 @@ __device__ __forceinline__ void compute(const float (*As)[AS], const float (*Bs)
     }
 }
 
-// ROW_STEP: between the rows of a 4 x 4 piece (1; k9's rows-apart thread tile: LANES_M)
-template <bool BV, int ROW_STEP = 1>
+template <bool BV>
 __device__ __forceinline__ void epilogue(float* C, const float (&acc)[THREAD_M][THREAD_N], float alpha,
                                          float beta, u32 row0, u32 col0, u32 am, u32 bn, u32 m, u32 n) {
 #pragma unroll
     for (int i = 0; i < THREAD_M; ++i) {
-        const u32 row = row0 + am + i / 4 * M_STEP + i % 4 * ROW_STEP;
+        const u32 row = row0 + am + i / 4 * M_STEP + i % 4;
 #pragma unroll
         for (int j4 = 0; j4 < SUB_N; ++j4) {
             const u32 col = col0 + bn + j4 * N_STEP;

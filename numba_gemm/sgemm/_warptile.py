@@ -139,12 +139,8 @@ def specialisations(level: str, make_kernel, t: WarpTiling) -> dict:
     }
 
 
-def make(t: WarpTiling, a_vec: bool, bc_vec: bool, rows_apart: bool = False) -> SimpleNamespace:
-    """Device functions for tiling `t`, A moved as float4 (`a_vec`) and B, C as float4 (`bc_vec`).
-    `rows_apart`: a lane's rows are lanes_m apart (am + {0, 8, 16, 24} + {0, 32}) instead of 4
-    consecutive (am + {0..3} + {0, 32}): k9 reads its A tile k-contiguous, one row per LDS.128,
-    and consecutive rows across the lanes keep those reads conflict-free. Its columns, and so
-    the epilogue's float4 stores, are the same."""
+def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
+    """Device functions for tiling `t`, A moved as float4 (`a_vec`) and B, C as float4 (`bc_vec`)."""
     bad = t.problems()
     if bad:
         raise ValueError(f"{t}: " + "; ".join(bad))
@@ -158,8 +154,6 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool, rows_apart: bool = False) -> 
     SUB_M, SUB_N = t.sub_m, t.sub_n
     THREAD_M, THREAD_N = t.thread_m, t.thread_n
     M_STEP, N_STEP = 4 * LANES_M, 4 * LANES_N  # between a thread's 4×4 pieces
-    ROW_STEP = LANES_M if rows_apart else 1    # between the rows of one piece
-    AM_LANE = 1 if rows_apart else 4           # between the first rows of lanes in a column
     WARPS_N, WARP_M, WARP_N = t.warps_n, t.warp_m, t.warp_n
 
     # ---- global memory (numba_gemm.sgemm._loaders). A and B are read through the read-only
@@ -244,7 +238,7 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool, rows_apart: bool = False) -> 
     @_inline
     def thread_tile(lane, warp):
         """Tile row am and column bn of this thread's first 4×4 piece."""
-        am = u32(warp // WARPS_N * WARP_M + lane // LANES_N * AM_LANE)
+        am = u32(warp // WARPS_N * WARP_M + lane // LANES_N * 4)
         bn = u32(warp % WARPS_N * WARP_N + lane % LANES_N * 4)
         return am, bn
 
@@ -253,7 +247,7 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool, rows_apart: bool = False) -> 
         """Row i of the thread tile: C = alpha·acc + beta·C, four columns at a time, into the
         m × n matrix that starts at element `base` of C (a split-K slice's partials: base
         z·m·n, alpha 1, beta 0); beta == 0 never reads C (BLAS: NaN in C must not leak)."""
-        row = u32(row0 + am + i // 4 * M_STEP + i % 4 * ROW_STEP)
+        row = u32(row0 + am + i // 4 * M_STEP + i % 4)
         for j4 in range(SUB_N):
             col = u32(col0 + bn + j4 * N_STEP)
             off = base + u64(row) * u64(n) + u64(col)
@@ -311,33 +305,28 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool, rows_apart: bool = False) -> 
 
 # ---- the ledgers ---------------------------------------------------------------------------
 
-def load_positions(t: WarpTiling, g: Geometry, warp: int, tile: str) -> list[tuple[list[int], list[int]]]:
-    """The loaders' float4s of `tile` ("A" or "B") for warp `warp`, one per load instruction:
-    (the 32 lanes' tile rows, their first tile columns), handed out by linear thread id."""
-    tids = [warp * WARP + lane for lane in range(WARP)]
-    per_row = (g.tile_k if tile == "A" else g.tile_n) // 4      # float4s per tile row
-    out = []
-    for s in range(t.a_loads if tile == "A" else t.b_loads):
-        idx = [tid + s * g.threads for tid in tids]
-        out.append(([i // per_row for i in idx], [i % per_row * 4 for i in idx]))
-    return out
-
-
 def warp_step(t: WarpTiling, g: Geometry, M, N, K, bx, by, warp, ph, buffers=1, load_kb=0, store_kb=0):
     """What warp `warp` of block (bx, by) touches in phase `ph` of the all-float4 kernel: its
     float4 loads of A and B by linear thread id, the shared stores that put them in the tiles
     (A transposed, at k rows store_kb..), and per k the LDS.128 of its thread tiles (k rows
     load_kb..). `buffers`: copies of each tile (Bs starts after all of As). Geometry `g` has
     no warp tile: the lane -> 4×4-piece mapping comes from `t`."""
+    tids = [warp * WARP + lane for lane in range(WARP)]
     T, AS = g.tile_k, t.a_stride
     b_bs = buffers * T * AS * F32                             # bytes: Bs follows As
     acc = []
-    for r, c in load_positions(t, g, warp, "A"):
+    for s in range(t.a_loads):
+        idx = [tid + s * g.threads for tid in tids]
+        r = [i // (T // 4) for i in idx]
+        c = [i % (T // 4) * 4 for i in idx]
         acc.append(global_load("A", [(by * g.tile_m + rr) * K + ph * T + cc for rr, cc in zip(r, c)], 16))
         for q in range(4):                                    # transposed: 4 scalar stores
             acc.append(shared_access("As", [(store_kb + cc + q) * AS + rr for rr, cc in zip(r, c)],
                                      inner=False, op="store"))
-    for r, c in load_positions(t, g, warp, "B"):
+    for s in range(t.b_loads):
+        idx = [tid + s * g.threads for tid in tids]
+        r = [i // (g.tile_n // 4) for i in idx]
+        c = [i % (g.tile_n // 4) * 4 for i in idx]
         acc.append(global_load("B", [(ph * T + rr) * N + bx * g.tile_n + cc for rr, cc in zip(r, c)], 16))
         acc.append(shared_access("Bs", [(store_kb + rr) * g.tile_n + cc for rr, cc in zip(r, c)], 16,
                                  inner=False, op="store", base=b_bs))
