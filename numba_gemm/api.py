@@ -211,11 +211,12 @@ def native_usable(device: int) -> bool:
 
 def auto_candidates(dtype, M: int, N: int, K: int, native: bool) -> list:
     """The levels auto may pick for this dtype and shape, best first: fastest predicted by
-    numba_gemm.choose's cost model, then the uncalibrated ones highest rung first. native:
-    whether native levels can run here."""
+    numba_gemm.choose's cost model (a calibrated tile of v11 as the Level variant that runs it,
+    e.g. v11:bm=64:bn=64), then the uncalibrated ones highest rung first. native: whether
+    native levels can run here."""
     from . import choose
 
-    return [_levels.get(q.level) for q in choose.rank(dtype, M, N, K, native)]
+    return [_levels.get(q.level).variant(q.kwargs) for q in choose.candidates(dtype, M, N, K, native)]
 
 
 def _no_level(dtype, M, N, K, native, c_dtype=_F32):

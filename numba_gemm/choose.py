@@ -27,10 +27,10 @@ so a new level runs under auto only once it has been measured.
 Tiles: a level whose module lists TILE_CHOICES (v11: bm × bn from one source) is also ranked
 as (level, tile) pairs by `rank(..., tiles=True)`, each tile other than the shipped one under
 its own calibration entry, named as tools/hopper_top.py names it ("v11:bm=64:bn=128"), and
-predicted from its own tile's waves with those constants. Until such an entry exists the tile
-is listed, not ranked (explain() shows what v11's constants would give it). `rank()` without
-tiles, what gemm() and plan() read (they run a level's shipped tile), lists levels only, so
-auto's pick is unchanged by the tiles.
+predicted from its own tile's waves with those constants. `candidates()`, what gemm(), plan()
+and the shape suite read, ranks the calibrated tiles among the levels (auto then runs the
+level with that tile's run() keywords); a tile without its entry is listed, never run
+(explain() shows what v11's constants would give it).
 """
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
 
 
 def tile_spec(level: str, kwargs: tuple) -> str:
-    return level + "".join(f":{k}={v}" for k, v in kwargs)
+    return _levels.spec_name(level, kwargs)
 
 
 def tile_choices(lv) -> list[tuple[tuple, object]]:
@@ -226,14 +226,21 @@ def rank(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
         [q for q in pending if q.ms is None]
 
 
+def candidates(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
+               sms: int = DEFAULT_SMS) -> list[Prediction]:
+    """What auto may run here, best first: rank() with the calibrated tiles of the levels that
+    have TILE_CHOICES among the levels; a tile without its calibration entry is never run."""
+    return [q for q in rank(dtype, M, N, K, native, beta, sms, tiles=True) if not q.kwargs or q.ms is not None]
+
+
 def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top: int = 3) -> str:
     """Auto's choice for this shape and the runners-up, with predicted times and why."""
-    ranked = rank(dtype, M, N, K, native, beta)
+    ranked = candidates(dtype, M, N, K, native, beta)
     if not ranked:
         return f"no level serves {as_dtype(dtype).name} {M}x{N}x{K} here"
-    lines = [f"auto for {as_dtype(dtype).name} {M}x{N}x{K}: {ranked[0].level}"]
+    lines = [f"auto for {as_dtype(dtype).name} {M}x{N}x{K}: {ranked[0].name}"]
     lines += [("  -> " if i == 0 else "     ") + str(q) for i, q in enumerate(ranked[:top])]
-    lines += wave_notes([q.level for q in ranked[:top] if q.ms is not None], dtype, M, N, K)
+    lines += wave_notes([q.level for q in ranked[:top] if q.ms is not None and not q.kwargs], dtype, M, N, K)
     lines += tile_notes([q.level for q in ranked[:top]], dtype, M, N, K, native, beta)
     return "\n".join(lines)
 
@@ -241,11 +248,12 @@ def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top:
 def tile_notes(levels, dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0) -> list[str]:
     """The other tiles of the shown levels that have TILE_CHOICES, as rank(tiles=True) lists them."""
     shown = set(levels)
-    others = [q for q in rank(dtype, M, N, K, native, beta, tiles=True) if q.kwargs and q.level in shown]
+    others = [q for q in rank(dtype, M, N, K, native, beta, tiles=True)
+              if q.kwargs and q.ms is None and q.level in shown]
     if not others:
         return []
-    return ["  other tiles (priced once their calibration entry, named as below, exists; gemm() and "
-            "plan() run the shipped tile):"] + ["     " + str(q) for q in others]
+    return ["  other tiles (not calibrated: auto runs a tile once its calibration entry, named as "
+            "below, exists):"] + ["     " + str(q) for q in others]
 
 
 def wave_notes(levels, dtype, M: int, N: int, K: int) -> list[str]:

@@ -39,7 +39,7 @@ import importlib
 import os
 import pkgutil
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 
 import numpy as np
@@ -60,6 +60,7 @@ class Level:
     family: str
     sass_must_have: tuple
     module: ModuleType
+    kwargs: tuple = ()        # run() keywords of a variant (another tile): (("bm", 64), ("bn", 128))
 
     @property
     def native(self) -> bool:
@@ -67,7 +68,12 @@ class Level:
         return hasattr(self.module, "SOURCE")
 
     def run(self, A, B, C, alpha, beta, stream=None):
-        return self.module.run(A, B, C, alpha, beta, stream=stream)
+        return self.module.run(A, B, C, alpha, beta, stream=stream, **dict(self.kwargs))
+
+    def variant(self, kwargs: tuple) -> "Level":
+        """This level run with run() keywords `kwargs` (e.g. another tile of v11), named as
+        tools/hopper_top.py names it: v11:bm=64:bn=128."""
+        return replace(self, name=spec_name(self.name, kwargs), kwargs=tuple(kwargs)) if kwargs else self
 
     def unsupported(self, M: int, N: int, K: int) -> str | None:
         check = getattr(self.module, "unsupported", None)
@@ -80,6 +86,11 @@ class Level:
         if c_dtype == np.float32:
             return True
         return getattr(self.module, "C16", False) and c_dtype == np.dtype(ab_dtype) and c_dtype.itemsize == 2
+
+
+def spec_name(level: str, kwargs: tuple) -> str:
+    """A level with run() keywords, as one name: v11:bm=64:bn=128."""
+    return level + "".join(f":{k}={v}" for k, v in kwargs)
 
 
 def _order(name: str):

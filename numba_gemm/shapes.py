@@ -187,14 +187,14 @@ def run_shape(runner, name: str, M: int, N: int, K: int, dtype, levels=None,
 
     dtype = choose.as_dtype(dtype)
     roof = roofline(M, N, K, dtype)
-    ranked = choose.rank(dtype, M, N, K, native=True)
+    ranked = choose.candidates(dtype, M, N, K, native=True)
     res = ShapeResult(name, M, N, K, dtype.name, roof.seconds * 1e3, roof.bound,
-                      ranked[0].level if ranked else "-")
+                      ranked[0].name if ranked else "-")
     if levels is None:
         best = next((q.ms for q in ranked if q.ms is not None), None)
         levels = [q for q in ranked if q.ms is None or best is None or q.ms <= PRUNE * best]
     else:
-        levels = [q for q in ranked if q.level in levels]
+        levels = [q for q in ranked if q.name in levels]
     A, B, C, (dA, dB, dC) = runner.inputs(M, N, K, dtype)
     rows = np.arange(M) if M <= CHECK_ROWS else np.sort(runner.rng.choice(M, CHECK_ROWS, replace=False))
     ref = check.reference(A[rows], B, None, 1.0, 0.0)
@@ -203,8 +203,8 @@ def run_shape(runner, name: str, M: int, N: int, K: int, dtype, levels=None,
     poison = np.full((M, N), np.nan, np.float32)
     for q in levels:
         if progress:
-            progress(f"{name}: {q.level}")
-        lv = _levels.get(q.level)
+            progress(f"{name}: {q.name}")
+        lv = _levels.get(q.level).variant(q.kwargs)
         cuda.to_device(poison, to=dC)                 # beta == 0: unwritten or read C shows as NaN
         launches = _record(lv, dA, dB, dC)
         for L in launches:
@@ -214,7 +214,7 @@ def run_shape(runner, name: str, M: int, N: int, K: int, dtype, levels=None,
         err[~np.isfinite(out)] = np.inf
         ok = bool(np.all(err <= allowed))
         rel = float(err.max() / max(np.abs(ref).max(), 1e-30))
-        t = Timed(q.level, ok, rel, math.nan, math.nan, q.ms, q.geometry.splits)
+        t = Timed(q.name, ok, rel, math.nan, math.nan, q.ms, q.geometry.splits)
         if ok:
             def call(launches=launches):
                 for L in launches:
@@ -222,7 +222,7 @@ def run_shape(runner, name: str, M: int, N: int, K: int, dtype, levels=None,
             t.kernel_ms = bench(call, reps=runner.reps).median_ms
             t.loop_ms = loop(call, calls=LOOP_CALLS).median_ms
         else:
-            res.note += f" {q.level} WRONG ({rel:.2e});"
+            res.note += f" {q.name} WRONG ({rel:.2e});"
         res.levels.append(t)
     try:
         res.cublas_ms = runner.cublas_ms(M, N, K, dtype, dA, dB, dC)

@@ -120,24 +120,27 @@ AUTO_SHAPES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 1
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_auto_still_picks_the_shipped_tiles(dtype):
-    """No tile but the shipped one has a calibration entry yet: ranked with tiles, auto's pick is
-    what rank() without them (what gemm() and plan() read) picks, with no tile keywords; every
-    other v11 tile is listed, unpriced, after every level; explain() names each tile."""
+def test_auto_ranks_the_calibrated_tiles_among_the_levels(dtype, monkeypatch):
+    """candidates() (what gemm(), plan() and the suite read) is rank() with v11's calibrated
+    tiles placed by their own predictions: the levels keep their order, every tile it offers
+    has its entry, explain() names the pick as a spec; a tile whose entry is gone is listed by
+    rank(tiles=True), unpriced, and never offered."""
     from numba_gemm import choose
 
     for shape in AUTO_SHAPES:
-        plain, tiled = choose.rank(dtype, *shape, native=True), choose.rank(dtype, *shape, native=True, tiles=True)
+        plain, cand = choose.rank(dtype, *shape, native=True), choose.candidates(dtype, *shape, native=True)
         assert not any(q.kwargs for q in plain)
-        assert tiled[0] == plain[0] and tiled[:len(plain)] == plain
-        others = tiled[len(plain):]
-        assert [q.name for q in others] == [f"v11:bm={bm}:bn={bn}" for bm, bn in TILES if (bm, bn) != (128, 256)]
-        assert all(q.ms is None and choose.params(q.name, dtype) is None for q in others)
+        assert [q for q in cand if not q.kwargs] == plain
+        assert all(q.ms is not None and choose.params(q.name, dtype) is not None for q in cand if q.kwargs)
+        assert [q.ms for q in cand if q.ms is not None] == sorted(q.ms for q in cand if q.ms is not None)
         text = choose.explain(dtype, *shape, native=True, top=3)
-        assert text.splitlines()[0] == f"auto for {dtype} {'x'.join(map(str, shape))}: {plain[0].level}"
-        if "v11" in [q.level for q in plain[:3]]:
-            for q in others:
-                assert f"{q.name}    (not calibrated)  {q.geometry.bm}x{q.geometry.bn} tiles: " in text
+        assert text.splitlines()[0] == f"auto for {dtype} {'x'.join(map(str, shape))}: {cand[0].name}"
+    cal = choose.calibration()
+    gone = {k: v for k, v in cal["levels"].items() if k != "v11:bm=64:bn=64"}
+    monkeypatch.setattr(choose, "_calibration", {**cal, "levels": gone})
+    assert all(q.name != "v11:bm=64:bn=64" for q in choose.candidates(dtype, 512, 512, 512, native=True))
+    listed = [q for q in choose.rank(dtype, 512, 512, 512, native=True, tiles=True) if q.name == "v11:bm=64:bn=64"]
+    assert len(listed) == 1 and listed[0].ms is None
 
 
 def test_a_calibrated_tile_is_ranked_by_its_own_waves(monkeypatch):
@@ -148,7 +151,9 @@ def test_a_calibrated_tile_is_ranked_by_its_own_waves(monkeypatch):
     from numba_gemm import choose
 
     cal = choose.calibration()
-    patched = {**cal, "levels": {**cal["levels"], "v11:bm=64:bn=64": cal["levels"]["v11"]}}
+    levels = {k: v for k, v in cal["levels"].items() if ":" not in k}      # no tile calibrated ...
+    patched = {**cal, "levels": {**levels, "v11:bm=64:bn=64": cal["levels"]["v11"]}}   # ... but this one
+    monkeypatch.setattr(choose, "_calibration", {**cal, "levels": levels})
     before = choose.rank("float16", 512, 512, 512, native=True)
     monkeypatch.setattr(choose, "_calibration", patched)
     tiled = choose.rank("float16", 512, 512, 512, native=True, tiles=True)
@@ -158,7 +163,7 @@ def test_a_calibrated_tile_is_ranked_by_its_own_waves(monkeypatch):
     assert choose.rank("float16", 512, 512, 512, native=True) == before
     big = {q.name: q.ms for q in choose.rank("float16", 4096, 4096, 4096, native=True, tiles=True)}
     assert big["v11:bm=64:bn=64"] == pytest.approx(big["v11"])
-    priced = f"     v11:bm=64:bn=64 {tiled[0].ms * 1e3:8.1f} µs  64x64 tiles: 64 CTAs in 1 wave"
+    priced = f"  -> v11:bm=64:bn=64 {tiled[0].ms * 1e3:8.1f} µs  64x64 tiles: 64 CTAs in 1 wave"
     assert priced in choose.explain("float16", 512, 512, 512, native=True)
 
 
@@ -236,3 +241,18 @@ def test_every_tile_exact_on_ragged_shapes(bm, bn, dtype):
     for M, N, K in GPU_SHAPES:
         _case(lv, M, N, K, dtype, 0.5, 3.0, rng)
         _case(lv, M, N, K, dtype, 1.0, 0.0, rng)     # beta == 0: NaN in C must not leak
+
+
+def test_auto_runs_a_calibrated_tile_with_its_keywords(monkeypatch):
+    """gemm()'s candidates are Levels: a calibrated tile comes as v11's Level variant named by
+    its spec, whose run() passes the tile's keywords to v11's run()."""
+    from numba_gemm import api, choose
+
+    first = choose.candidates("float16", 512, 512, 512, native=True)[0]
+    lv = api.auto_candidates(np.dtype(np.float16), 512, 512, 512, native=True)[0]
+    assert (lv.name, lv.kwargs) == (first.name, first.kwargs) and first.kwargs
+    seen = []
+    monkeypatch.setattr(lv.module, "run", lambda *a, **k: seen.append(k))
+    lv.run("A", "B", "C", 1.0, 0.0)
+    assert seen == [{"stream": None, **dict(first.kwargs)}]
+    assert lv.writes(np.float32, np.float16) and lv.unsupported(512, 512, 512) is None

@@ -3,8 +3,10 @@
 
     python tools/calibrate_auto.py docs/data/h200_shapes_bf16.json ... --out numba_gemm/data/h200_auto.json
 
-Inputs: JSON written by `bench.py --suite shapes --json` (per shape, every level timed) or by
-`bench.py --json` (one row per level and shape). Every (level, input dtype) with measurements
+Inputs: JSON written by `bench.py --suite shapes --json` (per shape, every level timed), by
+`bench.py --json` (one row per level and shape), or by `tools/hopper_top.py --json`, whose rows
+for another tile of a level (v11:bm=64:bn=128) give that tile its own entry under that name
+(its other rows are left to the suite runs: they would fit a level twice). Every (level, input dtype) with measurements
 gets its own constants (blocks per SM, bandwidth efficiency, rate, fixed cost), fitted to
 minimise the squared log error of predicted against measured kernel time; the fit's RMS log
 error and sample count are stored beside them, and the sources with their provenance. fp16 and
@@ -34,6 +36,11 @@ def samples(paths):
     for path in paths:
         with open(path) as f:
             data = json.load(f)
+        if isinstance(data, dict) and "meta" in data and "rows" in data:      # tools/hopper_top.py
+            for r in data["rows"]:
+                if ":" in r["level"]:
+                    out[r["level"], r["dtype"]].append((r["M"], r["N"], r["K"], r["kernel_ms"], None))
+            continue
         rows = data["results"] if isinstance(data, dict) else data
         for r in rows:
             if "levels" in r:      # a suite shape
@@ -46,6 +53,18 @@ def samples(paths):
     return out
 
 
+def level_of(name, reg):
+    """(Level, tile geometry or None) of a level name or a tile spec (v11:bm=64:bn=128: one of
+    the level's TILE_CHOICES); (None, None) for anything else."""
+    base = name.split(":")[0]
+    lv = reg.get(base)
+    if lv is None or name == base:
+        return lv, None
+    tiles = {choose.tile_spec(base, kw): t for kw, t in choose.tile_choices(lv)}
+    t = tiles.get(name)
+    return (lv, choose.Geometry(t.bm, t.bn)) if t else (None, None)
+
+
 def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
     """{level: {dtype: constants}} fitted to measured ({(level, dtype): [(M, N, K, ms, splits)]}),
     the points at shape leave_out (M, N, K) left out; fp16 and bf16 pooled (the module
@@ -56,11 +75,11 @@ def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
     keys |= {(name, d) for name, dt in pts_of if dt in TWO_BYTE for d in TWO_BYTE}
     levels = {}
     for name, dtype in sorted(keys):
-        if name not in reg:
+        lv, tile = level_of(name, reg)
+        if lv is None:
             if not quiet:
-                print(f"skip {name}: not a level here", file=sys.stderr)
+                print(f"skip {name}: not a level or a tile of one here", file=sys.stderr)
             continue
-        lv = reg[name]
         pts, pooled = pts_of.get((name, dtype), []), None
         other = next((d for d in TWO_BYTE if d != dtype), None) if dtype in TWO_BYTE else None
         if pts_of.get((name, other)):
@@ -69,8 +88,9 @@ def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
         if not pts or choose.as_dtype(dtype) not in lv.dtypes:
             continue
         es = choose.as_dtype(dtype).itemsize
-        ss = [{"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": es, "geometry": choose.geometry(lv, M, N, K)}
-              for M, N, K, ms, splits in pts if choose.as_planned(lv, M, N, K, splits)]
+        ss = [{"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": es,
+               "geometry": tile or choose.geometry(lv, M, N, K)}
+              for M, N, K, ms, splits in pts if tile or choose.as_planned(lv, M, N, K, splits)]
         if not ss:
             continue
         fitted = choose.fit(ss)
@@ -94,17 +114,18 @@ def holdout(paths, reg) -> str:
         for r in (data["results"] if isinstance(data, dict) else data):
             if "levels" in r:
                 times = {t["level"]: t["kernel_ms"] for t in r["levels"] if t["ok"] and t["kernel_ms"] == t["kernel_ms"]
-                         and choose.as_planned(reg[t["level"]], r["M"], r["N"], r["K"], t.get("splits"))}
+                         and (":" in t["level"] or
+                              choose.as_planned(reg[t["level"]], r["M"], r["N"], r["K"], t.get("splits")))}
                 shapes_[r["dtype"], r["M"], r["N"], r["K"]] = (times, r.get("cublas_ms"), r["name"])
     lines = [f"{'shape':>22} {'dtype':>8} {'pick':>6} {'best':>6} {'pick/best':>9} {'cuBLAS/pick':>11}"]
     ratios, vs_blas = [], []
     for (dtype, M, N, K), (times, blas, name) in sorted(shapes_.items()):
         choose._calibration = {"levels": fit_levels(measured, reg, leave_out=(M, N, K))}
         try:
-            ranked = [q for q in choose.rank(dtype, M, N, K, native=True) if q.level in times]
+            ranked = [q for q in choose.candidates(dtype, M, N, K, native=True) if q.name in times]
         finally:
             choose._calibration = None
-        pick, best = ranked[0].level, min(times, key=times.get)
+        pick, best = ranked[0].name, min(times, key=times.get)
         ratios.append(times[pick] / times[best])
         if blas:
             vs_blas.append(blas / times[pick])
