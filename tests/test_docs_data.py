@@ -313,7 +313,11 @@ CONCEPTS_FIGURES = {
 WGMMA_ATTAIN = [100 * _r(lv, 4096, "float16")["tflops"] / COSTS["tensor_tflops"]["wgmma"] for lv in ("v11", "v12", "v13")]
 _C16 = {(r["dtype"], r["M"], r["level"]): r["kernel_ms"] for r in json.loads(
     (ROOT / "docs" / "data" / "h200_v13_c16.json").read_text())["rows"]}
+_TILES = {(r["M"], r["level"]): r["kernel_ms"] for r in json.loads(
+    (ROOT / "docs" / "data" / "h200_v11_tiles.json").read_text())["rows"] if r["N"] == r["M"] == r["K"]}
 LADDER_FIGURES = {
+    "the shipped tile runs at **{}×** cuBLAS": _TILES[512, "cublas"] / _TILES[512, "v11"],
+    "tile at **{}×**; at 2048³": _TILES[512, "cublas"] / _TILES[512, "v11:bm=64:bn=64"],
     "v13 gets **{}×** faster at 4096³ fp16": _C16["float16", 4096, "v13"] / _C16["float16", 4096, "v13/c16"],
     "v13 stays at **{}×**": _C16["float16", 4096, "cublas/c16"] / _C16["float16", 4096, "v13/c16"],
 }
