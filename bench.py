@@ -116,6 +116,9 @@ def parse_args(argv=None):
                         "projections, short K, narrow N, ragged rows), each with its roofline, auto's "
                         "level, the best level timed and cuBLAS, in kernel time and back-to-back loops "
                         "(GPU); with --explain, each shape's roofline and auto's choice with nothing run")
+    p.add_argument("--only", metavar="NAME[,NAME]", default=None,
+                   help="with --suite shapes: only the suite shapes with these names, comma separated, "
+                        "as --suite shapes --explain prints them (e.g. 'square 512,M=128')")
     p.add_argument("--reps", type=_positive, default=None,
                    help="timed repeats per level (default: as many as fit ~0.4 s, 3..50); "
                         "interleaved, spread over the rounds, at least one per round")
@@ -158,6 +161,17 @@ def parse_args(argv=None):
         path = getattr(args, flag)
         if path and _writable(path):
             p.error(f"--{flag} {path}: {_writable(path)}")
+    if args.only is not None:
+        from numba_gemm.shapes import SUITE
+
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in names if n not in {s[0] for s in SUITE}]
+        if not args.suite:
+            p.error("--only picks shapes of --suite shapes")
+        if unknown or not names:
+            p.error(f"--only: no suite shape named {', '.join(map(repr, unknown)) or 'at all'}; the shapes: "
+                    + ", ".join(s[0] for s in SUITE))
+        args.only = names
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         p.error("--plot needs matplotlib: pip install matplotlib (or the plot extra: pip install 'numba_gemm[plot]')")
     return args
@@ -275,7 +289,7 @@ def main(argv=None):
 
         return suite.cli(args.dtype or "bf16", explain_only=args.explain, simulator=simulator,
                          json_path=args.json, reps=args.reps, seed=args.seed,
-                         command=command_line(argv))
+                         command=command_line(argv), only=args.only)
     if args.dtype == "fp32":
         sys.exit("bench.py: --dtype fp32 is for --suite (the SGEMM levels are float32 already; "
                  "--dtype picks the HGEMM levels' input type: fp16 or bf16)")

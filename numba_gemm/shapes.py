@@ -98,9 +98,10 @@ def roofline(M: int, N: int, K: int, dtype, beta: float = 0.0) -> Roofline:
 
 # ---------------------------------------------------------------------------- explain (no GPU)
 
-def explain(dtype, native: bool = True) -> str:
+def explain(dtype, native: bool = True, only: list | None = None) -> str:
     """Each suite shape's roofline and the level auto would choose there, and why: nothing run.
-    native: rank the native levels too (auto on an sm_90a GPU, wherever this runs)."""
+    native: rank the native levels too (auto on an sm_90a GPU, wherever this runs); only: the
+    names of the shapes to show (default: all)."""
     dtype = choose.as_dtype(dtype)
     flops, bw, what = ceilings(dtype)
     lines = [f"shape suite, {dtype.name} in, float32 out: roofline = max(FLOPs / {flops / 1e12:.1f} "
@@ -108,6 +109,8 @@ def explain(dtype, native: bool = True) -> str:
              f"auto ranks levels by predicted time (numba_gemm.choose, constants from "
              f"{choose.CALIBRATION.name}){' on an sm_90a GPU' if native else ''}; nothing is run.", ""]
     for name, M, N, K in SUITE:
+        if only and name not in only:
+            continue
         r = roofline(M, N, K, dtype)
         lines.append(f"{name}: {M}x{N}x{K}  roofline {r.seconds * 1e6:.1f} µs ({r.bound}-bound: "
                      f"{r.flops / 1e9:.2f} GFLOP, {r.bytes / 2**20:.1f} MiB)")
@@ -302,7 +305,7 @@ def cli(dtype_name: str, *, explain_only: bool, simulator: bool, json_path: str 
 
     dtype = choose.as_dtype(DTYPES.get(dtype_name, dtype_name))
     if explain_only:
-        print(explain(dtype, native=True))
+        print(explain(dtype, native=True, only=only))
         return 0
     if simulator:
         print("bench.py --suite shapes times ~20 large shapes: it needs a GPU. Without one, "

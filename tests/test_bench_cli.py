@@ -260,3 +260,18 @@ def test_dtype_fp32_is_the_suites(capsys):
 def test_a_recorded_command_names_its_output_files_not_their_paths():
     line = bench.command_line(["--suite", "shapes", "--json", "/some/dir/shapes_bf16.json"])
     assert line.endswith(" --suite shapes --json shapes_bf16.json")
+
+
+def test_only_picks_suite_shapes_by_name(capsys):
+    """--only narrows --suite shapes to named shapes; an unknown name, or --only without the
+    suite, is an argparse error that lists the names."""
+    assert bench.main(["--suite", "shapes", "--explain", "--dtype", "fp16", "--only", "square 512,M=128"]) == 0
+    out = capsys.readouterr().out
+    assert "square 512: 512x512x512" in out and "M=128: 128x4096x4096" in out
+    assert "square 1024" not in out
+    for argv in (["--suite", "shapes", "--only", "square 513"], ["--level", "k4", "--only", "square 512"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(argv)
+        err = capsys.readouterr().err
+        assert "--only" in err
+    bench.parse_args(["--suite", "shapes", "--only", "square 512"])

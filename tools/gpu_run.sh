@@ -13,7 +13,7 @@
 #   exact on ragged shapes (TOP_SHAPES), then timed against each other and cuBLAS in interleaved
 #   rounds (tools/hopper_top.py, TOP_SIZES; TOP_ARGS: more of its options), JSON out
 #   shapes: the shape suite (bench.py --suite shapes) in ${SHAPES_DTYPES:-fp32 fp16 bf16}, one JSON
-#   each; a copy of the checkout without .git records its commit from NUMBA_GEMM_COMMIT (set it
+#   each (SHAPES_ONLY: comma-separated shape names, bench.py --only); a copy of the checkout without .git records its commit from NUMBA_GEMM_COMMIT (set it
 #   from the machine that sends the run: NUMBA_GEMM_COMMIT=$(git rev-parse --short HEAD)).
 #   The GPU test suite is longer than one 10-minute call, so it runs in chunks of at most ~6
 #   minutes, grouped by what is slow on a GPU (each chunk's pytest summary line is printed):
@@ -110,7 +110,8 @@ if has hgemm; then
 fi
 if has shapes; then  # ~20 user shapes: auto, the best level, cuBLAS, roofline; kernel time and loops
   for dt in ${SHAPES_DTYPES:-fp32 fp16 bf16}; do
-    timeout 400 python3 bench.py --suite shapes --dtype $dt --json "$OUT/shapes_$dt.json" >"$OUT/shapes_$dt.txt" 2>&1
+    timeout 400 python3 bench.py --suite shapes --dtype $dt ${SHAPES_ONLY:+--only "$SHAPES_ONLY"} \
+      --json "$OUT/shapes_$dt.json" >"$OUT/shapes_$dt.txt" 2>&1
     tail -n 26 "$OUT/shapes_$dt.txt"
   done
 fi
