@@ -162,12 +162,15 @@ def test_auto_never_picks_a_level_that_refuses(M, N, K, dtype, native):
     cands = api.auto_candidates(dtype, M, N, K, native)
     eligible = [lv for lv in numba_gemm.levels() if np.dtype(dtype) in lv.dtypes
                 and (native or not lv.native) and getattr(lv.module, "AUTO", True)]
-    # the candidates are exactly the eligible levels that serve the shape ...
-    assert sorted(lv.name for lv in cands) == sorted(lv.name for lv in eligible
-                                                     if lv.unsupported(M, N, K) is None)
+    # the candidates are exactly the eligible levels that serve the shape (and a level's
+    # calibrated tiles, as variants of it: v11:bm=64:bn=64) ...
+    assert sorted(lv.name for lv in cands if not lv.kwargs) == sorted(
+        lv.name for lv in eligible if lv.unsupported(M, N, K) is None)
+    assert all(lv.name.split(":")[0] in {e.name for e in eligible} for lv in cands if lv.kwargs)
     # ... fastest predicted first, the uncalibrated after them in ladder order (highest first)
-    ranked = choose.rank(dtype, M, N, K, native)
-    assert [lv.name for lv in cands] == [q.level for q in ranked]
+    ranked = choose.candidates(dtype, M, N, K, native)
+    assert [lv.name for lv in cands] == [q.name for q in ranked]
+    assert [q for q in ranked if not q.kwargs] == choose.rank(dtype, M, N, K, native)
     times = [q.ms for q in ranked if q.ms is not None]
     assert times == sorted(times)
     assert all(q.ms is None for q in ranked[len(times):])
