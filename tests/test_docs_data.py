@@ -268,7 +268,19 @@ _SUITE_GEOMEAN = {json.loads((figures.RESULTS_JSON.parent / run["json"]).read_te
 _V11PY_RUN = {(r["level"], r["M"]): r["ms"] for r in json.loads(      # v11 and v11py in one process
     (figures.RESULTS_JSON.parent / "h200_v11py_fp16.json").read_text())["results"]}
 _V11PY_SPEED = [_V11PY_RUN["v11", n] / _V11PY_RUN["v11py", n] for n in (4096, 8192)]
+_TILES_SUITE = {r["name"]: r for r in json.loads(
+    (ROOT / "docs" / "data" / "h200_shapes_fp16_tiles.json").read_text())["results"]}
+_SUITE_BEFORE = {r["name"]: r for r in json.loads(
+    (ROOT / "docs" / "data" / "h200_shapes_fp16_refit.json").read_text())["results"]}
+
+
+def _auto_x_cublas(r):
+    return r["cublas_ms"] / next(t["kernel_ms"] for t in r["levels"] if t["level"] == r["auto"])
+
+
 README_FIGURES = {
+    "(512³ fp16: {}× cuBLAS, was": _auto_x_cublas(_TILES_SUITE["square 512"]),
+    "cuBLAS, was {}×; docs/RESULTS.md": _auto_x_cublas(_SUITE_BEFORE["square 512"]),
     "SGEMM k1 {} →": _r("k1", 4096)["tflops"],
     "→ k6 {} →": _r("k6", 4096)["tflops"],
     "→ k8 {} TFLOPS at 4096³": _r("k8", 4096)["tflops"],
