@@ -1,7 +1,9 @@
-"""Every HGEMM section of docs/LADDER.md (v7 ... v13, v8py, v11py, the side rungs) has one line
+"""Every HGEMM section of docs/LADDER.md (v7 ... v13, v8py, v11py, the side rungs) has one "Try it"
+box, which opens with the command to run without a GPU:
 
-    **Without a GPU, run this:** `COMMAND` prints "TEXT" and "MORE TEXT": what it shows.
+    **Try it.** Without a GPU: `COMMAND` prints "TEXT" and "MORE TEXT": what it shows.
 
+(the rest of the box, after that paragraph, lists the other commands and says which need a GPU),
 and that command runs here, on a CPU (the GPU hidden from it, so a machine with one runs it as a
 learner without one would), within seconds, and prints every "quoted" text of the line's sentence
 (compared with runs of white space collapsed, as a table's aligned columns print them)."""
@@ -18,7 +20,9 @@ from numba_gemm.registry import registry
 
 ROOT = figures.ROOT
 LADDER = (ROOT / "docs" / "LADDER.md").read_text()
-TRY = re.compile(r"\*\*Without a GPU, run this:\*\* `(?P<cmd>[^`]+)`(?P<rest>.*?)(?=\n\n|\Z)", re.S)
+TRY = re.compile(r"\*\*Try it\.\*\* Without a GPU: `(?P<cmd>[^`]+)`(?P<rest>.*?)(?=\n\n|\Z)", re.S)
+BOX = re.compile(r"\*\*Try it\b")                      # the label of a "Try it" box, however it goes on
+OLD_LABEL = re.compile(r"\*\*Without a GPU\b")         # a separate CPU box beside the "Try it" one
 TIMEOUT_S = 120
 
 
@@ -39,7 +43,7 @@ def hgemm_levels(text: str) -> list[str]:
 
 
 def try_lines(section: str) -> list[tuple[str, list[str]]]:
-    """(command, promised texts) of every 'Without a GPU, run this' line of a section."""
+    """(command, promised texts) of every 'Try it. Without a GPU:' line of a section."""
     return [(m.group("cmd"), re.findall(r'"([^"]+)"', " ".join(m.group("rest").split())))
             for m in TRY.finditer(section)]
 
@@ -66,9 +70,16 @@ def promise_problems(cmd: str, promises: list[str], rc: int, output: str) -> lis
 
 
 def section_problems(text: str) -> list[str]:
+    """Each HGEMM section: one "Try it" box, opening with its one CPU command; no second box."""
     secs = level_sections(text)
-    return [f"{lv}: {len(try_lines(secs[lv]))} 'Without a GPU, run this' lines, not 1"
-            for lv in hgemm_levels(text) if len(try_lines(secs[lv])) != 1]
+    bad = []
+    for lv in hgemm_levels(text):
+        n_try, n_box, n_old = len(try_lines(secs[lv])), len(BOX.findall(secs[lv])), len(OLD_LABEL.findall(secs[lv]))
+        if n_try != 1:
+            bad.append(f"{lv}: {n_try} 'Try it. Without a GPU:' lines, not 1")
+        if n_box != 1 or n_old:
+            bad.append(f"{lv}: {n_box} 'Try it' boxes and {n_old} separate 'Without a GPU' ones, not one box")
+    return bad
 
 
 def test_every_hgemm_section_has_one_cpu_command():
@@ -94,5 +105,9 @@ def test_try_check_can_fail():
     assert promise_problems(cmd, [], rc, out) == [f"{cmd}: the sentence promises nothing in quotes"]
     rc2, out2 = run_cpu('python -c "import sys; sys.exit(3)"')
     assert promise_problems("x", ["y"], rc2, out2) == ["x: exit status 3", "x: does not print [y]"]
-    gone = LADDER.replace(v8, re.sub(r"\*\*Without a GPU, run this:\*\*", "**Try:**", v8))
-    assert section_problems(gone) == ["v8: 0 'Without a GPU, run this' lines, not 1"]
+    gone = LADDER.replace(v8, re.sub(r"\*\*Try it\.\*\* Without a GPU:", "**Try it.** On a CPU:", v8))
+    assert section_problems(gone) == ["v8: 0 'Try it. Without a GPU:' lines, not 1"]
+    two = LADDER.replace(v8, v8 + "\n**Try it** (GPU): `python bench.py --level v8`.\n")
+    assert section_problems(two) == ["v8: 2 'Try it' boxes and 0 separate 'Without a GPU' ones, not one box"]
+    old = LADDER.replace(v8, v8 + "\n**Without a GPU, run this:** `python -c 1` prints \"x\".\n")
+    assert section_problems(old) == ["v8: 1 'Try it' boxes and 1 separate 'Without a GPU' ones, not one box"]
