@@ -71,11 +71,13 @@ BLOCK = (TILE_N // THREAD_N, WARPS)         # (32, 8): 256 threads
 THREADS = BLOCK[0] * BLOCK[1]
 A_LOADS = TILE_M * TILE_K // THREADS        # floats of A per thread per phase: 1
 SPREAD = TILE_N // 4                        # 32-bit B: a lane's four columns, 32 apart
+AS_ROWS = 2 * TILE_K                        # A's chunk, double-buffered: 2 KB
+RED_ROWS = WARPS * TILE_M                   # the warps' partial tiles: 32 KB
 GEOMETRY = Geometry(block=BLOCK, tile_m=TILE_M, tile_n=TILE_N, tile_k=TILE_K,
                     thread_m=THREAD_M, thread_n=THREAD_N)
-# CTAs of 256 threads an SM holds under the launch bounds below (64 registers a thread; the census:
+# CTAs of 256 threads an SM holds under the launch bounds below (80 registers a thread; the census:
 # python bench.py --level k6gv --sass); 34 KB of shared memory each
-CTAS_PER_SM = 4
+CTAS_PER_SM = 3
 
 # An int forces the split count (benchmarks); None: plan_splits. Read when a call's launches
 # are made: gemm() records them once per shape and operands, so set it before that first call.
@@ -141,8 +143,8 @@ def make_kernel(bc_vec: bool):
     red_store = _red_vector if bc_vec else _red_spread
 
     def k6gv(M, N, K, kslice, alpha, A, B, beta, C):
-        As = cuda.shared.array((2 * TILE_K, TILE_M), float32, alignment=SMEM_ALIGN)  # 2 × As[k, m]
-        Red = cuda.shared.array((WARPS * TILE_M, TILE_N), float32, alignment=SMEM_ALIGN)
+        As = cuda.shared.array((AS_ROWS, TILE_M), float32, alignment=SMEM_ALIGN)    # 2 × As[k, m]
+        Red = cuda.shared.array((RED_ROWS, TILE_N), float32, alignment=SMEM_ALIGN)  # Red[w·8 + r, c]
 
         lane = u32(cuda.threadIdx.x)
         w = u32(cuda.threadIdx.y)
@@ -225,7 +227,7 @@ def make_kernel(bc_vec: bool):
     return k6gv
 
 
-# 256 threads, 4 CTAs per SM: at most 64 registers a thread (the simulator takes no bounds)
+# 256 threads, 3 CTAs per SM: at most 80 registers a thread (the simulator takes no bounds)
 _bounded = cuda.jit if SIMULATOR else cuda.jit(launch_bounds=(THREADS, CTAS_PER_SM))
 _vector = _bounded(make_kernel(True))
 _edge = _bounded(make_kernel(False))

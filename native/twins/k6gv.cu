@@ -1,0 +1,107 @@
+// k6gv twin: GEMV-style SGEMM for M <= 8. Block 32 x 8 (8 warps), tile 8 x 128 x 32; lane l
+// owns columns 4l..4l+3 (float4 B) or l, l+32, l+64, l+96 (32-bit B) and all 8 rows; warp w
+// takes k rows 4w..4w+3 of each 32-deep phase, B straight from global memory into registers;
+// A's 8 x 32 chunk one float per thread into a double-buffered, transposed As[k][m] (one
+// barrier per phase). At the end of the slice the 8 warps' partial tiles meet in shared
+// memory and warp w adds row w over warps 0..7 in that order. gridDim.z = S slices of K
+// (kslice elements each, a multiple of 32): CTA (x, y, z) writes its tile of the M x N matrix
+// at C + z*M*N with the alpha and beta it is given (the host passes the call's C, alpha, beta
+// when S == 1, else the workspace, 1 and 0, then splitk_reduce.cu).
+// Two kernels by whether the rows of B and C are 16-byte aligned: k6gv (float4 B and C) and
+// k6gv_edge (32-bit); A always moves 32 bits at a time. Every load is checked.
+#include "sgemm.cuh"
+#include "tile.cuh"
+
+namespace k6gv_twin {
+
+constexpr int TM = TILE_M, TN = TILE_N, TK = TILE_K, WARPS = BLOCK_Y, THREADS = BLOCK_X * BLOCK_Y;
+constexpr int KW = TK / WARPS;                  // k rows of B per warp per phase: 4
+static_assert(BLOCK_X == 32 && TM == 8, "k6gv: a warp's lanes span the tile's columns, A's 8 rows are two float4s");
+static_assert(BLOCK_X * THREAD_N == TN && WARPS * THREAD_M == TM && THREAD_N == 4,
+              "k6gv: after the block's sum, warp w stores row w, a float4 per lane");
+static_assert(TK % WARPS == 0 && TM * TK == THREADS, "k6gv: the warps split the phase, one float of A per thread");
+
+template <bool BV>
+__device__ __forceinline__ void body(int M, int N, int K, int kslice, float alpha, const float* __restrict__ A,
+                                     const float* __restrict__ B, float beta, float* __restrict__ C) {
+    __shared__ __align__(16) float As[2 * TK][TM];          // two buffers of As[k][m]
+    __shared__ __align__(16) float Red[WARPS * TM][TN];     // Red[w*8 + r][c]: warp w's partial
+    constexpr int SPREAD = BV ? 1 : TN / 4;
+    const u32 lane = threadIdx.x, w = threadIdx.y, tid = w * 32 + lane;
+    const u32 m = M, n = N, k = K;
+    const u32 row0 = blockIdx.y * TM, col0 = blockIdx.x * TN, z = blockIdx.z;
+    const u32 k_lo = z * u32(kslice);                 // < K < 2^31: the sums below cannot wrap
+    const u32 k_hi = min(k, k_lo + u32(kslice));
+    const u32 b_c = BV ? lane * 4 : lane, col = col0 + b_c;
+    const u32 a_r = tid % TM, a_c = tid / TM;          // lanes down A's rows: conflict-free store
+    const bool a_ok = row0 + a_r < m;
+    const float* Ap = A + (u64(row0 + a_r) * k + k_lo + a_c);
+    const float* Bp = B + u64(k_lo + w * KW) * n;      // my first k row of B in the phase
+    const u64 nn = n;
+    float acc[TM][4];
+#pragma unroll
+    for (int r = 0; r < TM; ++r)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[r][j] = 0.f;
+    u32 buf = 0;
+    for (u32 k0 = k_lo; k0 < k_hi; k0 += TK, Ap += TK, Bp += TK * nn, buf ^= 1) {
+        float4 rb[KW];
+        const int rows_left = int(k_hi - k0) - int(w * KW);   // my k rows of the phase inside the slice
+#pragma unroll
+        for (int i = 0; i < KW; ++i) rb[i] = twin::load4<BV, SPREAD>(Bp + i * nn, col, i < rows_left, col, n);
+        As[buf * TK + a_c][a_r] = (a_ok && k0 + a_c < k_hi) ? *Ap : 0.f;
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < KW; ++i) {
+            const float4 lo = *reinterpret_cast<const float4*>(&As[buf * TK + w * KW + i][0]);
+            const float4 hi = *reinterpret_cast<const float4*>(&As[buf * TK + w * KW + i][4]);
+            const float a[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+            const float b[4] = {rb[i].x, rb[i].y, rb[i].z, rb[i].w};
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    acc[r][j] += a[r] * b[j];
+                    acc[r + 4][j] += a[r + 4] * b[j];
+                }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < TM; ++r) {
+        if (BV) {
+            *reinterpret_cast<float4*>(&Red[w * TM + r][b_c]) = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) Red[w * TM + r][b_c + j * SPREAD] = acc[r][j];
+        }
+    }
+    __syncthreads();
+    const u32 j0 = lane * 4;
+    float s[4];
+    const float4 s4 = *reinterpret_cast<const float4*>(&Red[w][j0]);
+    s[0] = s4.x; s[1] = s4.y; s[2] = s4.z; s[3] = s4.w;
+#pragma unroll
+    for (int v = 1; v < WARPS; ++v) {                  // warp order: the same bits every run
+        const float4 t = *reinterpret_cast<const float4*>(&Red[v * TM + w][j0]);
+        s[0] += t.x; s[1] += t.y; s[2] += t.z; s[3] += t.w;
+    }
+    const u32 row = row0 + w, ccol = col0 + j0;
+    const u64 off = u64(z) * m * n + u64(row) * n + ccol;
+    const float4 out = beta == 0.f ? twin::ax4(alpha, s)
+                                   : twin::axpby4(alpha, s, beta, twin::load4<BV>(C, off, row < m, ccol, n));
+    twin::store4<BV>(C, off, row < m, ccol, n, out);
+}
+
+}  // namespace k6gv_twin
+
+#define K6GV_ARGS int M, int N, int K, int kslice, float alpha, const float* __restrict__ A, \
+                  const float* __restrict__ B, float beta, float* __restrict__ C
+// 256 threads, 3 CTAs per SM: the Numba level's launch bounds (CTAS_PER_SM). At that cap of 80
+// registers nvcc keeps one 8-byte value of the float4 kernel's loop in local memory (uncapped
+// it takes 84, i.e. 2 CTAs per SM); the Numba kernel fits in 80 with none.
+extern "C" __global__ void __launch_bounds__(k6gv_twin::THREADS, 3) k6gv(K6GV_ARGS) {
+    k6gv_twin::body<true>(M, N, K, kslice, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(k6gv_twin::THREADS, 3) k6gv_edge(K6GV_ARGS) {
+    k6gv_twin::body<false>(M, N, K, kslice, alpha, A, B, beta, C);
+}
