@@ -1,0 +1,122 @@
+"""k6gv, the GEMV-style level for M ≤ 8: exact in the simulator (and on a GPU) for M ∈ {1, 3, 8},
+ragged N and K, alpha and beta, NaN in C with beta = 0, unaligned rows, forced K slices;
+bitwise the same on two runs; M > 8 refused; its SASS census (LDG.E.128 in the float4 kernel,
+no local memory); and auto's fp32 pick at the suite's decode shapes untouched (uncalibrated)."""
+import numpy as np
+import pytest
+
+from tests.conftest import GPU, sgemm_case
+
+import numba_gemm
+from numba_gemm import check, choose, sass, shapes
+from numba_gemm.sgemm import k6gv_skinny as gv
+
+SIM_SHAPES = [(1, 1, 1), (1, 131, 37), (3, 128, 64), (3, 5, 70), (8, 129, 33), (8, 260, 65)]
+GPU_SHAPES = [(1, 4096, 4096), (8, 14336, 4096), (1, 8192, 8192), (3, 4097, 1031), (8, 1000, 77)]
+
+
+def _device_run(A, B, C, alpha, beta, splits=None):
+    from numba import cuda
+
+    dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
+    gv.run(dA, dB, dC, alpha, beta, splits=splits)
+    return dC.copy_to_host()
+
+
+def _ok(out, A, B, C_in, alpha, beta, what):
+    v = check.verify(out, A, B, C_in, alpha, beta)
+    assert v.ok, f"k6gv {what} alpha={alpha} beta={beta}: {v}"
+
+
+@pytest.mark.parametrize("M, N, K", GPU_SHAPES if GPU else SIM_SHAPES)
+@pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-1.5, 2.0), (0.5, -0.75)])
+def test_exact(M, N, K, alpha, beta):
+    """Fresh random inputs each time; with beta = 0, C is NaN and must not leak."""
+    A, B, C, C_in = sgemm_case(M, N, K, beta, np.random.SeedSequence().entropy % 2**32)
+    _ok(numba_gemm.gemm(A, B, C, alpha=alpha, beta=beta, level="k6gv"), A, B, C_in, alpha, beta, (M, N, K))
+
+
+@pytest.mark.parametrize("splits", [2, 3])
+def test_forced_slices_are_exact(splits):
+    """S > 1: slices into the workspace, then the fixed-order reduction applies alpha and beta
+    (a ragged last slice: K = 100 is 4 tiles of 32, the last 4 deep)."""
+    M, N, K = (8, 1000, 777) if GPU else (3, 132, 100)
+    for alpha, beta in [(1.0, 0.0), (-2.0, 0.5)]:
+        A, B, C, C_in = sgemm_case(M, N, K, beta, splits)
+        _ok(_device_run(A, B, C, alpha, beta, splits), A, B, C_in, alpha, beta, f"S={splits}")
+
+
+def test_unaligned_rows_take_the_32_bit_kernel():
+    """B and C off a 16-byte boundary (N a multiple of 4): k6gv_edge runs, exactly."""
+    from numba import cuda
+
+    M, N, K = (5, 1028, 300) if GPU else (5, 132, 40)
+    A, B_big, C_big = check.random_inputs(M, N, K)
+    B_big = np.random.default_rng(3).standard_normal(K * N + 1).astype(np.float32)
+    C0 = np.random.default_rng(4).standard_normal(M * N + 1).astype(np.float32)
+    dA = cuda.to_device(A)
+    dB = cuda.to_device(B_big)[1:].reshape(K, N)
+    dC = cuda.to_device(C0)[1:].reshape(M, N)
+    assert gv.SPECIALISATIONS[gv.vector_operands(dA, dB, dC)][0] == "k6gv_edge"
+    gv.run(dA, dB, dC, 1.5, -1.0)
+    _ok(dC.copy_to_host(), A, B_big[1:].reshape(K, N), C0[1:].reshape(M, N), 1.5, -1.0, "unaligned")
+
+
+def test_two_runs_are_bitwise_equal():
+    """No float atomics: the warps' sum and the slices' reduction run in a fixed order."""
+    M, N, K = (1, 4096, 4096) if GPU else (8, 130, 96)
+    A, B, C, _ = sgemm_case(M, N, K, 0.0, 11)
+    first = _device_run(A, B, C, 1.0, 0.0, splits=3)
+    second = _device_run(A, B, C, 1.0, 0.0, splits=3)
+    assert first.tobytes() == second.tobytes()
+    if GPU:                                         # and the level's own plan
+        assert _device_run(A, B, C, 1.0, 0.0).tobytes() == _device_run(A, B, C, 1.0, 0.0).tobytes()
+
+
+def test_refuses_more_than_8_rows():
+    for M in (1, 3, 8):
+        assert gv.unsupported(M, 4096, 4096) is None
+    reason = gv.unsupported(9, 4096, 4096)
+    assert "M ≤ 8" in reason and "k5sk" in reason
+    A, B, C = check.random_inputs(9, 16, 16)
+    with pytest.raises(ValueError, match="M ≤ 8"):
+        numba_gemm.gemm(A, B, C, level="k6gv")
+
+
+def test_plan_at_the_decode_shapes():
+    """Enough CTAs to fill the GPU: 132 SMs × CTAS_PER_SM resident, K split when N alone cannot."""
+    slots = 132 * gv.CTAS_PER_SM
+    for M, N, K in [(1, 4096, 4096), (8, 14336, 4096), (1, 8192, 8192)]:
+        S, kslice = gv.split_plan(M, N, K)
+        ctas = -(-N // gv.TILE_N) * S
+        assert S > 1 and slots // 2 <= ctas <= slots and kslice % gv.TILE_K == 0, (M, N, K, S)
+
+
+def test_census():
+    """The SASS compiled here: LDG.E.128 (B), STS.128 and LDS.128 (the warps' sum), STG.E.128 in
+    the float4 kernel, no local memory in either."""
+    try:
+        rows = {c.kernel: c for c in sass.census_levels([numba_gemm.registry.get("k6gv")])["k6gv"]}
+    except sass.CensusUnavailable as e:
+        pytest.skip(str(e))
+    assert set(rows) == {"k6gv", "k6gv_edge"}
+    vec, edge = rows["k6gv"], rows["k6gv_edge"]
+    for op in ("LDG.E.128", "LDS.128", "STS.128", "STG.E.128"):
+        assert vec.has(op), op
+    assert not edge.has("LDG.E.128")
+    for c in rows.values():
+        assert not c.has("LDL") and not c.has("STL"), c.kernel
+        assert 0 < c.registers <= 65536 // (gv.THREADS * gv.CTAS_PER_SM)
+
+
+@pytest.mark.parametrize("name, M, N, K", [s for s in shapes.SUITE if s[1] <= gv.MAX_M])
+def test_auto_pick_unchanged_at_decode(name, M, N, K, monkeypatch):
+    """Uncalibrated, k6gv ranks after every calibrated level: auto's fp32 pick is the one it makes
+    without the level."""
+    ranked = choose.candidates(np.float32, M, N, K, native=True)
+    mine = [q for q in ranked if q.level == "k6gv"]
+    assert mine and mine[0].ms is None and ranked[0].ms is not None
+    full = dict(numba_gemm.registry.registry())
+    monkeypatch.setattr(choose._levels, "registry", lambda: {k: v for k, v in full.items() if k != "k6gv"})
+    without = choose.candidates(np.float32, M, N, K, native=True)
+    assert (ranked[0].name, ranked[0].ms) == (without[0].name, without[0].ms)
