@@ -72,3 +72,13 @@ def test_a_16bit_c_row_is_compared_with_the_same_level_writing_float32():
     assert top.Competitor("v13", True, False).label == "v13"          # --out same: no suffix
     with pytest.raises(SystemExit, match="v12 writes C as float32 only"):
         top.Competitor("v12", True, True)
+
+
+def test_an_sgemm_variant_reaches_k9s_run():
+    """k9's ring depth (tools/hopper_top.py --dtypes float32 --levels k8,k9,k9:stages=2):
+    compared with k9, its argument taken by k9's run()."""
+    import inspect
+
+    c = top.Competitor("k9:stages=2")
+    assert (c.parent, c.kwargs, c.family) == ("k9", {"stages": 2}, "sgemm")
+    assert "stages" in set(inspect.signature(c.level.module.run).parameters)
