@@ -110,9 +110,9 @@ def test_warp_step_touches_exactly_the_block_tiles(level, data):
     assert b_seen == {(k, c) for k in ks for c in cols}
     if g.staged:
         assert len(stored["As"]) == g.tile_m * g.tile_k      # one word per element of the tile
-        for name in ("As", "Bs"):
+        for name in stored:                                 # k6gv stages A only: B goes to registers
             assert loaded[name] <= stored[name], name
-        assert not stored["As"] & stored["Bs"]              # the two tiles do not overlap
+        assert not stored["As"] & stored.get("Bs", set())   # the two tiles do not overlap
     else:
         assert not stored and not loaded
 
