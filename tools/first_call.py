@@ -8,10 +8,11 @@ warm` filled the directory). Needs a GPU.
     python tools/first_call.py --dry-run          # the plan and the commands; no GPU needed
 
 Each measurement is its own process: NumPy inputs of the level's smallest supported shape
-from --size up (1000³ for most), the CUDA context made first (not timed), then the wall time
-of one gemm() call until its result is back on the host (the registry read, compiling or
-loading the kernels, the launch, the copies). The cached run also times a second call, and
-both check the result against float64. `auto` rows (one per dtype) time level="auto".
+from --size up (1000³ for most; 1×1000×1000 for k6gv, which serves M ≤ 8), the CUDA context
+made first (not timed), then the wall time of one gemm() call until its result is back on the
+host (the registry read, compiling or loading the kernels, the launch, the copies). The cached
+run also times a second call, and both check the result against float64. `auto` rows (one per
+dtype) time level="auto".
 
 Cache directories live under --cache-dir (default: a new temp dir): cold/<level>-<dtype>/
 (one empty directory per measurement) and warm/ (what the warm step filled). The JSON holds
@@ -57,9 +58,11 @@ def plan(levels: str | None, size: int) -> list[dict]:
         for dt in lv.dtypes:
             # the first size from --size up, in steps of 128, that the level serves
             sizes = [size] + [s for s in range(128 * (size // 128 + 1), 4 * size + 1, 128)]
-            ok = next((s for s in sizes if lv.unsupported(s, s, s) is None), None)
+            # then one row (M = 1) at those sizes, for a level that serves skinny M only (k6gv)
+            shapes = [(s, s, s) for s in sizes] + [(1, s, s) for s in sizes]
+            ok = next((s for s in shapes if lv.unsupported(*s) is None), None)
             row = {"level": lv.name, "dtype": dt.name}
-            row.update({"shape": [ok] * 3} if ok else {"skipped": lv.unsupported(size, size, size)})
+            row.update({"shape": list(ok)} if ok else {"skipped": lv.unsupported(size, size, size)})
             out.append(row)
     return out
 
@@ -192,7 +195,8 @@ def main(argv=None) -> int:
 
     print(f"\n{'level':8s}{'dtype':>10s}{'shape':>7s}{'cold_s':>9s}{'cached_s':>9s}{'second_s':>9s}{'err':>10s}")
     for row in out_rows:
-        shape = row["shape"][0] if row["shape"] else "-"
+        dims = row["shape"] or []
+        shape = dims[0] if len(set(dims)) == 1 else "x".join(map(str, dims)) if dims else "-"
         err = f"{row['err']:10.1e}" if row["err"] is not None else f"{'-':>10s}"
         print(f"{row['level']:8s}{row['dtype']:>10s}{shape:>7}{_fmt(row['cold_s'])} {_fmt(row['cached_s'])} "
               f"{_fmt(row['second_s'])}{err}")

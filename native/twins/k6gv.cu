@@ -19,7 +19,7 @@ constexpr int KW = TK / WARPS;                  // k rows of B per warp per phas
 static_assert(BLOCK_X == 32 && TM == 8, "k6gv: a warp's lanes span the tile's columns, A's 8 rows are two float4s");
 static_assert(BLOCK_X * THREAD_N == TN && WARPS * THREAD_M == TM && THREAD_N == 4,
               "k6gv: after the block's sum, warp w stores row w, a float4 per lane");
-static_assert(TK % WARPS == 0 && TM * TK == THREADS, "k6gv: the warps split the phase, one float of A per thread");
+static_assert(TK % WARPS == 0 && TK == 32 && TM * TK == THREADS, "k6gv: the warps split the phase, a warp loads one row of A's chunk");
 
 template <bool BV>
 __device__ __forceinline__ void body(int M, int N, int K, int kslice, float alpha, const float* __restrict__ A,
@@ -33,7 +33,7 @@ __device__ __forceinline__ void body(int M, int N, int K, int kslice, float alph
     const u32 k_lo = z * u32(kslice);                 // < K < 2^31: the sums below cannot wrap
     const u32 k_hi = min(k, k_lo + u32(kslice));
     const u32 b_c = BV ? lane * 4 : lane, col = col0 + b_c;
-    const u32 a_r = tid % TM, a_c = tid / TM;          // lanes down A's rows: conflict-free store
+    const u32 a_r = tid / TK, a_c = tid % TK;          // a warp: 32 consecutive k of one row of A
     const bool a_ok = row0 + a_r < m;
     const float* Ap = A + (u64(row0 + a_r) * k + k_lo + a_c);
     const float* Bp = B + u64(k_lo + w * KW) * n;      // my first k row of B in the phase

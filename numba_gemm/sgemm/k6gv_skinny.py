@@ -13,8 +13,8 @@ them (`vector_operands`), and reorganises the block around B:
     lane l owns columns 4l .. 4l+3 of the tile (a float4 of B per k row) and all 8 rows
     phase (32 k):  warp w takes k rows w·4 .. w·4+3 of the phase: 4 LDG.128 of B straight into
                    registers (a warp reads 512 contiguous bytes of one B row per instruction)
-                   A's 8×32 chunk: one float per thread, into shared memory transposed (As[k, m]),
-                   so each k is two broadcast LDS.128 for 32 FFMA
+                   A's 8×32 chunk: one float per thread (warp w: row w), into shared memory
+                   transposed (As[k, m]), so each k is two broadcast LDS.128 for 32 FFMA
     end of slice:  the 8 warps' partial 8×128 tiles meet in shared memory; warp w adds row w
                    over warps 0 .. 7 in that order (a fixed order: the same bits every run) and
                    stores it: one float4 per lane, THREAD_M × THREAD_N = 1 × 4 outputs per thread
@@ -161,10 +161,11 @@ def make_kernel(bc_vec: bool):
 
         b_c = u32(lane * 4) if bc_vec else lane       # my first column of the tile
         col = u32(col0 + b_c)
-        # A's chunk, one float per thread: element (a_r, a_c) of the 8×32 chunk; lanes run
-        # down the 8 rows first, so the transposed store As[a_c, a_r] is conflict-free
-        a_r = u32(tid % TILE_M)
-        a_c = u32(tid // TILE_M)
+        # A's chunk, one float per thread: element (a_r, a_c) of the 8×32 chunk, a warp's 32
+        # consecutive k of one row (one 128-byte line; the transposed store, 8-way conflicted,
+        # is one STS per phase)
+        a_r = u32(tid // TILE_K)
+        a_c = u32(tid % TILE_K)
         a_ok = u32(row0 + a_r) < m
         a_off = u64(row0 + a_r) * u64(k) + u64(k_lo + a_c)
         # my first k row of B in the phase: w·KW; 64-bit, as K·N may pass 2**31
@@ -250,8 +251,8 @@ def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
     base = (ph % 2) * T * g.tile_m                           # the phase's buffer of As (elements)
     tids = [ty * g.block[0] + tx for tx, ty in ls]
     acc = []
-    r = [t % g.tile_m for t in tids]
-    c = [t // g.tile_m for t in tids]
+    r = [t // T for t in tids]
+    c = [t % T for t in tids]
     acc.append(global_load("A", [(by * g.tile_m + rr) * K + ph * T + cc for rr, cc in zip(r, c)]))
     acc.append(shared_access("As", [base + cc * g.tile_m + rr for rr, cc in zip(r, c)],
                              inner=False, op="store"))
