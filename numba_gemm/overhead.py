@@ -79,21 +79,26 @@ def operand_dtype(level) -> np.dtype:
     return level.dtypes[0]
 
 
-def _operands(dtype, torch):
+def operand_rows(level) -> int:
+    """M of the level's operands: N, or fewer for a level that serves only skinny M (k6gv: 8)."""
+    return min(N, getattr(level.module, "MAX_M", N))
+
+
+def _operands(dtype, torch, M: int = N):
     rng = np.random.default_rng(0)
-    A = rng.uniform(-1, 1, (N, N)).astype(np.float32)
+    A = rng.uniform(-1, 1, (M, N)).astype(np.float32)
     B = rng.uniform(-1, 1, (N, N)).astype(np.float32)
     if torch is not None:
         tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype.name]
         return (torch.from_numpy(A).to("cuda", tdt), torch.from_numpy(B).to("cuda", tdt),
-                torch.empty((N, N), dtype=torch.float32, device="cuda"))
+                torch.empty((M, N), dtype=torch.float32, device="cuda"))
     from numba import cuda
 
     from .api import transfer_dtype
 
     return (cuda.to_device(A.astype(dtype).view(transfer_dtype(dtype))),
             cuda.to_device(B.astype(dtype).view(transfer_dtype(dtype))),
-            cuda.device_array((N, N), np.float32))
+            cuda.device_array((M, N), np.float32))
 
 
 def measure(levels, calls: int = 2000) -> list[dict]:
@@ -123,7 +128,7 @@ def measure(levels, calls: int = 2000) -> list[dict]:
     for lv in levels:
         bar.step(f"{lv.name}: compile, then {calls} calls per stage")
         dtype = operand_dtype(lv)
-        A, B, C = _operands(dtype, torch)
+        A, B, C = _operands(dtype, torch, operand_rows(lv))
         recs = [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))]
         p = api.plan(A, B, C, level=lv.name)
         sub = p.prepared.submission
@@ -174,6 +179,7 @@ def report(levels, calls: int = 2000, command: str = "python bench.py --overhead
     lines.insert(1, "  ".join("-" * w for w in widths))
     lib = rows[0]["library"] if rows else "-"
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return "\n".join([f"host µs per call at {N}³, {lib} operands, C given (median of 5 × {calls} calls); "
+    skinny = "".join(f" ({lv.name}: {operand_rows(lv)}×{N}×{N})" for lv in levels if operand_rows(lv) != N)
+    return "\n".join([f"host µs per call at {N}³{skinny}, {lib} operands, C given (median of 5 × {calls} calls); "
                       f"{card(torch)}, {when}, commit {commit()}, `{command}`"]
                      + lines + extra)
