@@ -418,10 +418,11 @@ def function(dispatcher, argtypes):
 
 def kernels_of(level) -> list[str]:
     """The names of what warming `level` compiles: a Numba level's KERNELS (or its kernel) and
-    HELPER_KERNELS, a native level's SOURCE with its shipped DEFINES."""
+    HELPER_KERNELS, a native level's SOURCE with its shipped DEFINES and, as SOURCE:name, each
+    of its WARM_VARIANTS (other -D sets its run() may compile: v11's tiles, v13's 16-bit C)."""
     m = level.module
     if level.native:
-        return [m.SOURCE]
+        return [m.SOURCE, *(f"{m.SOURCE}:{v}" for v in getattr(m, "WARM_VARIANTS", {}))]
     own = getattr(m, "KERNELS", None) or {level.name: None}
     return [*own, *getattr(m, "HELPER_KERNELS", {})]
 
@@ -442,8 +443,10 @@ def warm_one(level_name: str, name: str, cc) -> tuple[bool, float]:
     level = get(level_name)
     m = level.module
     if level.native:
-        compiled = not nvrtc.cubin_path(m.SOURCE, nvrtc.DEFAULT_ARCH, tuple(m.DEFINES)).is_file()
-        nvrtc.compile_variant(m.SOURCE, m.DEFINES)
+        variant = name.partition(":")[2]
+        defines = tuple(m.WARM_VARIANTS[variant] if variant else m.DEFINES)
+        compiled = not nvrtc.cubin_path(m.SOURCE, nvrtc.DEFAULT_ARCH, defines).is_file()
+        nvrtc.compile_variant(m.SOURCE, defines)
     else:
         kernel, signature = _numba_kernel(m, level_name, name)
         compiled = cubin(kernel, signature, cc)[2]

@@ -375,3 +375,24 @@ def test_a_cached_kernel_loads_and_computes_in_a_fresh_process(tmp_path):
     for level in ("k1", "k6", "v8py"):
         assert cold[level]["err"] < 1e-3 and warm[level]["err"] < 1e-3, (level, cold, warm)
         assert warm[level]["s"] < 1.0, (level, warm)
+
+
+def test_warm_compiles_the_native_variants_run_may_need(monkeypatch):
+    """A native level's warm-up names its shipped source and each WARM_VARIANTS entry (v11's five
+    other tiles, v13's 16-bit C) and compiles each with that variant's defines."""
+    from numba_gemm import nvrtc
+    from numba_gemm.hgemm import v11_wgmma, v13_persistent
+    from numba_gemm.registry import get
+
+    names = numba_cache.kernels_of(get("v11"))
+    assert names[0] == "v11_wgmma.cu" and len(names) == 1 + len(v11_wgmma.TILE_CHOICES) - 1
+    assert "v11_wgmma.cu:bm=64,bn=64" in names
+    assert numba_cache.kernels_of(get("v13")) == ["v13_persistent.cu", "v13_persistent.cu:c16"]
+    seen = []
+    monkeypatch.setattr(nvrtc, "compile_variant", lambda src, d, *a: seen.append((src, tuple(d))))
+    numba_cache.warm_one("v13", "v13_persistent.cu:c16", None)
+    numba_cache.warm_one("v11", "v11_wgmma.cu:bm=64,bn=64", None)
+    numba_cache.warm_one("v11", "v11_wgmma.cu", None)
+    assert seen == [("v13_persistent.cu", v13_persistent.defines(c16=1)),
+                    ("v11_wgmma.cu", v11_wgmma.tile(64, 64).defines()),
+                    ("v11_wgmma.cu", tuple(v11_wgmma.DEFINES))]

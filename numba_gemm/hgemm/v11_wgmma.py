@@ -107,6 +107,9 @@ def _tile_ints(**kw) -> tuple[int, ...]:
 # The tiles auto may rank (numba_gemm.choose: each under its own calibration entry, so none but
 # CONFIG runs under auto before it has been measured).
 TILE_CHOICES = tuple(tile(bm, bn) for bm in (64, 128) for bn in wg.WGMMA_N)
+# python -m numba_gemm warm compiles the other tiles too (auto runs the calibrated ones)
+WARM_VARIANTS = {f"bm={t.bm},bn={t.bn}": t.defines() for t in TILE_CHOICES
+                 if (t.bm, t.bn) != (CONFIG.bm, CONFIG.bn)}
 
 
 def run(A, B, C, alpha, beta, stream=None, bm: int = CONFIG.bm, bn: int = CONFIG.bn):

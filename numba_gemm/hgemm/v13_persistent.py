@@ -90,6 +90,7 @@ def smem_bytes(tma_store: int = TMA_STORE, config=CONFIG) -> int:
 
 
 DEFINES = defines()
+WARM_VARIANTS = {"c16": defines(c16=1)}     # python -m numba_gemm warm: the 16-bit C kernel too
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
