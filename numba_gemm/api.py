@@ -163,7 +163,7 @@ def validate(a, b, c, beta, level=None, out=None):
                              "so C must not share memory with them (pass a separate C)")
     elif beta != 0:
         raise ValueError(f"beta = {beta} needs an input C (beta != 0 adds beta·C); pass C, or beta=0")
-    check_c_dtype(c.dtype if c is not None else out or _F32, a.dtype, level)
+    check_c_dtype(c.dtype if c is not None else (out if out is not None else _F32), a.dtype, level)
     if level is not None:
         reason = level.unsupported(M, N, K)
         if reason:
@@ -396,14 +396,14 @@ def prepare(lv, A, B, C, alpha: float, beta: float, user=None, cache=None, out=N
         c = operands.read(C, "C") if C is not None else None
         M, N, K = validate(a, b, c, beta, lv, out)
         simulated = m == "simulator"
-        c_dtype = c.dtype if c is not None else out or _F32
+        c_dtype = c.dtype if c is not None else (out if out is not None else _F32)
         return Prepared(_host_level(lv, a, M, N, K, simulated, c_dtype), (M, N, K), C, c_dtype,
                         (a, b, c), simulated=simulated)
     S, _ = _call_stream(a.library, a.stream, a.device, user)
     b = operands.read(B, "B", S)
     c = operands.read(C, "C", S) if C is not None else None
     M, N, K = validate(a, b, c, beta, lv, out)
-    c_dtype = c.dtype if c is not None else out or _F32
+    c_dtype = c.dtype if c is not None else (out if out is not None else _F32)
     with driver.on_device(a.device):
         _check_capture(a.library, a.device, S, user is not None)
         if c is None:
