@@ -41,20 +41,12 @@ from pathlib import Path
 import numpy as np
 
 from . import registry as _levels
+from .operands import as_dtype
 from .util import ceil_div
 
 CALIBRATION = Path(__file__).resolve().parent / "data" / "h200_auto.json"
 DEFAULT_SMS = 132
 DEFAULT_BANDWIDTH = 4.133e12
-
-
-def as_dtype(x) -> np.dtype:
-    """A NumPy dtype from a dtype or its name, "bfloat16" included (ml_dtypes)."""
-    if isinstance(x, str) and x.lower() in ("bfloat16", "bf16"):
-        from .operands import BFLOAT16
-
-        return BFLOAT16
-    return np.dtype(x)
 
 
 @dataclass(frozen=True)
@@ -121,7 +113,7 @@ class Prediction:
     @property
     def name(self) -> str:
         """The level, or the level with its tile as hopper_top specs say it: v11:bm=64:bn=128."""
-        return tile_spec(self.level, self.kwargs)
+        return _levels.spec_name(self.level, self.kwargs)
 
     def __str__(self):
         t = f"{self.ms * 1e3:8.1f} µs" if self.ms is not None else "   (not calibrated)"
@@ -162,10 +154,6 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     return t * 1e3, why
 
 
-def tile_spec(level: str, kwargs: tuple) -> str:
-    return _levels.spec_name(level, kwargs)
-
-
 def tile_choices(lv) -> list[tuple[tuple, object]]:
     """(run() keywords, tile) of each tile of lv's TILE_CHOICES other than its shipped CONFIG."""
     mod = lv.module
@@ -180,7 +168,7 @@ def _tile_predictions(lv, dtype, M: int, N: int, K: int, beta: float, sms: int) 
     shipped = params(lv.name, dtype)
     for kwargs, t in tile_choices(lv):
         g = Geometry(t.bm, t.bn)
-        p = params(tile_spec(lv.name, kwargs), dtype)
+        p = params(_levels.spec_name(lv.name, kwargs), dtype)
         if p is not None:
             ms, why = predict_ms(p, g, M, N, K, dtype.itemsize, beta, sms)
             out.append(Prediction(lv.name, ms, g, why, kwargs))

@@ -208,15 +208,15 @@ _torch_by_object: dict = {}
 
 
 def as_dtype(x) -> np.dtype:
-    """A NumPy dtype from a NumPy dtype or type, a name ("float16", "bfloat16") or a torch
-    dtype (torch.bfloat16 included); TypeError for anything else."""
+    """A NumPy dtype from a NumPy dtype or type, a name ("float16", "bfloat16" or "bf16") or a
+    torch dtype (torch.bfloat16 included); TypeError for anything else."""
     name = str(x)
     if name.startswith("torch."):
         dt = _TORCH_DTYPES.get(name)
         if dt is None:
             raise TypeError(f"torch dtype {x} has no NumPy equivalent here")
         return dt
-    if name == "bfloat16" and BFLOAT16 is not None:
+    if isinstance(x, str) and x.lower() in ("bfloat16", "bf16") and BFLOAT16 is not None:
         return BFLOAT16
     try:
         return np.dtype(x)

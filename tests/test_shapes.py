@@ -115,7 +115,7 @@ def test_calibration_names_real_levels_and_sources():
         base = name.split(":")[0]          # a level, or one of its other tiles (v11:bm=64:bn=64)
         assert base in reg
         if name != base:
-            assert name in {choose.tile_spec(base, kw) for kw, _ in choose.tile_choices(reg[base])}, name
+            assert name in {registry.spec_name(base, kw) for kw, _ in choose.tile_choices(reg[base])}, name
         for dtype, p in per_dtype.items():
             assert choose.as_dtype(dtype) in reg[base].dtypes
             assert p["tflops"] > 0 and p["blocks_per_sm"] >= 1 and 0 < p["bw_eff"] <= 1

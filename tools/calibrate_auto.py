@@ -60,7 +60,7 @@ def level_of(name, reg):
     lv = reg.get(base)
     if lv is None or name == base:
         return lv, None
-    tiles = {choose.tile_spec(base, kw): t for kw, t in choose.tile_choices(lv)}
+    tiles = {registry.spec_name(base, kw): t for kw, t in choose.tile_choices(lv)}
     t = tiles.get(name)
     return (lv, choose.Geometry(t.bm, t.bn)) if t else (None, None)
 
