@@ -1,10 +1,10 @@
-// k6gv twin: GEMV-style SGEMM for M <= 8. Block 32 x 8 (8 warps), tile 8 x 128 x 32; lane l
+// k6gv twin: GEMV-style SGEMM for M <= 8. Block 32 x 8 (8 warps), tile 8 x 128 x 64; lane l
 // owns columns 4l..4l+3 (float4 B) or l, l+32, l+64, l+96 (32-bit B) and all 8 rows; warp w
-// takes k rows 4w..4w+3 of each 32-deep phase, B straight from global memory into registers;
-// A's 8 x 32 chunk one float per thread into a double-buffered, transposed As[k][m] (one
+// takes k rows 8w..8w+7 of each 64-deep phase, B straight from global memory into registers;
+// A's 8 x 64 chunk two floats per thread (rows r and r+4) into a double-buffered, transposed As[k][m] (one
 // barrier per phase). At the end of the slice the 8 warps' partial tiles meet in shared
 // memory and warp w adds row w over warps 0..7 in that order. gridDim.z = S slices of K
-// (kslice elements each, a multiple of 32): CTA (x, y, z) writes its tile of the M x N matrix
+// (kslice elements each, a multiple of 64): CTA (x, y, z) writes its tile of the M x N matrix
 // at C + z*M*N with the alpha and beta it is given (the host passes the call's C, alpha, beta
 // when S == 1, else the workspace, 1 and 0, then splitk_reduce.cu).
 // Two kernels by whether the rows of B and C are 16-byte aligned: k6gv (float4 B and C) and
@@ -15,11 +15,13 @@
 namespace k6gv_twin {
 
 constexpr int TM = TILE_M, TN = TILE_N, TK = TILE_K, WARPS = BLOCK_Y, THREADS = BLOCK_X * BLOCK_Y;
-constexpr int KW = TK / WARPS;                  // k rows of B per warp per phase: 4
+constexpr int KW = TK / WARPS;                  // k rows of B per warp per phase: 8
+constexpr int A_LOADS = TM * TK / THREADS, A_ROW_STEP = THREADS / TK;   // 2 floats of A, 4 rows apart
 static_assert(BLOCK_X == 32 && TM == 8, "k6gv: a warp's lanes span the tile's columns, A's 8 rows are two float4s");
 static_assert(BLOCK_X * THREAD_N == TN && WARPS * THREAD_M == TM && THREAD_N == 4,
               "k6gv: after the block's sum, warp w stores row w, a float4 per lane");
-static_assert(TK % WARPS == 0 && TK == 32 && TM * TK == THREADS, "k6gv: the warps split the phase, a warp loads one row of A's chunk");
+static_assert(TK % WARPS == 0 && THREADS % TK == 0 && TM * TK == A_LOADS * THREADS,
+              "k6gv: the warps split the phase, a thread loads A_LOADS floats of A's chunk, one column");
 
 template <bool BV>
 __device__ __forceinline__ void body(int M, int N, int K, int kslice, float alpha, const float* __restrict__ A,
@@ -34,7 +36,6 @@ __device__ __forceinline__ void body(int M, int N, int K, int kslice, float alph
     const u32 k_hi = min(k, k_lo + u32(kslice));
     const u32 b_c = BV ? lane * 4 : lane, col = col0 + b_c;
     const u32 a_r = tid / TK, a_c = tid % TK;          // a warp: 32 consecutive k of one row of A
-    const bool a_ok = row0 + a_r < m;
     const float* Ap = A + (u64(row0 + a_r) * k + k_lo + a_c);
     const float* Bp = B + u64(k_lo + w * KW) * n;      // my first k row of B in the phase
     const u64 nn = n;
@@ -49,7 +50,11 @@ __device__ __forceinline__ void body(int M, int N, int K, int kslice, float alph
         const int rows_left = int(k_hi - k0) - int(w * KW);   // my k rows of the phase inside the slice
 #pragma unroll
         for (int i = 0; i < KW; ++i) rb[i] = twin::load4<BV, SPREAD>(Bp + i * nn, col, i < rows_left, col, n);
-        As[buf * TK + a_c][a_r] = (a_ok && k0 + a_c < k_hi) ? *Ap : 0.f;
+#pragma unroll
+        for (int t = 0; t < A_LOADS; ++t) {
+            const u32 ar = a_r + t * A_ROW_STEP;
+            As[buf * TK + a_c][ar] = (row0 + ar < m && k0 + a_c < k_hi) ? Ap[u64(t * A_ROW_STEP) * k] : 0.f;
+        }
         __syncthreads();
 #pragma unroll
         for (int i = 0; i < KW; ++i) {
@@ -96,12 +101,10 @@ __device__ __forceinline__ void body(int M, int N, int K, int kslice, float alph
 
 #define K6GV_ARGS int M, int N, int K, int kslice, float alpha, const float* __restrict__ A, \
                   const float* __restrict__ B, float beta, float* __restrict__ C
-// 256 threads, 3 CTAs per SM: the Numba level's launch bounds (CTAS_PER_SM). At that cap of 80
-// registers nvcc keeps one 8-byte value of the float4 kernel's loop in local memory (uncapped
-// it takes 84, i.e. 2 CTAs per SM); the Numba kernel fits in 80 with none.
-extern "C" __global__ void __launch_bounds__(k6gv_twin::THREADS, 3) k6gv(K6GV_ARGS) {
+// 256 threads, 2 CTAs per SM: the Numba level's launch bounds (CTAS_PER_SM), at most 128 registers.
+extern "C" __global__ void __launch_bounds__(k6gv_twin::THREADS, 2) k6gv(K6GV_ARGS) {
     k6gv_twin::body<true>(M, N, K, kslice, alpha, A, B, beta, C);
 }
-extern "C" __global__ void __launch_bounds__(k6gv_twin::THREADS, 3) k6gv_edge(K6GV_ARGS) {
+extern "C" __global__ void __launch_bounds__(k6gv_twin::THREADS, 2) k6gv_edge(K6GV_ARGS) {
     k6gv_twin::body<false>(M, N, K, kslice, alpha, A, B, beta, C);
 }

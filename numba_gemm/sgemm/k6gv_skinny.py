@@ -11,9 +11,9 @@ them (`vector_operands`), and reorganises the block around B:
 
     block (32, 8): 8 warps; tile 8 rows × 128 columns of C; gridDim = (N/128, M/8, S)
     lane l owns columns 4l .. 4l+3 of the tile (a float4 of B per k row) and all 8 rows
-    phase (32 k):  warp w takes k rows w·4 .. w·4+3 of the phase: 4 LDG.128 of B straight into
+    phase (64 k):  warp w takes k rows w·8 .. w·8+7 of the phase: 8 LDG.128 of B straight into
                    registers (a warp reads 512 contiguous bytes of one B row per instruction)
-                   A's 8×32 chunk: one float per thread (warp w: row w), into shared memory
+                   A's 8×64 chunk: two floats per thread (rows r and r+4), into shared memory
                    transposed (As[k, m]), so each k is two broadcast LDS.128 for 32 FFMA
     end of slice:  the 8 warps' partial 8×128 tiles meet in shared memory; warp w adds row w
                    over warps 0 .. 7 in that order (a fixed order: the same bits every run) and
@@ -37,7 +37,7 @@ loop has issue slots to spare, so there is no interior/border split.
 
 M > 8 is refused (`unsupported`): B would be read once per 8 rows; k5sk, k8sk or k8 serve it.
 Ledger: the phase's accesses (`warp_step`); DRAM bytes are B once + A per column block + the
-partials (S·M·N·4 each way). Not yet measured on the H200: docs/LADDER.md says how to time it.
+partials (S·M·N·4 each way). Measured on the H200: docs/LADDER.md and docs/RESULTS.md.
 """
 import numpy as np
 from numba import cuda
@@ -64,20 +64,23 @@ SASS_MUST_HAVE = ("LDG.E.128", "LDS.128", "STS.128", "STG.E.128", "BAR.SYNC", "F
 
 MAX_M = 8                                   # one row tile: B is read once
 WARPS = 8
-TILE_M, TILE_N, TILE_K = MAX_M, 128, 32
-KW = TILE_K // WARPS                        # k rows of B per warp per phase: 4 LDG.128
+TILE_M, TILE_N, TILE_K = MAX_M, 128, 64
+KW = TILE_K // WARPS                        # k rows of B per warp per phase: 8 LDG.128
 THREAD_M, THREAD_N = TILE_M // WARPS, 4     # outputs per thread after the block's sum: 1 × 4
 BLOCK = (TILE_N // THREAD_N, WARPS)         # (32, 8): 256 threads
 THREADS = BLOCK[0] * BLOCK[1]
-A_LOADS = TILE_M * TILE_K // THREADS        # floats of A per thread per phase: 1
+A_LOADS = TILE_M * TILE_K // THREADS        # floats of A per thread per phase: 2
+A_ROW_STEP = THREADS // TILE_K              # rows between a thread's floats of A: 4
 SPREAD = TILE_N // 4                        # 32-bit B: a lane's four columns, 32 apart
-AS_ROWS = 2 * TILE_K                        # A's chunk, double-buffered: 2 KB
+AS_ROWS = 2 * TILE_K                        # A's chunk, double-buffered: 4 KB
 RED_ROWS = WARPS * TILE_M                   # the warps' partial tiles: 32 KB
 GEOMETRY = Geometry(block=BLOCK, tile_m=TILE_M, tile_n=TILE_N, tile_k=TILE_K,
                     thread_m=THREAD_M, thread_n=THREAD_N)
-# CTAs of 256 threads an SM holds under the launch bounds below (80 registers a thread; the census:
-# python bench.py --level k6gv --sass); 34 KB of shared memory each
-CTAS_PER_SM = 3
+# CTAs of 256 threads an SM holds under the launch bounds below (128 registers a thread; the
+# census: python bench.py --level k6gv --sass); 36 KB of shared memory each. Measured on the H200
+# (docs/RESULTS.md): 64-deep phases at 2 CTAs per SM (16 KB of B in flight per CTA) stream B
+# 5-7 % faster than 32-deep phases at 3, whose 80-register cap also spilled with CUDA 13.0.
+CTAS_PER_SM = 2
 
 # An int forces the split count (benchmarks); None: plan_splits. Read when a call's launches
 # are made: gemm() records them once per shape and operands, so set it before that first call.
@@ -161,12 +164,11 @@ def make_kernel(bc_vec: bool):
 
         b_c = u32(lane * 4) if bc_vec else lane       # my first column of the tile
         col = u32(col0 + b_c)
-        # A's chunk, one float per thread: element (a_r, a_c) of the 8×32 chunk, a warp's 32
-        # consecutive k of one row (one 128-byte line; the transposed store, 8-way conflicted,
-        # is one STS per phase)
+        # A's chunk, two floats per thread: elements (a_r, a_c) and (a_r + 4, a_c) of the 8×64
+        # chunk, a warp's 32 consecutive k of one row (one 128-byte line; the transposed store,
+        # 8-way conflicted, is one STS per float per phase)
         a_r = u32(tid // TILE_K)
         a_c = u32(tid % TILE_K)
-        a_ok = u32(row0 + a_r) < m
         a_off = u64(row0 + a_r) * u64(k) + u64(k_lo + a_c)
         # my first k row of B in the phase: w·KW; 64-bit, as K·N may pass 2**31
         b_off = u64(k_lo + w * KW) * u64(n) + u64(col)
@@ -187,9 +189,12 @@ def make_kernel(bc_vec: bool):
                 rb[i, 1] = v[1]
                 rb[i, 2] = v[2]
                 rb[i, 3] = v[3]
-            # ---- A: one float, zero past M and past the slice
+            # ---- A: A_LOADS floats, zero past M and past the slice
             kc = u32(k0 + a_c)
-            As[buf * TILE_K + a_c, a_r] = A[a_off] if a_ok & (kc < k_hi) else float32(0.0)
+            for t in range(A_LOADS):
+                ar = u32(a_r + t * A_ROW_STEP)
+                a = A[a_off + u64(t * A_ROW_STEP) * u64(k)] if (u32(row0 + ar) < m) & (kc < k_hi) else float32(0.0)
+                As[buf * TILE_K + a_c, ar] = a
             # one barrier: As is double-buffered, so this phase's stores cannot meet the
             # previous phase's reads of the other buffer
             cuda.syncthreads()
@@ -228,7 +233,7 @@ def make_kernel(bc_vec: bool):
     return k6gv
 
 
-# 256 threads, 3 CTAs per SM: at most 80 registers a thread (the simulator takes no bounds)
+# 256 threads, 2 CTAs per SM: at most 128 registers a thread (the simulator takes no bounds)
 _bounded = cuda.jit if SIMULATOR else cuda.jit(launch_bounds=(THREADS, CTAS_PER_SM))
 _vector = _bounded(make_kernel(True))
 _edge = _bounded(make_kernel(False))
@@ -242,9 +247,9 @@ KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
-    """Phase `ph` of warp `warp` of block (bx, by), vector kernel: one float of A per thread
-    into the phase's buffer of As (transposed), KW float4 rows of B straight to registers,
-    then per k two 128-bit broadcasts of A."""
+    """Phase `ph` of warp `warp` of block (bx, by), vector kernel: A_LOADS floats of A per
+    thread into the phase's buffer of As (transposed), KW float4 rows of B straight to
+    registers, then per k two 128-bit broadcasts of A."""
     ls = lanes(g, warp)
     T = g.tile_k
     kw = T // (g.threads // 32)
@@ -253,9 +258,11 @@ def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
     acc = []
     r = [t // T for t in tids]
     c = [t % T for t in tids]
-    acc.append(global_load("A", [(by * g.tile_m + rr) * K + ph * T + cc for rr, cc in zip(r, c)]))
-    acc.append(shared_access("As", [base + cc * g.tile_m + rr for rr, cc in zip(r, c)],
-                             inner=False, op="store"))
+    for t in range(g.tile_m * T // g.threads):               # rows r, r + 4: A_ROW_STEP apart
+        rt = [rr + t * (g.threads // T) for rr in r]
+        acc.append(global_load("A", [(by * g.tile_m + rr) * K + ph * T + cc for rr, cc in zip(rt, c)]))
+        acc.append(shared_access("As", [base + cc * g.tile_m + rr for rr, cc in zip(rt, c)],
+                                 inner=False, op="store"))
     for i in range(kw):
         acc.append(global_load("B", [(ph * T + warp * kw + i) * N + bx * g.tile_n + 4 * tx
                                      for tx, _ in ls], 16))
