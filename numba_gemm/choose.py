@@ -10,15 +10,21 @@ say theirs through `plan_splits`), a shape M × N × K gives
                                                           padding rows and idle SMs included
     t_mem  = bytes / (bandwidth · bw_eff)                 A, B, C once (+ C read when beta != 0),
                                                           + the split partials written and read
-    t      = t0 + slow · max(t_mma, t_mem)  (+ the reduction launch's t0 when S > 1)
+    busy   = max(t_mma, t_mem) + (1 - overlap) · min(t_mma, t_mem)
+    t      = t0 + slow · busy  (+ the reduction launch's t0 when S > 1)
+
+`overlap` says how much of the shorter term hides under the longer: 1 for a kernel whose
+epilogue runs while the tensor cores work on the next tile (v13's persistent grid with its TMA
+store), 0 for one whose CTAs compute, then write, with nothing else on the SM meanwhile. It
+matters where both terms are close, e.g. short K, where writing C costs as much as the math.
 
 `slow` is 1 where every row of A, B and C starts on a 16-byte boundary (`aligned`), else the
 level's `ragged_slowdown`: rows TMA and 16-byte vector loads cannot take send a level down its
 edge path (narrower loads), a different speed the tile arithmetic cannot see.
 
 `rate` (FLOP/s of the whole GPU when every slot is busy), `t0` (the fixed cost of a launch:
-fill, drain, epilogue), `blocks_per_sm`, `bw_eff` and `ragged_slowdown` are per level and per
-input type, in
+fill, drain, epilogue), `blocks_per_sm`, `bw_eff`, `overlap` and `ragged_slowdown` are per level
+and per input type, in
 numba_gemm/data/h200_auto.json: fitted to the shape suite's measurements
 (tools/calibrate_auto.py reads a `bench.py --suite shapes --json` run), not written by hand.
 A level with no calibration is ranked after those with one, in ladder order (highest first),
@@ -34,6 +40,7 @@ level with that tile's run() keywords); a tile without its entry is listed, neve
 """
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,24 +134,27 @@ def aligned(N: int, K: int, elem_bytes: int) -> bool:
 
 
 def _terms(g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float, sms: int,
-           blocks_per_sm: int) -> tuple[float, float, int, int, int]:
-    """(FLOPs the slots are priced for, bytes moved, launches, CTAs, slots) at geometry g."""
+           blocks_per_sm: int) -> tuple[float, float, float, int, int, int]:
+    """(FLOPs the slots are priced for, bytes read, bytes written, launches, CTAs, slots) at
+    geometry g."""
     ctas = ceil_div(M, g.bm) * ceil_div(N, g.bn) * g.splits
     slots = sms * blocks_per_sm
     priced = ceil_div(ctas, slots) * slots * 2.0 * g.bm * g.bn * K / g.splits
-    part = 2 * 4 * M * N * g.splits if g.splits > 1 else 0
-    nbytes = (M * K + K * N) * elem_bytes + 4 * M * N * (2 if beta else 1) + part
-    return priced, nbytes, 2 if g.splits > 1 else 1, ctas, slots
+    part = 4 * M * N * g.splits if g.splits > 1 else 0          # the partials, written then read
+    read = (M * K + K * N) * elem_bytes + (4 * M * N if beta else 0) + part
+    return priced, read, 4 * M * N + part, 2 if g.splits > 1 else 1, ctas, slots
 
 
 def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float = 0.0,
                sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_BANDWIDTH) -> tuple[float, str]:
     """(predicted ms, a one-line account) for constants p at geometry g (the module docstring)."""
-    priced, nbytes, launches, ctas, slots = _terms(g, M, N, K, elem_bytes, beta, sms, p["blocks_per_sm"])
+    priced, read, written, launches, ctas, slots = _terms(g, M, N, K, elem_bytes, beta, sms,
+                                                          p["blocks_per_sm"])
     t_mma = priced / (p["tflops"] * 1e12)
-    t_mem = nbytes / (bandwidth * p["bw_eff"])
+    t_mem = read / (bandwidth * p["bw_eff"]) + written / (bandwidth * p.get("write_eff", p["bw_eff"]))
     slow = 1.0 if aligned(N, K, elem_bytes) else p.get("ragged_slowdown", 1.0)
-    t = p["t0_us"] * 1e-6 * launches + slow * max(t_mma, t_mem)
+    busy = max(t_mma, t_mem) + (1.0 - p.get("overlap", 1.0)) * min(t_mma, t_mem)
+    t = p["t0_us"] * 1e-6 * launches + slow * busy
     waves = ceil_div(ctas, slots)
     split = f", split {g.splits}" if g.splits > 1 else ""
     split += f", ragged rows x{slow:.2f}" if slow != 1.0 else ""
@@ -274,6 +284,8 @@ def wave_notes(levels, dtype, M: int, N: int, K: int) -> list[str]:
 _BLOCKS = (1, 2, 3, 4, 6, 8)
 _T0_US = tuple(float(x) for x in np.concatenate([np.arange(2, 20, 1), np.arange(20, 80, 4)]))
 _BW_EFF = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+_WRITE_EFF = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.95)
+_OVERLAP = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_BANDWIDTH) -> dict:
@@ -305,7 +317,8 @@ def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_
 
 
 def _fit_constants(samples: list[dict], sms: int, bandwidth: float) -> dict:
-    """blocks_per_sm, bw_eff, tflops and t0_us by grid search over samples (slowdown 1)."""
+    """blocks_per_sm, bw_eff, write_eff, overlap, tflops and t0_us by grid search over samples
+    (slowdown 1)."""
     meas = np.log([s["ms"] * 1e-3 for s in samples])
     peak = max(2.0 * s["M"] * s["N"] * s["K"] / (s["ms"] * 1e-3) for s in samples)
     rates = peak * np.geomspace(0.9, 2.0, 24)                      # FLOP/s
@@ -315,15 +328,19 @@ def _fit_constants(samples: list[dict], sms: int, bandwidth: float) -> dict:
         terms = [_terms(s["geometry"], s["M"], s["N"], s["K"], s["elem_bytes"], 0.0, sms, bps)
                  for s in samples]
         priced = np.array([t[0] for t in terms])
-        nbytes = np.array([t[1] for t in terms])
-        launches = np.array([t[2] for t in terms])
-        for eff in _BW_EFF:
+        read = np.array([t[1] for t in terms])
+        written = np.array([t[2] for t in terms])
+        launches = np.array([t[3] for t in terms])
+        t_mma = priced[None, :] / rates[:, None]
+        for eff, w_eff, ov in itertools.product(_BW_EFF, _WRITE_EFF, _OVERLAP):
             # [rate, t0, sample]
-            busy = np.maximum(priced[None, :] / rates[:, None], (nbytes / (bandwidth * eff))[None, :])
+            t_mem = (read / (bandwidth * eff) + written / (bandwidth * w_eff))[None, :]
+            busy = np.maximum(t_mma, t_mem) + (1.0 - ov) * np.minimum(t_mma, t_mem)
             pred = np.log(t0[None, :, None] * launches[None, None, :] + busy[:, None, :])
             err = np.sum((pred - meas) ** 2, axis=2)
             i, j = np.unravel_index(np.argmin(err), err.shape)
-            if best is None or err[i, j] < best[0]:
-                best = (float(err[i, j]), bps, eff, float(rates[i]), float(_T0_US[j]))
-    err, bps, eff, rate, t0_us = best
-    return {"blocks_per_sm": bps, "bw_eff": eff, "tflops": round(rate / 1e12, 2), "t0_us": t0_us}
+            if best is None or err[i, j] < best[0] - 1e-12:   # a tie keeps the earlier point
+                best = (float(err[i, j]), bps, eff, w_eff, ov, float(rates[i]), float(_T0_US[j]))
+    err, bps, eff, w_eff, ov, rate, t0_us = best
+    return {"blocks_per_sm": bps, "bw_eff": eff, "write_eff": w_eff, "overlap": ov,
+            "tflops": round(rate / 1e12, 2), "t0_us": t0_us}

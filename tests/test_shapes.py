@@ -88,6 +88,44 @@ def test_fit_recovers_known_constants():
     assert got["fit_rms_log_error"] < 0.04
 
 
+def test_written_bytes_have_their_own_efficiency():
+    """C's bytes (and the partials' writes) are priced at write_eff, what is read at bw_eff."""
+    p = dict(P, tflops=1e9)          # compute term out of the way
+    g = choose.Geometry(128, 128)
+    M, N, K = 8192, 8192, 256
+    fast, _ = choose.predict_ms(dict(p, write_eff=0.8), g, M, N, K, 2)
+    slow, _ = choose.predict_ms(dict(p, write_eff=0.4), g, M, N, K, 2)
+    assert slow - fast == pytest.approx(4 * M * N / 4.133e12 * (1 / 0.4 - 1 / 0.8) * 1e3)
+    same, _ = choose.predict_ms(p, g, M, N, K, 2)              # no write_eff: bw_eff for both
+    assert same == pytest.approx(choose.predict_ms(dict(p, write_eff=0.8), g, M, N, K, 2)[0])
+
+
+def test_overlap_hides_the_shorter_term():
+    g = choose.Geometry(128, 128)
+    M, N, K = 4096, 4096, 512
+    hidden, _ = choose.predict_ms(dict(P, overlap=1.0), g, M, N, K, 2)
+    serial, _ = choose.predict_ms(dict(P, overlap=0.0), g, M, N, K, 2)
+    half, _ = choose.predict_ms(dict(P, overlap=0.5), g, M, N, K, 2)
+    t_mma, _ = choose.predict_ms(dict(P, bw_eff=1e9, overlap=1.0), g, M, N, K, 2)
+    t_mem, _ = choose.predict_ms(dict(P, tflops=1e9, overlap=1.0), g, M, N, K, 2)
+    shorter = min(t_mma, t_mem) - P["t0_us"] / 1e3
+    assert serial - hidden == pytest.approx(shorter, rel=1e-6)
+    assert half - hidden == pytest.approx(shorter / 2, rel=1e-6)
+
+
+def test_fit_recovers_write_efficiency_and_overlap():
+    truth = {"blocks_per_sm": 1, "bw_eff": 0.9, "write_eff": 0.5, "overlap": 0.0, "tflops": 700.0,
+             "t0_us": 6.0}
+    shapes_ = [(4096, 4096, 4096), (8192, 8192, 256), (4096, 4096, 512), (1, 8192, 8192),
+               (16, 16384, 8192), (2048, 2048, 2048), (8192, 8192, 8192), (128, 28672, 8192)]
+    g = choose.Geometry(128, 256)
+    samples = [{"M": M, "N": N, "K": K, "elem_bytes": 2, "geometry": g,
+                "ms": choose.predict_ms(truth, g, M, N, K, 2)[0]} for M, N, K in shapes_]
+    got = choose.fit(samples)
+    assert (got["bw_eff"], got["write_eff"], got["overlap"]) == (0.9, 0.5, 0.0)
+    assert got["fit_rms_log_error"] < 0.04
+
+
 def test_ragged_rows_are_priced_by_their_own_slowdown():
     assert choose.aligned(4096, 4096, 2) and not choose.aligned(4096, 4097, 2)
     assert not choose.aligned(4097, 4096, 2)                # B's and C's rows

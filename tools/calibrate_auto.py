@@ -111,11 +111,11 @@ def holdout(paths, reg) -> str:
     for path in paths:
         with open(path) as f:
             data = json.load(f)
-        for r in (data["results"] if isinstance(data, dict) else data):
+        for r in (data.get("results", ()) if isinstance(data, dict) else data):   # suite runs only
             if "levels" in r:
                 times = {t["level"]: t["kernel_ms"] for t in r["levels"] if t["ok"] and t["kernel_ms"] == t["kernel_ms"]
-                         and (":" in t["level"] or
-                              choose.as_planned(reg[t["level"]], r["M"], r["N"], r["K"], t.get("splits")))}
+                         and (":" in t["level"] or (t["level"] in reg and
+                              choose.as_planned(reg[t["level"]], r["M"], r["N"], r["K"], t.get("splits"))))}
                 shapes_[r["dtype"], r["M"], r["N"], r["K"]] = (times, r.get("cublas_ms"), r["name"])
     lines = [f"{'shape':>22} {'dtype':>8} {'pick':>6} {'best':>6} {'pick/best':>9} {'cuBLAS/pick':>11}"]
     ratios, vs_blas = [], []
