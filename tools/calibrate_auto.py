@@ -102,11 +102,13 @@ def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
     return levels
 
 
-def holdout(paths, reg) -> str:
+def holdout(paths, reg, leave_out=True) -> str:
     """Leave one shape out: fit without a shape, let the model pick among the levels measured
     there, and score the pick by its measured time against the fastest measured (and cuBLAS).
-    Auto's quality on shapes it was not fitted to, from the runs we have."""
+    Auto's quality on shapes it was not fitted to, from the runs we have. leave_out=False: one
+    fit on everything, scored on the same shapes (what the refit's auto would pick there)."""
     measured = samples(paths)
+    everything = None if leave_out else fit_levels(measured, reg)
     shapes_ = {}                                  # (dtype, M, N, K) -> ({level: ms}, cuBLAS ms, name)
     for path in paths:
         with open(path) as f:
@@ -120,7 +122,8 @@ def holdout(paths, reg) -> str:
     lines = [f"{'shape':>22} {'dtype':>8} {'pick':>6} {'best':>6} {'pick/best':>9} {'cuBLAS/pick':>11}"]
     ratios, vs_blas = [], []
     for (dtype, M, N, K), (times, blas, name) in sorted(shapes_.items()):
-        choose._calibration = {"levels": fit_levels(measured, reg, leave_out=(M, N, K))}
+        choose._calibration = {"levels": fit_levels(measured, reg, leave_out=(M, N, K)) if leave_out
+                               else everything}
         try:
             ranked = [q for q in choose.candidates(dtype, M, N, K, native=True) if q.name in times]
         finally:
@@ -131,7 +134,7 @@ def holdout(paths, reg) -> str:
             vs_blas.append(blas / times[pick])
         lines.append(f"{name:>22} {dtype:>8} {pick:>6} {best:>6} {ratios[-1]:9.3f} "
                      f"{vs_blas[-1] if blas else float('nan'):11.3f}")
-    lines.append(f"left-out shapes: pick/best geomean {geomean(ratios):.3f}, worst {max(ratios):.3f}; "
+    lines.append(f"{'left-out' if leave_out else 'fitted'} shapes: pick/best geomean {geomean(ratios):.3f}, worst {max(ratios):.3f}; "
                  f"cuBLAS/pick geomean {geomean(vs_blas):.3f}")
     return "\n".join(lines)
 
@@ -142,10 +145,12 @@ def main(argv=None):
     p.add_argument("--out", default=str(choose.CALIBRATION), help="the data file to write")
     p.add_argument("--holdout", action="store_true",
                    help="write nothing: for each suite shape, fit without it and score auto's pick there")
+    p.add_argument("--score", action="store_true",
+                   help="write nothing: fit on everything, then score auto's pick on each suite shape")
     args = p.parse_args(argv)
     reg = registry.registry()
-    if args.holdout:
-        print(holdout(args.inputs, reg))
+    if args.holdout or args.score:
+        print(holdout(args.inputs, reg, leave_out=args.holdout))
         return 0
     levels = fit_levels(samples(args.inputs), reg, quiet=False)
     doc = {
