@@ -22,11 +22,6 @@ __device__ __forceinline__ void cp_async16(u32 dst, const void* src, int src_byt
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
                  :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
-// 4 bytes through L1 (.ca: .cg takes only 16): the path for rows that are not 16-byte aligned.
-__device__ __forceinline__ void cp_async4(u32 dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                 :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }

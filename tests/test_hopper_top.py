@@ -74,11 +74,11 @@ def test_a_16bit_c_row_is_compared_with_the_same_level_writing_float32():
         top.Competitor("v12", True, True)
 
 
-def test_an_sgemm_variant_reaches_k9s_run():
-    """k9's ring depth (tools/hopper_top.py --dtypes float32 --levels k8,k9,k9:stages=2):
-    compared with k9, its argument taken by k9's run()."""
+def test_an_sgemm_variant_reaches_k8sks_run():
+    """k8sk with a forced split count (tools/hopper_top.py --dtypes float32 --levels
+    k7,k8,k8sk:splits=4): compared with k8sk, its argument taken by k8sk's run()."""
     import inspect
 
-    c = top.Competitor("k9:stages=2")
-    assert (c.parent, c.kwargs, c.family) == ("k9", {"stages": 2}, "sgemm")
-    assert "stages" in set(inspect.signature(c.level.module.run).parameters)
+    c = top.Competitor("k8sk:splits=4")
+    assert (c.parent, c.kwargs, c.family) == ("k8sk", {"splits": 4}, "sgemm")
+    assert "splits" in set(inspect.signature(c.level.module.run).parameters)

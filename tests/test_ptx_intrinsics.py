@@ -213,53 +213,6 @@ def test_cp_async_twin_refuses_what_the_gpu_faults_on():
         k[1, 1, 0, 64](X, 0, 16)                # past the end of X
 
 
-@pytest.mark.skipif(not ptx.SIMULATOR, reason="what a read before wait_group sees is undefined on a GPU")
-def test_cp_async4_twin_copies_one_float_per_lane_at_wait():
-    """A warp's 4-byte copies (k9's path for rows that are not 16-byte aligned): lane l copies
-    X[3 l + 1] (no float4 alignment anywhere) to word l, or zero-fills it when l % 5 == 0;
-    nothing lands before the wait."""
-    wait0 = ptx.cp_async_wait(0)
-
-    @cuda.jit
-    def k(X, out):
-        S = cuda.shared.array(32, float32)
-        lane = cuda.threadIdx.x
-        S[lane] = -1.0
-        cuda.syncthreads()
-        ptx.cp_async4(ptx.smem_u32(S) + 4 * lane, X, 3 * lane + 1, 0 if lane % 5 == 0 else 4)
-        ptx.cp_async_commit()
-        out[0, lane] = S[lane]
-        wait0()
-        cuda.syncthreads()
-        out[1, lane] = S[(lane + 1) % 32]        # another lane's copy, after the barrier
-
-    X = np.random.default_rng(5).uniform(1, 2, 97).astype(np.float32)
-    out = cuda.to_device(np.zeros((2, 32), np.float32))
-    k[1, 32](cuda.to_device(X), out)
-    got = out.copy_to_host()
-    want = np.array([0.0 if lane % 5 == 0 else X[3 * lane + 1] for lane in range(32)], np.float32)
-    assert (got[0] == -1).all()
-    assert (got[1] == np.roll(want, -1)).all()
-
-
-@pytest.mark.skipif(not ptx.SIMULATOR, reason="the twin's refusals (the GPU faults instead)")
-def test_cp_async4_twin_refuses_what_the_gpu_faults_on():
-    @cuda.jit
-    def k(X, dst, i, n):
-        S = cuda.shared.array(0, uint16)
-        ptx.cp_async4(ptx.smem_u32(S) + dst, X, i, n)
-
-    X = cuda.to_device(np.zeros(16, np.uint16))
-    with pytest.raises(ValueError, match="aligned"):
-        k[1, 1, 0, 64](X, 2, 0, 4)              # destination not 4-byte aligned
-    with pytest.raises(ValueError, match="aligned"):
-        k[1, 1, 0, 64](X, 0, 1, 4)              # source not 4-byte aligned
-    with pytest.raises(IndexError):
-        k[1, 1, 0, 64](X, 0, 16, 4)             # past the end of X
-    with pytest.raises(ValueError, match="zero-fills"):
-        k[1, 1, 0, 64](X, 0, 0, 16)             # 4 bytes or none
-
-
 # ---- the PTX each intrinsic emits ---------------------------------------------------------
 
 PTX = r'''
@@ -273,7 +226,6 @@ def k(X, D):
     S = cuda.shared.array(0, uint32)
     base = ptx.smem_u32(S)
     ptx.cp_async16(base, X, 8 * cuda.threadIdx.x, 16)
-    ptx.cp_async4(base + 4, X, 2 * cuda.threadIdx.x, 0)
     ptx.cp_async_commit()
     wait()
     a = ptx.ldmatrix_x4(base)
@@ -294,7 +246,7 @@ def test_intrinsics_emit_their_ptx():
     out = subprocess.run([sys.executable, "-c", PTX], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     text = json.loads(out.stdout.strip().splitlines()[-1])
-    for line in ("cp.async.cg.shared.global [", "cp.async.ca.shared.global [", "], 4, ", "cp.async.commit_group;", "cp.async.wait_group 1;",
+    for line in ("cp.async.cg.shared.global [", "cp.async.commit_group;", "cp.async.wait_group 1;",
                  "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
                  "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                  "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"):

@@ -80,8 +80,7 @@ def test_twin_options_are_the_levels_constants(level):
         t = mod.TILING
         assert got == {"WT_TM": t.tile_m, "WT_TN": t.tile_n, "WT_TK": t.tile_k, "WT_WM": t.warp_m,
                        "WT_WN": t.warp_n, "WT_LANES_N": t.lanes_n, "WT_A_PAD": _warptile.A_PAD,
-                       "WT_MIN_BLOCKS": _warptile.MIN_BLOCKS,
-                       **({"WT_STAGES": mod.STAGES} if hasattr(mod, "STAGES") else {})}   # k9's ring
+                       "WT_MIN_BLOCKS": _warptile.MIN_BLOCKS}
         assert (mod.TILE_M, mod.TILE_N, mod.TILE_K) == (t.tile_m, t.tile_n, t.tile_k)
     else:
         assert got == {"TILE_M": mod.TILE_M, "TILE_N": mod.TILE_N, "TILE_K": mod.TILE_K,
@@ -95,7 +94,7 @@ def test_twin_does_not_compile_without_its_tile(level):
         _compile(level, {})
 
 
-@pytest.mark.parametrize("level", ["k5", "k8", "k9"])   # one twin per header: tile.cuh, warptile.cuh, k9's ring
+@pytest.mark.parametrize("level", ["k5", "k8"])       # one twin per header: tile.cuh, warptile.cuh
 def test_each_tile_option_is_required(level):
     options = _options(level)
     for name in options:

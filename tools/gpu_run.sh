@@ -21,7 +21,7 @@
 #     tests2  the HGEMM levels: every native level and v8py on ragged shapes in fp16 and bf16,
 #             v11's other tiles likewise, the wgmma levels past 2^31 elements, TMA descriptors,
 #             NVRTC compiles
-#     tests3  the SASS census (compiles every level), k7/k8, k9, intrinsics, microbenchmarks
+#     tests3  the SASS census (compiles every level), k7/k8, intrinsics, microbenchmarks
 #     tests4  everything else (api hypothesis shapes, operands, call cache, bench, ledgers,
 #             figures, notebook): every tests/test_*.py not named above, so none is left out
 #   `tests` runs chunk ${TEST_CHUNK:-1} and says which to run next, or the files in TEST_FILES.
@@ -65,7 +65,7 @@ fi
 TEST_CHUNK1="tests/test_sgemm.py tests/test_sgemm_geometry.py tests/test_twins.py"
 TEST_CHUNK2="tests/test_hgemm.py tests/test_hopper.py tests/test_wgmma_tiles.py tests/test_v8py.py
   tests/test_ptx_intrinsics.py tests/test_tma.py tests/test_nvrtc.py tests/test_cache.py"
-TEST_CHUNK3="tests/test_sass.py tests/test_k7_k8.py tests/test_k9.py tests/test_intrinsics.py tests/test_microbench.py"
+TEST_CHUNK3="tests/test_sass.py tests/test_k7_k8.py tests/test_intrinsics.py tests/test_microbench.py"
 TEST_CHUNKS=4
 chunk_files() {
   if (( $1 < TEST_CHUNKS )); then local v="TEST_CHUNK$1"; echo ${!v}; return; fi

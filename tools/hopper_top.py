@@ -13,7 +13,7 @@ rung against its parent and against cuBLAS; --json keeps every round.
 A level may be given with integer keyword arguments for its module's run(),
 LEVEL:name=value[:name=value], e.g. v13:cluster=1 (v13's persistent grid without the cluster);
 such a variant is compared with the level as shipped. --dtypes float32 times SGEMM levels the
-same way against cuBLAS's SGEMM, e.g. k8,k9,k9:stages=2 (k9's ring depth: its run()).
+same way against cuBLAS's SGEMM, e.g. k7,k8,k8sk:splits=4 (k8sk with 4 slices of K: its run()).
 --check-shapes adds ragged shapes on which every competitor is checked (alpha/beta and
 NaN-poisoned C) before any timing.
 

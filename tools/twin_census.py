@@ -3,7 +3,7 @@
 every kernel — its length, FFMA count and share, shared and global loads — side by side.
 No GPU needed. Where a Numba level runs slower than its twin, this is where to look first.
 
-    python tools/twin_census.py k5 k6 k7 k8 k9
+    python tools/twin_census.py k5 k6 k7 k8
 """
 import os
 import sys
@@ -37,19 +37,18 @@ def row(side, name, text, c):
     loop = main_loop(text)
     ff = sum(op == "FFMA" for op in loop)
     lds = sum(op.startswith("LDS") for op in loop)
-    ldg = sum(op.startswith("LDG") and not op.startswith(("LDGSTS", "LDGDEPBAR")) for op in loop)
-    ldgsts = sum(op.startswith("LDGSTS") for op in loop)
+    ldg = sum(op.startswith("LDG") for op in loop)
     local = sum(op.startswith(("LDL", "STL")) for op in loop)
     share = f"{ff / len(loop):.3f}" if loop else "-"
     return (f"{name:<9} {side:<6} {c.registers:>4} {c.local_memory_ops:>5} {len(loop):>5} {ff:>5} "
-            f"{share:>6} {lds:>4} {ldg:>4} {ldgsts:>6} {local:>4} {c.total:>6}")
+            f"{share:>6} {lds:>4} {ldg:>4} {local:>4} {c.total:>6}")
 
 
 def main(argv):
     from numba_gemm import twins
 
-    print("kernel    side   regs  L/S  loop  FFMA  share  LDS  LDG LDGSTS  L/S  total")
-    for level in argv or ["k1", "k2", "k3", "k3c", "k4", "k5", "k6", "k7", "k8", "k9"]:
+    print("kernel    side   regs  L/S  loop  FFMA  share  LDS  LDG  L/S  total")
+    for level in argv or ["k1", "k2", "k3", "k3c", "k4", "k5", "k6", "k7", "k8"]:
         numba = numba_kernels(level)
         native = twins.twin_sass(level)
         by_name = {c.kernel: c for c in twins.census(level)}
@@ -57,7 +56,7 @@ def main(argv):
             print(row("numba", name, text, c))
             print(row("C", name, native[name], by_name[name]), flush=True)
     print("L/S: local-memory instructions (whole kernel, then in the loop); loop: instructions in "
-          "the longest loop; share: FFMA / loop; LDGSTS: cp.async copies (not counted in LDG)")
+          "the longest loop; share: FFMA / loop")
     return 0
 
 

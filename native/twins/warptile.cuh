@@ -53,41 +53,29 @@ __device__ __forceinline__ Loader loader(u32 tid, u32 row0, u32 col0, u32 k, u32
     return l;
 }
 
-// Global -> registers: this thread's share of one phase's A tile (ph: the tile's first k).
-template <bool AV>
-__device__ __forceinline__ void load_a_tile(const float* A, float4 (&ra)[A_LOADS], const Loader& l, u32 ph,
-                                            u32 row0, u32 m, u32 k) {
-#pragma unroll
-    for (int s = 0; s < A_LOADS; ++s)
-        ra[s] = twin::load4<AV>(A, l.a_off + u64(s * A_ROW_STEP) * k, row0 + l.a_r + s * A_ROW_STEP < m,
-                                ph + l.a_c, k);
-}
-
 template <bool AV, bool BV>
 __device__ __forceinline__ void load_tiles(const float* A, const float* B, float4 (&ra)[A_LOADS],
                                            float4 (&rb)[B_LOADS], const Loader& l, u32 ph,
                                            u32 row0, u32 col0, u32 m, u32 n, u32 k) {
-    load_a_tile<AV>(A, ra, l, ph, row0, m, k);
+#pragma unroll
+    for (int s = 0; s < A_LOADS; ++s)
+        ra[s] = twin::load4<AV>(A, l.a_off + u64(s * A_ROW_STEP) * k, row0 + l.a_r + s * A_ROW_STEP < m,
+                                ph + l.a_c, k);
 #pragma unroll
     for (int s = 0; s < B_LOADS; ++s)
         rb[s] = twin::load4<BV, BV ? 1 : SPREAD>(B, l.b_off + u64(s * B_ROW_STEP) * n,
                                                  ph + l.b_r + s * B_ROW_STEP < k, col0 + l.b_c, n);
 }
 
-// Registers -> the A tile, transposed: 4 STS per float4.
-__device__ __forceinline__ void store_a_tile(float (*As)[AS], const float4 (&ra)[A_LOADS], const Loader& l) {
+template <bool BV>
+__device__ __forceinline__ void store_tiles(float (*As)[AS], float (*Bs)[TN], const float4 (&ra)[A_LOADS],
+                                            const float4 (&rb)[B_LOADS], const Loader& l) {
 #pragma unroll
     for (int s = 0; s < A_LOADS; ++s) {
         const u32 r = l.a_r + s * A_ROW_STEP;
         As[l.a_c + 0][r] = ra[s].x; As[l.a_c + 1][r] = ra[s].y;
         As[l.a_c + 2][r] = ra[s].z; As[l.a_c + 3][r] = ra[s].w;
     }
-}
-
-template <bool BV>
-__device__ __forceinline__ void store_tiles(float (*As)[AS], float (*Bs)[TN], const float4 (&ra)[A_LOADS],
-                                            const float4 (&rb)[B_LOADS], const Loader& l) {
-    store_a_tile(As, ra, l);
 #pragma unroll
     for (int s = 0; s < B_LOADS; ++s) {
         float* row = Bs[l.b_r + s * B_ROW_STEP];

@@ -8,7 +8,7 @@ Callers take every intrinsic from here (`from numba_gemm import ptx; ptx.mma_f16
 module holds it follows the instruction's generation, which the caller need not know.
 """
 from .mma_sync import (SIMULATOR, a_fragment_coords, b_fragment_coords, c_fragment_coords,
-                       cp_async16, cp_async4, cp_async_commit, cp_async_wait, ldmatrix_coords, ldmatrix_warp,
+                       cp_async16, cp_async_commit, cp_async_wait, ldmatrix_coords, ldmatrix_warp,
                        ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_warp, smem_u32)
 from .hopper import (decode_smem_desc, fence_mbarrier_init, fence_operands, fence_proxy_async,
                      fence_tensormap_acquire, mbar_arrive, mbar_arrive_expect_tx, mbar_init,
@@ -18,7 +18,7 @@ from .hopper import (decode_smem_desc, fence_mbarrier_init, fence_operands, fenc
 
 __all__ = [
     "smem_u32", "ldmatrix_x4", "ldmatrix_x4_trans", "mma_f16", "mma_bf16", "cp_async16",
-    "cp_async4", "cp_async_commit", "cp_async_wait", "ldmatrix_warp", "mma_warp", "a_fragment_coords",
+    "cp_async_commit", "cp_async_wait", "ldmatrix_warp", "mma_warp", "a_fragment_coords",
     "b_fragment_coords", "c_fragment_coords", "ldmatrix_coords", "SIMULATOR",
     "mbar_init", "fence_mbarrier_init", "fence_proxy_async", "mbar_arrive",
     "mbar_arrive_expect_tx", "mbar_wait", "fence_tensormap_acquire", "prefetch_tensormap",

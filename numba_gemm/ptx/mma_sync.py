@@ -1,4 +1,4 @@
-"""Inline-PTX intrinsics for tensor-core kernels written in numba.cuda (the v8py and k9 levels).
+"""Inline-PTX intrinsics for tensor-core kernels written in numba.cuda (the v8py level).
 
 Numba has no API for inline assembly, but an `@intrinsic` may emit any LLVM IR, and LLVM IR
 has inline assembly (`llvmlite.ir.InlineAsm`), which NVVM passes through to PTX unchanged.
@@ -11,7 +11,6 @@ the instructions native/ptx.cuh wraps for the CUDA C levels, with the same opera
     mma_f16(c, a, b)            mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32  -> 4 x f32
     mma_bf16(c, a, b)           ... .f32.bf16.bf16.f32
     cp_async16(dst, X, i, n)    cp.async.cg.shared.global [dst], [&X[i]], 16, n  (n = 0: zero-fill)
-    cp_async4(dst, X, i, n)     cp.async.ca.shared.global [dst], [&X[i]], 4, n   (one float; n = 0: zero)
     cp_async_commit()           cp.async.commit_group
     cp_async_wait(n)            cp.async.wait_group n   (n a compile-time constant: a factory)
 
@@ -185,7 +184,7 @@ _SIM_SMEM_BASE = 0x10
 
 def _sim_smem_u32(S):
     t = threading.current_thread()
-    t._ptx_smem = _numpy(S).reshape(-1).view(np.uint8)     # a 2-D array too: one byte window
+    t._ptx_smem = _numpy(S).view(np.uint8)
     return np.uint32(_SIM_SMEM_BASE)
 
 
@@ -217,29 +216,24 @@ def _sim_mma(bf16):
     return mma
 
 
-def _sim_cp_async(size):
-    """The twin of a `size`-byte cp.async: the copy is queued in this thread's open group."""
-    def cp_async(dst, X, index, src_bytes):
-        t, _, _ = _thread_state()
-        smem = _smem_bytes(t)
-        x = _numpy(X)
-        off = int(dst) - _SIM_SMEM_BASE
-        if off % size or not 0 <= off <= smem.size - size:
-            raise ValueError(f"cp.async destination {int(dst):#x}: not {size}-byte aligned or outside shared memory")
-        n = int(src_bytes)
-        if n not in (0, size):
-            raise ValueError(f"cp_async{size} copies {size} bytes or zero-fills them (src_bytes 0)")
-        flat = x.reshape(-1).view(np.uint8)
-        start = int(index) * x.itemsize
-        if (x.__array_interface__["data"][0] + start) % size:
-            raise ValueError(f"cp.async source at element {int(index)} is not {size}-byte aligned")
-        if n and not 0 <= start <= flat.size - size:
-            raise IndexError(f"cp.async source at element {int(index)} reads past the array")
-        data = flat[start:start + size].copy() if n else np.zeros(size, np.uint8)
-        t._ptx_groups[-1].append((off, data))
-
-    cp_async.__name__ = f"cp_async{size}"
-    return cp_async
+def _sim_cp_async16(dst, X, index, src_bytes):
+    t, _, _ = _thread_state()
+    smem = _smem_bytes(t)
+    x = _numpy(X)
+    off = int(dst) - _SIM_SMEM_BASE
+    if off % 16 or not 0 <= off <= smem.size - 16:
+        raise ValueError(f"cp.async destination {int(dst):#x}: not 16-byte aligned or outside shared memory")
+    n = int(src_bytes)
+    if n not in (0, 16):
+        raise ValueError("cp_async16 copies 16 bytes or zero-fills them (src_bytes 0)")
+    flat = x.reshape(-1).view(np.uint8)
+    start = int(index) * x.itemsize
+    if (x.__array_interface__["data"][0] + start) % 16:
+        raise ValueError(f"cp.async source at element {int(index)} is not 16-byte aligned")
+    if n and not 0 <= start <= flat.size - 16:
+        raise IndexError(f"cp.async source at element {int(index)} reads past the array")
+    data = flat[start:start + 16].copy() if n else np.zeros(16, np.uint8)
+    t._ptx_groups[-1].append((off, data))
 
 
 def _sim_cp_async_commit():
@@ -254,7 +248,7 @@ def _sim_cp_async_wait(n):
         committed = t._ptx_groups[:-1]
         while len(committed) > n:           # the oldest groups complete
             for off, data in committed.pop(0):
-                smem[off:off + data.size] = data
+                smem[off:off + 16] = data
         t._ptx_groups[:-1] = committed
 
     return wait
@@ -363,45 +357,33 @@ def _build():
     mma_bf16 = make_mma("bf16")
     mma_bf16.__doc__ = mma_f16.__doc__.replace("fp16", "bf16").replace("f16.f16", "bf16.bf16")
 
-    def make_cp_async(size, text):
-        def cp_async(typingctx, dst, X, index, src_bytes):
-            if not (isinstance(X, types.Array) and X.ndim == 1 and X.layout in "CA"
-                    and all(isinstance(t, types.Integer) for t in (dst, index, src_bytes))):
-                raise TypeError(f"cp_async{size}(u32 dst, 1-D array, index, src_bytes), got {dst}, {X}, {index}")
-
-            def codegen(context, builder, sig, args):
-                ary = context.make_array(X)(context, builder, args[1])
-                i = args[2]
-                i = builder.sext(i, i64) if index.signed else builder.zext(i, i64)
-                n = u32_arg(context, builder, args[3], src_bytes)
-                # src_bytes 0: pass X's base instead (any valid address), as a pointer select, so
-                # the address arithmetic of consecutive copies stays one walk
-                ptr = builder.select(builder.icmp_unsigned("!=", n, ir.Constant(i32, 0)),
-                                     builder.gep(ary.data, [i], inbounds=True), ary.data)
-                asm(builder, ir.VoidType(),
-                    [u32_arg(context, builder, args[0], dst), builder.ptrtoint(ptr, i64), n],
-                    text, "r,l,r,~{memory}")
-                return context.get_dummy_value()
-
-            return types.void(dst, X, index, src_bytes), codegen
-
-        cp_async.__name__ = f"cp_async{size}"
-        return intrinsic(cp_async)
-
-    cp_async16 = make_cp_async(16, "cp.async.cg.shared.global [$0], [$1], 16, $2;")
-    cp_async16.__doc__ = """Copy 16 bytes from &X[index] (global) to shared address dst without passing through
+    @intrinsic
+    def cp_async16(typingctx, dst, X, index, src_bytes):
+        """Copy 16 bytes from &X[index] (global) to shared address dst without passing through
         registers, L1 bypassed; src_bytes 0 reads nothing and writes 16 zero bytes (the
         address given is then X's base: it must still be valid):
 
             cp.async.cg.shared.global [%dst], [%src], 16, %src_bytes;
         """
-    cp_async4 = make_cp_async(4, "cp.async.ca.shared.global [$0], [$1], 4, $2;")
-    cp_async4.__doc__ = """Copy 4 bytes (one float) from &X[index] to shared address dst (both 4-byte aligned,
-        so any element of a float32 array), through L1 (.cg takes only 16 bytes); src_bytes 0
-        writes 4 zero bytes. The path for rows that are not 16-byte aligned:
+        if not (isinstance(X, types.Array) and X.ndim == 1 and X.layout in "CA"
+                and all(isinstance(t, types.Integer) for t in (dst, index, src_bytes))):
+            raise TypeError(f"cp_async16(u32 dst, 1-D array, index, src_bytes), got {dst}, {X}, {index}")
 
-            cp.async.ca.shared.global [%dst], [%src], 4, %src_bytes;
-        """
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(X)(context, builder, args[1])
+            i = args[2]
+            i = builder.sext(i, i64) if index.signed else builder.zext(i, i64)
+            n = u32_arg(context, builder, args[3], src_bytes)
+            # src_bytes 0: pass X's base instead (any valid address), as a pointer select, so
+            # the address arithmetic of consecutive copies stays one walk
+            ptr = builder.select(builder.icmp_unsigned("!=", n, ir.Constant(i32, 0)),
+                                 builder.gep(ary.data, [i], inbounds=True), ary.data)
+            asm(builder, ir.VoidType(),
+                [u32_arg(context, builder, args[0], dst), builder.ptrtoint(ptr, i64), n],
+                "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}")
+            return context.get_dummy_value()
+
+        return types.void(dst, X, index, src_bytes), codegen
 
     @intrinsic
     def cp_async_commit(typingctx):
@@ -434,15 +416,14 @@ def _build():
         return intrinsic(wait)
 
     return (smem_u32, ldmatrix_x4, ldmatrix_x4_trans, mma_f16, mma_bf16,
-            cp_async16, cp_async4, cp_async_commit, cp_async_wait)
+            cp_async16, cp_async_commit, cp_async_wait)
 
 
 if SIMULATOR:
     smem_u32 = _sim_smem_u32
     ldmatrix_x4, ldmatrix_x4_trans = _sim_ldmatrix(False), _sim_ldmatrix(True)
     mma_f16, mma_bf16 = _sim_mma(False), _sim_mma(True)
-    cp_async16, cp_async4 = _sim_cp_async(16), _sim_cp_async(4)
-    cp_async_commit, cp_async_wait = _sim_cp_async_commit, _sim_cp_async_wait
+    cp_async16, cp_async_commit, cp_async_wait = _sim_cp_async16, _sim_cp_async_commit, _sim_cp_async_wait
 else:
     (smem_u32, ldmatrix_x4, ldmatrix_x4_trans, mma_f16, mma_bf16,
-     cp_async16, cp_async4, cp_async_commit, cp_async_wait) = _build()
+     cp_async16, cp_async_commit, cp_async_wait) = _build()

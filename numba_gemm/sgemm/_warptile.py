@@ -190,52 +190,33 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
         return a_r, a_c, b_r, b_c, a_off, b_off
 
     @_inline
-    def load_a_tile(A, ra, a_off, a_row, a_col, m, k):
-        """Global -> registers ra[A_LOADS, 4]: this thread's share of one A tile; (a_row, a_col)
-        the matrix element of its first float4."""
+    def load_tiles(A, B, ra, rb, a_off, b_off, a_row, a_col, b_row, b_col, m, n, k):
+        """Global -> registers ra[A_LOADS, 4], rb[B_LOADS, 4]: one phase's share of this thread.
+        (a_row, a_col): the matrix element of its first A float4; (b_row, b_col) of B's."""
         for s in range(A_LOADS):
             v = load_a(A, a_off + u64(s * A_ROW_STEP) * u64(k), u32(a_row + s * A_ROW_STEP) < m, a_col, k)
             for q in range(4):
                 ra[s, q] = v[q]
-
-    @_inline
-    def load_b_tile(B, rb, b_off, b_row, b_col, n, k):
         for s in range(B_LOADS):
             v = load_b(B, b_off + u64(s * B_ROW_STEP) * u64(n), u32(b_row + s * B_ROW_STEP) < k, b_col, n)
             for q in range(4):
                 rb[s, q] = v[q]
-
-    @_inline
-    def load_tiles(A, B, ra, rb, a_off, b_off, a_row, a_col, b_row, b_col, m, n, k):
-        """Global -> registers ra[A_LOADS, 4], rb[B_LOADS, 4]: one phase's share of this thread.
-        (a_row, a_col): the matrix element of its first A float4; (b_row, b_col) of B's."""
-        load_a_tile(A, ra, a_off, a_row, a_col, m, k)
-        load_b_tile(B, rb, b_off, b_row, b_col, n, k)
 
     # ---- shared memory. Tile indices are summed as uint64: a uint32 sum such as
     # u32(a_c + 1) may wrap before Numba widens it to 64 bits, so the compiler cannot split
     # the constant off into the instruction's immediate offset and computes every address
     # apart (4 address registers per transposed A float4 instead of one, in k7's loop).
     @_inline
-    def store_a_tile(As, kb, ra, a_r, a_c):
-        """Registers -> the A tile whose k rows start at kb, transposed: 4 STS per float4."""
+    def store_tiles(As, Bs, kb, ra, rb, a_r, a_c, b_r, b_c):
+        """Registers -> the tiles whose k rows start at kb: A transposed (4 STS per float4),
+        B straight."""
         for s in range(A_LOADS):
             r = u64(a_r) + u64(s * A_ROW_STEP)
             for q in range(4):
                 As[u64(kb) + u64(a_c) + u64(q), r] = ra[s, q]
-
-    @_inline
-    def store_b_tile(Bs, kb, rb, b_r, b_c):
         for s in range(B_LOADS):
             store_bs(Bs, u64(kb) + u64(b_r) + u64(s * B_ROW_STEP), u64(b_c),
                      rb[s, 0], rb[s, 1], rb[s, 2], rb[s, 3])
-
-    @_inline
-    def store_tiles(As, Bs, kb, ra, rb, a_r, a_c, b_r, b_c):
-        """Registers -> the tiles whose k rows start at kb: A transposed (4 STS per float4),
-        B straight."""
-        store_a_tile(As, kb, ra, a_r, a_c)
-        store_b_tile(Bs, kb, rb, b_r, b_c)
 
     @_inline
     def step(kk, As, Bs, am, bn, af, bf, acc):
@@ -317,8 +298,8 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
             cuda.syncthreads()
             ph = nxt
 
-    return SimpleNamespace(loaders=loaders, load_tiles=load_tiles, load_a_tile=load_a_tile,
-                           store_tiles=store_tiles, store_a_tile=store_a_tile, compute=compute, thread_tile=thread_tile,
+    return SimpleNamespace(loaders=loaders, load_tiles=load_tiles,
+                           store_tiles=store_tiles, compute=compute, thread_tile=thread_tile,
                            epilogue=epilogue, epilogue_at=epilogue_at, double_buffered=double_buffered)
 
 
