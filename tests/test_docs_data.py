@@ -1033,9 +1033,9 @@ def test_section_answers_agree_with_the_code_and_data(level):
 
 
 def test_section_answer_check_can_fail():
-    body = PROSE["v11r"].replace("at 1.60×.", "at 1.61×.")
+    body = PROSE["v11r"].replace("at 1.61×.", "at 1.60×.")
     assert section_figure_problems("v11r", body, SECTION_FIGURES["v11r"]) == [
-        "v11r: 'and 777×5000×3001 at 1.61×.' but the code or data say 1.5991"]
+        "v11r: 'and 777×5000×3001 at 1.60×.' but the code or data say 1.6090"]
     with pytest.raises(AssertionError):                  # a phrase the prose lost is an error too
         section_figure_problems("k3", SECTIONS["v11r"], SECTION_FIGURES["k3"])
 

@@ -110,13 +110,9 @@ def test_census():
 
 
 @pytest.mark.parametrize("name, M, N, K", [s for s in shapes.SUITE if s[1] <= gv.MAX_M])
-def test_auto_pick_unchanged_at_decode(name, M, N, K, monkeypatch):
-    """Uncalibrated, k6gv ranks after every calibrated level: auto's fp32 pick is the one it makes
-    without the level."""
+def test_auto_takes_it_at_decode(name, M, N, K):
+    """Calibrated from the H200 runs (1.3-1.5x k5sk's speed there), k6gv is auto's fp32 pick at
+    the suite's M <= 8 shapes, and is never ranked past 8 rows, which it refuses."""
     ranked = choose.candidates(np.float32, M, N, K, native=True)
-    mine = [q for q in ranked if q.level == "k6gv"]
-    assert mine and mine[0].ms is None and ranked[0].ms is not None
-    full = dict(numba_gemm.registry.registry())
-    monkeypatch.setattr(choose._levels, "registry", lambda: {k: v for k, v in full.items() if k != "k6gv"})
-    without = choose.candidates(np.float32, M, N, K, native=True)
-    assert (ranked[0].name, ranked[0].ms) == (without[0].name, without[0].ms)
+    assert ranked[0].level == "k6gv" and ranked[0].ms is not None
+    assert all(q.level != "k6gv" for q in choose.candidates(np.float32, gv.MAX_M + 1, N, K, native=True))

@@ -124,7 +124,7 @@ def _red_spread(Red, row, c, acc, r):
 # [excerpt:k6gv-step]
 @inline
 def _step(i, As, arow, rb, acc):
-    """k row i of the warp's four: two broadcast LDS.128 (A's 8 rows at k) feed 32 FFMA."""
+    """k row i of the warp's KW: two broadcast LDS.128 (A's 8 rows at k) feed 32 FFMA."""
     a_lo = load4_shared(As, (u32(arow + i), 0))     # rows 0..3 of A at this k
     a_hi = load4_shared(As, (u32(arow + i), 4))     # rows 4..7
     for j in range(THREAD_N):
