@@ -25,7 +25,8 @@ def _levels(spec: str | None):
 
 
 def warm(argv) -> int:
-    p = argparse.ArgumentParser(prog="python -m numba_gemm warm", description=__doc__.splitlines()[2])
+    p = argparse.ArgumentParser(prog="python -m numba_gemm warm", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description=__doc__.split("\n\n", 1)[1].strip())   # the docstring's paragraph
     p.add_argument("--level", help="comma-separated levels (default: all)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="worker processes (default: one per CPU)")

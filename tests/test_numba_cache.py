@@ -396,3 +396,14 @@ def test_warm_compiles_the_native_variants_run_may_need(monkeypatch):
     assert seen == [("v13_persistent.cu", v13_persistent.defines(c16=1)),
                     ("v11_wgmma.cu", v11_wgmma.tile(64, 64).defines()),
                     ("v11_wgmma.cu", tuple(v11_wgmma.DEFINES))]
+
+
+def test_warm_help_says_the_whole_paragraph(capsys):
+    """`warm --help` prints what the command does to its last sentence, not a cut first line."""
+    from numba_gemm import __main__ as entry
+
+    with pytest.raises(SystemExit):
+        entry.warm(["--help"])
+    out = capsys.readouterr().out
+    assert "first call in a\nnew process loads them instead of compiling" in out
+    assert out.rstrip().endswith("(default: one per CPU)") and "every other use of it." in out
