@@ -490,16 +490,19 @@ def test_ladder_sgemm_sections_quote_no_older_run():
 
 
 def test_appendix_holds_the_seeds_and_their_card():
-    """The seeds' titles, the sources and the 4090 comparison are an appendix at the end."""
-    i = LADDER.index("## Appendix: sources and the seeds")
-    assert i > LADDER.index("## Tables")
-    app = LADDER[i:]
+    """The seeds' titles, the sources and the 4090 comparison are an appendix at the end of
+    DETAILS.md, after the last level's deep dive; LADDER ends with its heading and a link to it."""
+    i = DETAILS.index("## Appendix: sources and the seeds")
+    assert i > DETAILS.index("\n## v13 — ")
+    app = DETAILS[i:]
+    j = LADDER.index("## Appendix: sources and the seeds")
+    assert j > LADDER.index("## Tables") and "(DETAILS.md#appendix-sources-and-the-seeds)" in LADDER[j:]
     for title in ("SGEMM in six levels: how the core code evolves",
                   "GEMM optimisation (3): large matrices and the last mile", "Programming Massively Parallel",
                   "Roofline: an insightful visual performance model"):
         assert title in " ".join(app.split()), title
     top = LADDER[:LADDER.index("## Why three ledgers")]
-    assert "RTX 4090**" not in top and "2112.7" not in LADDER[:i]
+    assert "RTX 4090**" not in top and "2112.7" not in LADDER and "2112.7" not in DETAILS[:i]
     rtx = ledgers.card("rtx4090")
     k2, k3 = (ledgers.cycle_ledger(lv, rtx, 4096) for lv in ("k2", "k3"))
     assert rtx.costs == {"lds_free": 2.686, "lds_bcast": 0.534, "ldg": 1.94}
