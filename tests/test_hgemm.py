@@ -7,6 +7,7 @@ poisoned by NaN, shapes whose rows are not 16-byte aligned (served by the elemen
 of the cp.async levels, refused before launch by v10), and offsets past 2^31 elements. All
 compared with check.verify(family="hgemm").
 """
+import functools
 import re
 from pathlib import Path
 
@@ -201,6 +202,20 @@ def test_gemm_api_end_to_end():
             assert check.verify(out, A, B, C, 0.5, 2.0, family="hgemm").ok
 
 
+@functools.lru_cache(maxsize=1)
+def _big_operands(M, N, K):
+    """Small random integers on the device, one shape at a time: building a 4 GB operand takes
+    longer than every level's kernel on it, so the levels of one shape share it."""
+    from numba import cuda
+
+    rng = np.random.default_rng()
+    A = rng.integers(-2, 3, (M, K), dtype=np.int8).astype(np.float16)
+    B = rng.integers(-2, 3, (K, N), dtype=np.int8).astype(np.float16)
+    rows, cols = np.r_[0:3, M - 3:M], np.r_[0:3, N - 3:N]
+    ref = A[rows].astype(np.float64) @ B[:, cols].astype(np.float64)   # small integers: exact in fp32
+    return cuda.to_device(A), cuda.to_device(B), cuda.device_array((M, N), np.float32), cols, ref
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("lv", LEVELS, ids=ids)
 @pytest.mark.parametrize("shape", [(65600, 16, 32776), (16, 65600, 32776), (65600, 32776, 8)],
@@ -210,18 +225,14 @@ def test_offsets_past_2_31_elements(lv, shape):
     from numba import cuda
 
     M, N, K = shape
-    rng = np.random.default_rng()
-    A = rng.integers(-2, 3, (M, K), dtype=np.int8).astype(np.float16)
-    B = rng.integers(-2, 3, (K, N), dtype=np.int8).astype(np.float16)
-    dA, dB = cuda.to_device(A), cuda.to_device(B)
-    dC = cuda.device_array((M, N), np.float32)
+    dA, dB, dC, cols, ref = _big_operands(M, N, K)
+    nan_rows = np.full((3, N), np.nan, np.float32)
+    dC[0:3].copy_to_device(nan_rows)          # the checked rows, poisoned: beta == 0 must write them
+    dC[M - 3:M].copy_to_device(nan_rows)
     lv.run(dA, dB, dC, 1.0, 0.0)
     cuda.synchronize()
-    rows = np.r_[0:3, M - 3:M]
-    cols = np.r_[0:3, N - 3:N]
-    ref = A[rows].astype(np.float64) @ B[:, cols].astype(np.float64)
     tail = dC[M - 3:M].copy_to_host()[:, cols]
-    np.testing.assert_array_equal(np.asarray(tail, np.float64), ref[3:])    # small integers: exact in fp32
+    np.testing.assert_array_equal(np.asarray(tail, np.float64), ref[3:])
     head = dC[0:3].copy_to_host()[:, cols]
     np.testing.assert_array_equal(np.asarray(head, np.float64), ref[:3])
 
