@@ -424,14 +424,17 @@ def census_levels(levels) -> dict[str, list[Census]]:
 
 
 def census_levels_uncached(levels) -> dict[str, list[Census]]:
-    """Census of several levels ({name: [Census per kernel]}); one child process at most.
+    """Census of several levels ({name: [Census per kernel]}); Numba levels in child processes
+    where census_cache.in_children says.
 
     Native levels raise CensusUnavailable only when asked for alone (census_level); here a
     native level that cannot be compiled maps to the exception instance instead of a list.
     """
     out = {}
     numba_names = [lv.name for lv in levels if not lv.native]
-    if numba_names and _simulating():
+    # children: with the simulator on they are the only way to compile; on a GPU, with several
+    # levels to take, they compile in parallel (one level alone is faster in this process)
+    if numba_names and (_simulating() or len(numba_names) > 1):
         missing = [n for n in numba_names if n not in _CHILD_CACHE]
         if missing:
             _CHILD_CACHE.update({n: [Census(**c) for c in cs]
