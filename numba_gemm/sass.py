@@ -424,8 +424,8 @@ def census_levels(levels) -> dict[str, list[Census]]:
 
 
 def census_levels_uncached(levels) -> dict[str, list[Census]]:
-    """Census of several levels ({name: [Census per kernel]}); Numba levels in child processes
-    where census_cache.in_children says.
+    """Census of several levels ({name: [Census per kernel]}); the Numba levels in parallel child
+    processes (census_cache.in_children) under the simulator or when there are several.
 
     Native levels raise CensusUnavailable only when asked for alone (census_level); here a
     native level that cannot be compiled maps to the exception instance instead of a list.
