@@ -9,6 +9,7 @@ where censuses come from and go, not what they hold, so it does not import numba
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -21,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 CENSUS_MODULES = ("sass.py", "census_cache.py")   # the census's own code: a change takes it again
+_HELD = "NUMBA_GEMM_CENSUS_LOCK_HELD"             # set while this process (or its parent) holds the lock
 
 
 def progress_on() -> bool:
@@ -149,3 +151,33 @@ def store(level, censuses: list[dict]) -> None:
         nvrtc.atomic_write(cache_path(level), json.dumps(censuses).encode())
     except OSError:
         pass             # a read-only cache: the census is simply taken again next time
+
+
+@contextlib.contextmanager
+def one_taker():
+    """Held while a process takes censuses: pytest workers or tools started together then
+    compile each level once, and the others read it from the cache (an advisory file lock; none
+    where the cache cannot be written or the platform has no fcntl). The census children of the
+    holder inherit it through the environment and do not wait for it."""
+    from . import nvrtc
+
+    if os.environ.get(_HELD):
+        yield
+        return
+    try:
+        import fcntl
+
+        path = nvrtc.cache_dir() / "census" / ".lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path, "a")
+    except (ImportError, OSError):
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        os.environ[_HELD] = "1"
+        try:
+            yield
+        finally:
+            del os.environ[_HELD]
+

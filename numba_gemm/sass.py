@@ -405,22 +405,30 @@ def _cached(level) -> list[Census] | None:
 
 
 def census_levels(levels) -> dict[str, list[Census]]:
-    """census_levels_uncached through the per-level disk cache (census_cache.cache_path)."""
-    out, todo = {}, []
+    """census_levels_uncached through the per-level disk cache (census_cache.cache_path). A level
+    another process is taking is waited for and read from the cache, not compiled twice."""
+    out = _from_cache(levels)
+    todo = [lv for lv in levels if lv.name not in out]
+    if todo:
+        with census_cache.one_taker():
+            out.update(_from_cache(todo))
+            todo = [lv for lv in todo if lv.name not in out]
+            fresh = census_levels_uncached(todo) if todo else {}
+            for lv in todo:
+                if not isinstance(fresh[lv.name], Exception):
+                    census_cache.store(lv, [asdict(c) for c in fresh[lv.name]])
+        out.update(fresh)
+    return {lv.name: out[lv.name] for lv in levels}
+
+
+def _from_cache(levels) -> dict[str, list[Census]]:
+    out = {}
     for lv in levels:
         hit = _cached(lv)
         if hit is not None:
             census_cache.progress(f"{lv.name}: from the cache")
             out[lv.name] = hit
-        else:
-            todo.append(lv)
-    if todo:
-        fresh = census_levels_uncached(todo)
-        for lv in todo:
-            if not isinstance(fresh[lv.name], Exception):
-                census_cache.store(lv, [asdict(c) for c in fresh[lv.name]])
-        out.update(fresh)
-    return {lv.name: out[lv.name] for lv in levels}
+    return out
 
 
 def census_levels_uncached(levels) -> dict[str, list[Census]]:
