@@ -39,6 +39,18 @@ def choose_splits(tiles: int, k_tiles: int, M: int, N: int, sms: int = 132,
     return max(1, s)
 
 
+def checked_splits(level: str, splits, k_tiles: int, K: int, M: int, N: int) -> int:
+    """A split count a caller forced (a benchmark's run(..., splits=S)), refused with a
+    ValueError unless it is an int in 1..k_tiles whose partials fit WORKSPACE_LIMIT."""
+    if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= k_tiles:
+        raise ValueError(f"level {level}: splits must be an int in 1..{k_tiles} (the K tiles of "
+                         f"K={K}), got {splits!r}")
+    if splits > 1 and 4 * splits * M * N > WORKSPACE_LIMIT:
+        raise ValueError(f"level {level}: {splits} splits of {M}x{N} need {4 * splits * M * N} "
+                         f"bytes of workspace, more than splitk.WORKSPACE_LIMIT = {WORKSPACE_LIMIT}")
+    return splits
+
+
 def slice_k_tiles(k_tiles: int, splits: int) -> int:
     """K tiles per slice: slices are equal except the last, which may be shorter (never
     empty: choose a split count for which it holds, see `effective_splits`)."""

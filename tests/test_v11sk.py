@@ -173,7 +173,7 @@ def stubbed(monkeypatch):
 
     monkeypatch.setattr(nvrtc, "function", function)
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
-    monkeypatch.setattr(sk, "sm_count", lambda: 132)
+    monkeypatch.setattr(sk.cm, "sm_count", lambda: 132)
     monkeypatch.setattr(sk.wg, "maps_and_args", maps_and_args)
     monkeypatch.setattr(sk.wg, "check_operands", lambda *a: calls["maps"].append("checked"))
     monkeypatch.setattr(sk.cm, "device_ptr", lambda a: a.ptr)
@@ -256,7 +256,7 @@ def _case(M, N, K, dtype, alpha, beta, rng, splits=None, twice=True):
         for L in rec.launches:
             L(0)
         cuda.synchronize()
-        tile, S = sk.plan_splits(M, N, K, sms=sk.sm_count(), splits=splits)
+        tile, S = sk.plan_splits(M, N, K, sms=sk.cm.sm_count(), splits=splits)
         assert len(rec.launches) == (1 if S == 1 else 2) and rec.launches[0].grid[1] == S
         outs.append(dC.copy_to_host())
     v = check.verify(outs[0], A, B, C, alpha, beta, family="hgemm")
@@ -280,7 +280,7 @@ def test_exact_on_ragged_shapes_auto_splits(dtype):
     split_seen = set()
     for M, N, K in SHAPES:
         assert sk.unsupported(M, N, K) is None
-        tile, S = sk.plan_splits(M, N, K, sms=sk.sm_count())
+        tile, S = sk.plan_splits(M, N, K, sms=sk.cm.sm_count())
         split_seen.add((tile.bm, S > 1))
         _case(M, N, K, dtype, 0.5, 3.0, rng)
         _case(M, N, K, dtype, 1.0, 0.0, rng)         # beta == 0: NaN in C must not leak
@@ -311,7 +311,7 @@ def test_one_k_tile(K):
 def test_k_much_longer_than_m_n():
     """64×64×2^20: 16 slices of 1024 K tiles each; K coordinates up to 2^20."""
     rng = np.random.default_rng()
-    assert sk.plan_splits(64, 64, 2**20, sms=sk.sm_count())[1] > 1
+    assert sk.plan_splits(64, 64, 2**20, sms=sk.cm.sm_count())[1] > 1
     _case(64, 64, 2**20, np.float16, 0.5, 3.0, rng)
     _case(64, 64, 2**20, np.float16, 1.0, 0.0, rng, twice=False)
 
@@ -325,7 +325,7 @@ def test_gemm_and_plan_end_to_end_same_bits():
     for dtype in DTYPES:
         for M, N, K in [(16, 8192, 2048), (128, 1024, 4096)]:
             A, B, C = check.random_inputs(M, N, K, dtype, rng)
-            assert sk.plan_splits(M, N, K, sms=sk.sm_count())[1] > 1
+            assert sk.plan_splits(M, N, K, sms=sk.cm.sm_count())[1] > 1
             out = numba_gemm.gemm(A, B, C.copy(), alpha=0.5, beta=2.0, level="v11sk")
             assert check.verify(out, A, B, C, 0.5, 2.0, family="hgemm").ok
             dA, dB = _dev(A), _dev(B)
@@ -351,7 +351,7 @@ def test_captured_graph_replays_the_same_bits_torch():
     import numba_gemm
 
     M, N, K = 16, 8192, 4096
-    assert sk.plan_splits(M, N, K, sms=sk.sm_count())[1] > 1
+    assert sk.plan_splits(M, N, K, sms=sk.cm.sm_count())[1] > 1
     g = torch.Generator(device="cpu")
     g.manual_seed(int(np.random.default_rng().integers(2**31)))
     A = (torch.rand((M, K), generator=g) * 2 - 1).to("cuda", torch.float16)
@@ -403,7 +403,7 @@ def test_captured_graph_replays_the_same_bits_driver():
     M, N, K = 16, 8192, 4096
     A, B, _ = check.random_inputs(M, N, K, np.float16, rng)
     C0 = rng.uniform(-1, 1, (M, N)).astype(np.float32)
-    assert sk.plan_splits(M, N, K, sms=sk.sm_count())[1] > 1
+    assert sk.plan_splits(M, N, K, sms=sk.cm.sm_count())[1] > 1
     cuda.current_context()
     stream = ok(drv.cuStreamCreate(1))                     # non-blocking
     h = int(stream)

@@ -324,3 +324,16 @@ def l2_cache_bytes() -> int:
 
 
 _L2 = None
+
+
+def sm_count() -> int:
+    """Multiprocessors of the current device (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), cached."""
+    global _SMS
+    if _SMS is None:
+        from .. import driver
+
+        _SMS = driver.device_attribute("MULTIPROCESSOR_COUNT")
+    return _SMS
+
+
+_SMS = None

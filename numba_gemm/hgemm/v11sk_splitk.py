@@ -82,13 +82,7 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
     if forced is None:
         s = splitk.choose_splits(tiles, k_tiles, M, N, sms=sms, min_k_tiles=MIN_SLICE_K_TILES)
     else:
-        if isinstance(forced, bool) or not isinstance(forced, int) or not 1 <= forced <= k_tiles:
-            raise ValueError(f"level {LEVEL}: splits must be an int in 1..{k_tiles} (the K tiles of "
-                             f"K={K}), got {forced!r}")
-        if forced > 1 and 4 * forced * M * N > splitk.WORKSPACE_LIMIT:
-            raise ValueError(f"level {LEVEL}: {forced} splits of {M}x{N} need {4 * forced * M * N} "
-                             f"bytes of workspace, more than splitk.WORKSPACE_LIMIT = {splitk.WORKSPACE_LIMIT}")
-        s = forced
+        s = splitk.checked_splits(LEVEL, forced, k_tiles, K, M, N)
     return tile, splitk.effective_splits(k_tiles, s)
 
 
@@ -116,19 +110,6 @@ def unsupported(M: int, N: int, K: int) -> str | None:
         "more than 2^31 - 1 output tiles" if ceil_div(M, 64) * ceil_div(N, 256) > cm.INT32_MAX else None)
 
 
-def sm_count() -> int:
-    """Multiprocessors of the current device, cached."""
-    global _SMS
-    if _SMS is None:
-        from .. import driver
-
-        _SMS = driver.device_attribute("MULTIPROCESSOR_COUNT")
-    return _SMS
-
-
-_SMS = None
-
-
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
     from .. import launch, nvrtc
     from ..launch import launch_native
@@ -138,7 +119,7 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
     reason = unsupported(M, N, K)
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
-    tile, S = plan_splits(M, N, K, sms=sm_count(), splits=splits)
+    tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits)
     wg.check_operands(LEVEL, cm.device_ptr(A), cm.device_ptr(B), M, N, K, tile)   # before any allocation
     per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S)
     kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())

@@ -1,0 +1,124 @@
+"""read: diff native/v11sk_splitk.cu native/v11sl_splitk.cu · run: python bench.py --level v11sl --dtype fp16
+
+v11sl: v11sk with the reduction inside the GEMM kernel — the last CTA of each tile sums its slices.
+
+v11sl = v11sk without the second launch. The slices write their raw fp32 partials to the
+workspace as v11sk's do; then each CTA takes a ticket from its tile's counter (an atomicAdd
+after a __threadfence, so its partial is visible before the ticket), and the CTA that draws
+S - 1 — the last of the tile to finish — resets the counter and adds the tile's S partials in
+the order z = 0, 1, …, S-1 in its own accumulator registers, reading each from the workspace
+(its own too: the order, and so the bits, never depend on which slice came last), then runs
+v11's epilogue once with alpha and beta. No float atomics: the same bits on every run, and the
+counters are zero again after every launch, so a captured graph replays exactly. The counters
+(one int32 per tile) sit beside the partials in numba_gemm.workspace, zeroed when allocated.
+
+Which ledger moved: launches and bytes. v11sk's reduction is a second kernel that reads all S
+partials and writes C after the last slice has finished; here the tiles reduce while other
+tiles still compute, and the launch's fixed cost (a few µs, what a 20-µs product notices) is
+paid once. Bytes: the same partials written, the same read back, from L2 rather than DRAM
+where they fit (the tile's slices finish together).
+
+The tile follows the shape: BM = 64 when M ≤ 64 (v11sk's rule), and BN the narrowest of
+v11's 64, 128 and 256 that covers N, so a narrow output does not compute 256 columns to keep
+N of them (4096×128: 128×128 tiles, 32 of them, S = 4). run(..., bm=, bn=) forces another tile
+for a benchmark, and run(..., splits=S) a split count (as v11sk). Plan: `plan_splits`, pure.
+
+Limits (TMA's, as v11): 16-byte aligned bases and K % 8 == 0, N % 8 == 0 for 2-byte types;
+other shapes are refused before launch, naming v9.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+
+from .. import splitk, workspace
+from ..util import ceil_div
+from . import _common as cm
+from . import _wgmma as wg
+
+LEVEL = "v11sl"
+PARENT = "v11sk"
+TITLE = "split-K reduced by each tile's last CTA, one launch"
+DELTA = ("v11sl = v11sk with the reduction in the GEMM kernel: per-tile counters, the last CTA "
+         "adds the slices in order z = 0..S-1 and writes C; BN follows N")
+DTYPES = cm.DTYPES
+SOURCE = "v11sl_splitk.cu"
+KERNEL_NAMES = {"f16": "v11sl_splitk_f16", "bf16": "v11sl_splitk_bf16"}
+SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "ATOMG", "MEMBAR")
+SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
+RASTER = "super"
+AUTO = False                      # ranked by auto once measured (numba_gemm.choose)
+
+CONFIG = wg.WgmmaTile(bm=128)     # the census's and the ledgers' tile (M > 64, N > 128)
+DEFINES = CONFIG.defines()
+SMALL_M = 64                      # M <= SMALL_M takes the 64-row tile
+MIN_SLICE_K_TILES = 8             # v11sk's: shorter slices lost to one CTA per tile on the H200
+
+
+def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None) -> wg.WgmmaTile:
+    """The tile for M x N: bm by M (64 when M <= 64), bn the narrowest wgmma width covering N;
+    either may be forced (a ValueError names the tiles that exist)."""
+    bm = bm if bm is not None else (64 if M <= SMALL_M else 128)
+    bn = bn if bn is not None else next((w for w in wg.WGMMA_N if N <= w), wg.WGMMA_N[-1])
+    tile = dataclasses.replace(CONFIG, bm=bm, bn=bn)
+    bad = tile.problems()
+    if bad:
+        raise ValueError(f"level {LEVEL}: no tile bm={bm}, bn={bn}: {'; '.join(bad)}")
+    return tile
+
+
+def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
+                bm: int | None = None, bn: int | None = None):
+    """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
+    (splitk.choose_splits, or `splits` when given), rounded so that no slice is empty
+    (splitk.effective_splits). Pure: no device is touched."""
+    tile = tile_for(M, N, bm, bn)
+    tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
+    k_tiles = ceil_div(K, tile.bk)
+    if splits is None:
+        s = splitk.choose_splits(tiles, k_tiles, M, N, sms=sms, min_k_tiles=MIN_SLICE_K_TILES)
+    else:
+        s = splitk.checked_splits(LEVEL, splits, k_tiles, K, M, N)
+    return tile, splitk.effective_splits(k_tiles, s)
+
+
+def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=None):
+    """(super_m, super_n): v9's L2 rule for the tile this shape takes."""
+    return wg.tile_order(M, N, K, l2_bytes, config or tile_for(M, N))
+
+
+def launch_config(M: int, N: int, K: int, config=None, splits: int = 1):
+    """(grid, block, smem): (tiles, S, 1) CTAs of the tile's threads."""
+    config = config or tile_for(M, N)
+    grid, block, smem = wg.launch_config(M, N, K, config)
+    return (grid[0], splits, 1), block, smem
+
+
+def unsupported(M: int, N: int, K: int) -> str | None:
+    return wg.tma_rule(M, N, K) or (
+        "more than 2^31 - 1 output tiles" if ceil_div(M, 64) * ceil_div(N, 64) > cm.INT32_MAX else None)
+
+
+def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, bm: int | None = None,
+        bn: int | None = None):
+    from .. import launch, nvrtc
+    from ..launch import launch_native
+
+    M, K = A.shape
+    N = B.shape[1]
+    reason = unsupported(M, N, K)
+    if reason:
+        raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
+    tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, bm=bm, bn=bn)
+    wg.check_operands(LEVEL, cm.device_ptr(A), cm.device_ptr(B), M, N, K, tile)   # before any allocation
+    per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S)
+    kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())
+    grid, block, smem = launch_config(M, N, K, tile, S)
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile) + [ctypes.c_int32(per)]
+    if S == 1:              # v11 with this tile: no workspace is touched
+        launch_native(kernel, grid, block, smem, stream, args + cm.pack_args(("p", 0), ("p", 0)))
+        return
+    P, counts = workspace.partials(C, S, M, N), workspace.counters(C, grid[0])
+    args += cm.pack_args(("p", cm.device_ptr(P)), ("p", cm.device_ptr(counts)))
+    with launch.keeping((P, counts), stream):   # the arguments hold only their addresses
+        launch_native(kernel, grid, block, smem, stream, args)

@@ -1,0 +1,281 @@
+"""v11sl (v11sk with the reduction inside the GEMM kernel).
+
+CI (no GPU): the contract and the registry order; the tile rule (BM by M, BN the narrowest wgmma
+width covering N) and plan_splits as pure functions (every K tile in exactly one slice, S·tiles
+within the SMs); NVRTC compiles for the tiles the rule picks, with the census (HGMMA, ATOMG,
+MEMBAR; no local memory); run() recorded with the driver stubbed: one launch either way, the
+workspace and the counters as its last two arguments (null without a split), kept alive.
+GPU: exact on ragged shapes for both dtypes, automatic and forced S and tiles, beta == 0 with C
+poisoned by NaN, bit-identical reruns, the counters zero after every call (so calls with other
+splits on the same output stay exact), K ≫ M·N, a captured CUDA graph replaying the same bits.
+    python -m pytest -q tests/test_v11sl.py -m gpu
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numba_gemm import check, driver, launch, splitk
+from numba_gemm.hgemm import _common as cm
+from numba_gemm.hgemm import v11sl_splitk as sl
+from numba_gemm.registry import registry
+from numba_gemm.util import ceil_div
+from tests.test_hopper import census_ops
+
+DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
+
+
+def test_contract_and_registry_order():
+    names = list(registry())
+    assert names.index("v11sk") < names.index("v11sl") < names.index("v12")
+    assert sl.PARENT == "v11sk" and sl.DEFINES == sl.CONFIG.defines()
+
+
+def test_refusals_as_v11():
+    for shape in [(64, 64, 100), (64, 100, 64), (1, 1, 1), (127, 4099, 72)]:
+        reason = sl.unsupported(*shape)
+        assert reason and "v9" in reason and "16 bytes" in reason
+    for ok in [(1, 8, 8), (127, 4104, 72), (64, 64, 2**20)]:
+        assert sl.unsupported(*ok) is None
+    with pytest.raises(ValueError, match="v9"):
+        sl.run(np.zeros((16, 12), np.float16), np.zeros((12, 16), np.float16), None, 1.0, 0.0)
+
+
+def test_tile_rule():
+    pick = lambda M, N: (sl.tile_for(M, N).bm, sl.tile_for(M, N).bn)   # noqa: E731
+    assert [pick(M, N) for M, N in [(16, 8192), (64, 64), (65, 64), (4096, 128), (4096, 136),
+                                    (8192, 64), (128, 8), (128, 256), (128, 264)]] == \
+        [(64, 256), (64, 64), (128, 64), (128, 128), (128, 256), (128, 64), (128, 64), (128, 256),
+         (128, 256)]
+    assert sl.tile_for(4096, 4096, bm=64, bn=128) == sl.tile_for(64, 128)
+    for bad in [dict(bm=32), dict(bn=96), dict(bm=256)]:
+        with pytest.raises(ValueError, match="no tile"):
+            sl.tile_for(128, 128, **bad)
+
+
+def test_plan_of_the_narrow_shapes():
+    # narrow N 128: 32 tiles of 128 x 128, 4 slices of 16 K tiles (v11sk: 128 x 256, the same S)
+    assert [(t.bm, t.bn, s) for t, s in (sl.plan_splits(4096, 128, 4096), sl.plan_splits(128, 4096, 4096),
+                                         sl.plan_splits(16, 8192, 8192))] == \
+        [(128, 128, 4), (128, 256, 8), (64, 256, 4)]
+    assert sl.plan_splits(4096, 4096, 4096)[1] == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(M=st.integers(1, 20000), n8=st.integers(1, 4096), k8=st.integers(1, 2**17),
+       sms=st.integers(1, 264))
+def test_plan_splits_covers_k_once(M, n8, k8, sms):
+    N, K = 8 * n8, 8 * k8
+    tile, S = sl.plan_splits(M, N, K, sms=sms)
+    assert tile == sl.tile_for(M, N) and tile.bn >= min(N, 256)
+    tiles, k_tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn), ceil_div(K, 64)
+    assert 1 <= S <= min(splitk.MAX_SPLITS, k_tiles)
+    per = splitk.slice_k_tiles(k_tiles, S)
+    assert (S - 1) * per < k_tiles <= S * per                              # no empty slice, all covered
+    if S > 1:
+        assert S * tiles <= sms and 4 * S * M * N <= splitk.WORKSPACE_LIMIT
+        assert per >= sl.MIN_SLICE_K_TILES
+
+
+def test_forced_splits_refused_when_out_of_range():
+    for bad in (0, -1, 1.5, True, 65):
+        with pytest.raises(ValueError, match="splits"):
+            sl.plan_splits(128, 256, 4096, splits=bad)                  # 64 K tiles
+    assert sl.plan_splits(128, 256, 4096, splits=3)[1] == 3
+
+
+# ---------------------------------------------------------------------------- NVRTC + census
+
+@pytest.mark.parametrize("bm, bn", [(128, 256), (64, 256), (128, 128), (128, 64)])
+def test_compiles_with_its_census(bm, bn):
+    census_ops(sl.SOURCE, sl.tile_for(4096, 4096, bm=bm, bn=bn).defines(), sl.KERNEL_NAMES.values(),
+               sl.SASS_MUST_HAVE, sl.SASS_MUST_NOT_HAVE, wgmma_n=bn)
+
+
+# ---------------------------------------------------------------------------- run(), recorded (no GPU)
+
+class _Array:
+    def __init__(self, ptr, shape, dtype):
+        self.ptr, self.shape, self.dtype = ptr, shape, np.dtype(dtype)
+
+
+@pytest.fixture
+def stubbed(monkeypatch):
+    from numba_gemm import nvrtc
+
+    defines = []
+
+    def function(source, name, defines_=()):
+        defines.append((source, name, defines_))
+        return 0x77
+
+    monkeypatch.setattr(nvrtc, "function", lambda source, name, defines=(): function(source, name, defines))
+    monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
+    monkeypatch.setattr(sl.cm, "sm_count", lambda: 132)
+    monkeypatch.setattr(sl.wg, "maps_and_args", lambda level, A, B, C, alpha, beta, config: cm.pack_args(
+        ("p", C.ptr), ("f", alpha), ("f", beta)))
+    monkeypatch.setattr(sl.wg, "check_operands", lambda *a: None)
+    monkeypatch.setattr(sl.cm, "device_ptr", lambda a: a.ptr)
+    monkeypatch.setattr(sl.workspace, "partials", lambda C, S, M, N: _Array(0x5000, (S * M * N,), np.float32))
+    monkeypatch.setattr(sl.workspace, "counters", lambda C, tiles: _Array(0x6000, (tiles,), np.int32))
+    return defines
+
+
+def test_run_without_a_split_passes_no_workspace(stubbed):
+    A, B, C = _Array(0x1000, (4096, 4096), np.float16), _Array(0x2000, (4096, 4096), np.float16), \
+        _Array(0x3000, (4096, 4096), np.float32)
+    with launch.recording() as rec:
+        sl.run(A, B, C, 0.5, 2.0)
+    (L,) = rec.launches
+    args = L.keep
+    assert L.grid == (16 * 32, 1, 1) and [a.value for a in args[:3]] == [0x3000, 0.5, 2.0]
+    assert args[-3].value == 64 and args[-2].value is None and args[-1].value is None   # per; no ws
+    assert stubbed == [(sl.SOURCE, "v11sl_splitk_f16", sl.CONFIG.defines())]
+
+
+def test_run_with_a_split_is_one_launch_holding_its_workspace(stubbed):
+    M, N, K = 4096, 128, 4096
+    A, B = _Array(0x1000, (M, K), np.uint16), _Array(0x2000, (K, N), np.uint16)
+    C = _Array(0x3000, (M, N), np.float32)
+    with launch.recording() as rec:
+        sl.run(A, B, C, -1.5, 0.25)
+    (L,) = rec.launches                                          # no reduction launch
+    tile = sl.tile_for(M, N)
+    assert L.grid == (32, 4, 1) and L.block == (tile.threads, 1, 1) and L.smem == tile.smem()
+    args, (P, counts) = L.keep
+    assert [a.value for a in args[:3]] == [0x3000, -1.5, 0.25]  # C, alpha and beta: applied once, in the kernel
+    assert args[-3].value == 16 and args[-2].value == 0x5000 and args[-1].value == 0x6000
+    assert P.shape == (4 * M * N,) and counts.shape == (32,)
+    assert stubbed[0][1] == "v11sl_splitk_bf16" and stubbed[0][2] == tile.defines()
+
+
+# ---------------------------------------------------------------------------- GPU
+
+def _dev(x):
+    from numba import cuda
+
+    return cuda.to_device(x.view(np.uint16) if x.dtype == cm.BF16 else x)
+
+
+def _case(M, N, K, dtype, alpha, beta, rng, **kw):
+    """Two runs against float64 (C poisoned with NaN when beta == 0): the same bytes both times,
+    and the tile's counters zero after each. Returns the output."""
+    from numba import cuda
+
+    from numba_gemm import workspace
+
+    A, B, C = check.random_inputs(M, N, K, dtype, rng)
+    C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
+    dA, dB = _dev(A), _dev(B)
+    tile, S = sl.plan_splits(M, N, K, sms=sl.cm.sm_count(), splits=kw.get("splits"), bm=kw.get("bm"),
+                             bn=kw.get("bn"))
+    what = f"v11sl {np.dtype(dtype).name} M={M} N={N} K={K} a={alpha} b={beta} {kw} -> {tile.label()}, S={S}"
+    outs = []
+    for _ in range(2):
+        dC = cuda.to_device(C_in)
+        sl.run(dA, dB, dC, alpha, beta, **kw)
+        cuda.synchronize()
+        outs.append(dC.copy_to_host())
+        if S > 1:
+            counts = workspace.counters(dC, ceil_div(M, tile.bm) * ceil_div(N, tile.bn)).copy_to_host()
+            assert not counts.any(), f"{what}: counters left at {counts[counts != 0][:8]}"
+    v = check.verify(outs[0], A, B, C, alpha, beta, family="hgemm")
+    assert v.ok, f"{what}: {v}"
+    assert outs[0].tobytes() == outs[1].tobytes(), f"{what}: two runs differ"
+    return outs[0]
+
+
+SHAPES = [(1, 8, 8), (16, 8192, 1024), (37, 1032, 1000), (64, 264, 2048), (65, 256, 512),
+          (100, 520, 4096), (128, 4096, 4096), (129, 264, 1000), (300, 8, 2056), (4096, 128, 4096),
+          (8192, 64, 2048), (1000, 40, 136), (4097, 4104, 512), (777, 120, 3000)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_exact_on_ragged_shapes_auto_splits(dtype):
+    rng = np.random.default_rng()
+    seen = set()
+    for M, N, K in SHAPES:
+        if sl.unsupported(M, N, K):
+            continue
+        tile, S = sl.plan_splits(M, N, K, sms=sl.cm.sm_count())
+        seen.add((tile.bm, tile.bn, S > 1))
+        _case(M, N, K, dtype, 0.5, 3.0, rng)
+        _case(M, N, K, dtype, 1.0, 0.0, rng)         # beta == 0: NaN in C must not leak
+    assert {(64, 256, True), (128, 128, True), (128, 256, True), (128, 64, False)} <= seen
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("splits", [1, 2, 3, 7, 16])
+def test_exact_with_forced_splits_and_tiles(dtype, splits):
+    rng = np.random.default_rng()
+    for (M, N, K), tile in [((16, 520, 1024), {}), ((65, 264, 1000), dict(bn=64)),
+                            ((200, 776, 2048), dict(bm=64, bn=128)), ((300, 136, 1032), dict(bn=256))]:
+        _case(M, N, K, dtype, -1.5, 0.25, rng, splits=splits, **tile)
+        _case(M, N, K, dtype, 1.0, 0.0, rng, splits=splits, **tile)
+
+
+@pytest.mark.gpu
+def test_other_splits_on_the_same_output_after_each_other():
+    """One C, the same tiles, S = 16, 2, 5, 1, 16 in turn: each call finds the counters zero."""
+    from numba import cuda
+
+    rng = np.random.default_rng()
+    M, N, K = 256, 512, 4096
+    A, B, C = check.random_inputs(M, N, K, np.float16, rng)
+    dA, dB, dC = _dev(A), _dev(B), cuda.to_device(C)
+    for S in (16, 2, 5, 1, 16):
+        dC.copy_to_device(C)
+        sl.run(dA, dB, dC, 0.5, -1.0, splits=S)
+        v = check.verify(dC.copy_to_host(), A, B, C, 0.5, -1.0, family="hgemm")
+        assert v.ok, f"S={S}: {v}"
+
+
+@pytest.mark.gpu
+def test_k_much_longer_than_m_n():
+    rng = np.random.default_rng()
+    assert sl.plan_splits(64, 64, 2**20, sms=sl.cm.sm_count())[1] > 1
+    _case(64, 64, 2**20, np.float16, 0.5, 3.0, rng)
+
+
+@pytest.mark.gpu
+def test_captured_graph_replays_the_same_bits():
+    """gemm() on a stream captured with the driver's stream capture (after a warm-up that
+    allocates the workspace and counters), replayed three times: the eager bytes each time."""
+    import numba_gemm
+    from cuda.bindings import driver as drv
+    from numba import cuda
+
+    def ok(r):
+        err = r[0] if isinstance(r, tuple) else r
+        assert err == drv.CUresult.CUDA_SUCCESS, err
+        return r[1] if isinstance(r, tuple) and len(r) > 1 else None
+
+    rng = np.random.default_rng()
+    M, N, K = 4096, 128, 4096
+    A, B, _ = check.random_inputs(M, N, K, np.float16, rng)
+    C0 = rng.uniform(-1, 1, (M, N)).astype(np.float32)
+    assert sl.plan_splits(M, N, K, sms=sl.cm.sm_count())[1] > 1
+    cuda.current_context()
+    stream = ok(drv.cuStreamCreate(1))
+    h = int(stream)
+    ns = cuda.external_stream(h)
+    dA, dB, dC = cuda.to_device(A, stream=ns), cuda.to_device(B, stream=ns), cuda.to_device(C0, stream=ns)
+    ns.synchronize()
+    numba_gemm.gemm(dA, dB, dC, alpha=0.5, beta=-2.0, level="v11sl", stream=h)   # warm-up
+    ok(drv.cuStreamSynchronize(stream))
+    eager = dC.copy_to_host(stream=ns)
+    ns.synchronize()
+    assert check.verify(eager, A, B, C0, 0.5, -2.0, family="hgemm").ok
+    ok(drv.cuStreamBeginCapture(stream, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+    numba_gemm.gemm(dA, dB, dC, alpha=0.5, beta=-2.0, level="v11sl", stream=h)
+    exe = ok(drv.cuGraphInstantiate(ok(drv.cuStreamEndCapture(stream)), 0))
+    for _ in range(3):
+        dC.copy_to_device(C0, stream=ns)
+        ns.synchronize()
+        ok(drv.cuGraphLaunch(exe, stream))
+        ok(drv.cuStreamSynchronize(stream))
+        assert dC.copy_to_host().tobytes() == eager.tobytes()
+    ok(drv.cuGraphExecDestroy(exe))
+    ok(drv.cuStreamDestroy(stream))
