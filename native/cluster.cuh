@@ -55,3 +55,16 @@ __device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const void* tmap,
         :: "r"(dst), "l"(reinterpret_cast<u64>(tmap)), "r"(x), "r"(y), "r"(bar), "h"(cta_mask)
         : "memory");
 }
+
+// Two floats at shared::cta offset `addr` of CTA `rank` of the cluster (distributed shared
+// memory: mapa, then a shared::cluster load).
+__device__ __forceinline__ float2 ld_cluster_f2(u32 addr, u32 rank) {
+    float2 v;
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %2, %3;\n"
+        "ld.shared::cluster.v2.f32 {%0, %1}, [remote];\n"
+        "}\n" : "=f"(v.x), "=f"(v.y) : "r"(addr), "r"(rank) : "memory");
+    return v;
+}

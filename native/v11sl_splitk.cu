@@ -1,54 +1,72 @@
-// v11sl = v11sk with the reduction moved into the GEMM kernel: the last CTA of each output tile
-// to finish its K slice adds the tile's S partials and writes C. One launch instead of two.
+// v11sl = v11sk with the reduction moved into the GEMM kernel: the S slices of an output tile
+// are one thread-block cluster, and they add their partials through distributed shared memory.
+// One launch, no workspace.
 //
 // C (M x N, fp32) = alpha * A (M x K) @ B (K x N) + beta * C; A, B fp16 or bf16, row-major.
 //
-// Grid (tiles, S) as v11sk: blockIdx.x the output tile (super-tile order), blockIdx.y = z the K
-// slice, K tiles [z * per, min((z + 1) * per, ceil(K / 64))). With S = 1 the epilogue writes C
-// (v11). With S > 1 every CTA
-//   1. writes its raw fp32 partial to ws + z * M * N (masked to M, N), as v11sk does;
-//   2. makes it visible to the GPU (__threadfence), then thread 0 takes a ticket from the tile's
-//      counter (atomicAdd): the CTA that draws S - 1 arrived last, every partial is written;
-//   3. the last CTA resets the counter to 0 (no other CTA of this launch touches it again, so
-//      the next call and a graph replay find it zero) and, in its accumulator registers, adds
-//      the tile's partials in the order z = 0, 1, ..., S - 1 - its own included, read back
-//      from the workspace, so the order (and the bits) never depend on which slice came last -
-//      then applies alpha and beta once with the v11 epilogue. No float atomics.
-// The partials of a tile are read by one CTA right after they were written: they come from L2
-// (__ldcg, which skips the SM's L1, where nothing of them can be stale but nothing is needed).
-// The counters (one int per tile, zeroed when allocated) live beside the partials
-// (numba_gemm.workspace).
+// Grid (tiles * S): the cluster (S, 1, 1) of CTAs S*t .. S*t + S-1 computes output tile t (v9's
+// super-tile order over the tiles), CTA rank z of the cluster the K tiles [z * per, min((z + 1)
+// * per, ceil(K / 64))) with v11's K loop. S = 1: v11's register epilogue writes C. S > 1:
+//   1. each CTA parks its fp32 partial (BM x BN) in its own shared memory, over the stages the
+//      K loop no longer needs (rows padded by 8 floats: a warp's 8 rows fall in 2 wavefronts);
+//   2. cluster barrier (release / acquire): every partial of the tile is in place;
+//   3. CTA z takes rows [z * BM / S, (z + 1) * BM / S) of the tile, and each thread adds, pair by
+//      pair, the S partials of its elements in the order 0, 1, ..., S-1 (ld.shared::cluster from
+//      CTA r), then C = alpha * sum + beta * C with row-contiguous stores - the same order, and
+//      so the same bits, every run; no float atomics, nothing left behind for the next call;
+//   4. cluster barrier again: no CTA leaves (freeing its shared memory) while another reads it.
+// S <= 8, the portable cluster size: the S CTAs of a tile are co-scheduled on one GPC.
 #include "wgmma_tma_loop.cuh"
 #include "tile_order.cuh"
+#include "cluster.cuh"
+#include "c_element.cuh"
 
 namespace v11sl {
 using namespace wgt;   // BM, BN, BK, STAGES, THREADS (-DHG_*)
+constexpr int ROW = BN + 8;                                   // floats per parked row
+static_assert(BM * ROW * 4 <= STAGES * STAGE_BYTES, "the partial fits over the stages");
 
-// d (this thread's accumulators of rows row0 .. row0 + 63, columns col0 .. col0 + BN - 1, in
-// store_acc_64xN's layout) = sum over z = 0 .. S - 1 of ws[z], in that order. N % 8 == 0 (TMA's
-// rule for 2-byte inputs), so a pair whose first column is inside N is inside N.
-__device__ __forceinline__ void sum_partials(float (&d)[BN / 2], const float* __restrict__ ws,
-                                             int S, int M, int N, long long row0, long long col0,
-                                             int wg_thread) {
-    constexpr int NB = BN / 8;
+// Park this warpgroup's accumulators (store_acc_64xN's layout) at rows 64 wg .. of the tile.
+__device__ __forceinline__ void park(const float (&d)[BN / 2], u32 tile, int wg, int wg_thread) {
     const int warp = wg_thread / 32, lane = wg_thread % 32, g = lane / 4, q = lane % 4;
-    const long long MN = (long long)M * N;
-    for (int z = 0; z < S; ++z) {
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const u32 row = tile + 4u * (64 * wg + 16 * warp + g + 8 * h) * ROW;
         #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const long long row = row0 + 16 * warp + g + 8 * h;
-            if (row >= M) continue;
-            const float* p = ws + z * MN + row * N;
-            #pragma unroll
-            for (int j = 0; j < NB; ++j) {
-                const long long col = col0 + 8 * j + 2 * q;
-                if (col >= N) continue;
-                const float2 v = __ldcg(reinterpret_cast<const float2*>(p + col));
-                float& x = d[4 * j + 2 * h];
-                float& y = d[4 * j + 2 * h + 1];
-                x = z == 0 ? v.x : x + v.x;
-                y = z == 0 ? v.y : y + v.y;
+        for (int j = 0; j < BN / 8; ++j)
+            st_shared_v2(row + 4u * (8 * j + 2 * q), d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+    }
+}
+
+// Rows [r0, r1) of the tile at (m0, n0): the sum of the S parked partials, then the epilogue.
+// N % 8 == 0 (TMA's rule for 2-byte inputs): a pair starting inside N ends inside N.
+__device__ __forceinline__ void reduce_rows(u32 tile, int S, int r0, int r1, float* __restrict__ C,
+                                            int M, int N, int m0, int n0, float alpha, float beta,
+                                            bool vec_c) {
+    constexpr int PAIRS = BN / 2;
+    for (int i = threadIdx.x; i < (r1 - r0) * PAIRS; i += THREADS) {
+        const int r = r0 + i / PAIRS, c = 2 * (i % PAIRS);
+        const long long row = (long long)m0 + r, col = (long long)n0 + c;
+        if (row >= M || col >= N) continue;
+        const u32 at = tile + 4u * (r * ROW + c);
+        float2 s = ld_cluster_f2(at, 0);
+        for (int z = 1; z < S; ++z) {
+            const float2 p = ld_cluster_f2(at, z);
+            s.x += p.x;
+            s.y += p.y;
+        }
+        float* out = C + row * N + col;
+        float v0 = alpha * s.x, v1 = alpha * s.y;
+        if (vec_c) {
+            if (beta != 0.0f) {
+                const float2 old = load_pair(out);
+                v0 += beta * old.x;
+                v1 += beta * old.y;
             }
+            store_pair(out, v0, v1);
+        } else {
+            out[0] = beta != 0.0f ? v0 + beta * out[0] : v0;
+            out[1] = beta != 0.0f ? v1 + beta * out[1] : v1;
         }
     }
 }
@@ -56,45 +74,37 @@ __device__ __forceinline__ void sum_partials(float (&d)[BN / 2], const float* __
 
 #define V11SL_ARGS const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b, \
     float* __restrict__ C, int M, int N, int K, float alpha, float beta, int vec_c, int super_m,   \
-    int super_n, int per, float* __restrict__ ws, int* __restrict__ counters
+    int super_n, int per, int S
 
 template <typename T>
 __device__ __forceinline__ void v11sl_entry(const CUtensorMap* tm_a, const CUtensorMap* tm_b,
                                             float* C, int M, int N, int K, float alpha, float beta,
-                                            int vec_c, int super_m, int super_n, int per, float* ws,
-                                            int* counters) {
+                                            int vec_c, int super_m, int super_n, int per, int S) {
     extern __shared__ char smem[];
-    __shared__ int last;
     const int grid_m = (M + v11sl::BM - 1) / v11sl::BM, grid_n = (N + v11sl::BN - 1) / v11sl::BN;
     int bm, bn;
-    tile_supertile(blockIdx.x, grid_m, grid_n, super_m, super_n, bm, bn);
-    const int z = blockIdx.y, S = gridDim.y, m0 = bm * v11sl::BM, n0 = bn * v11sl::BN;
+    tile_supertile(blockIdx.x / S, grid_m, grid_n, super_m, super_n, bm, bn);
+    const int z = S > 1 ? (int)cluster_ctarank() : 0, m0 = bm * v11sl::BM, n0 = bn * v11sl::BN;
+    const u32 tile = (smem_u32(smem) + 1023u) & ~1023u;      // the stages' base (wgmma_tma_loop)
     tma_wgmma::k_loop<T>(tm_a, tm_b, N, K, m0, n0, z * per, per, smem,
-                         [&](float (&acc)[v11sl::BN / 2], int wg, int wg_thread) {
-                             const long long row0 = (long long)m0 + 64 * wg;
-                             if (S > 1) {
-                                 float* slice = ws + (long long)z * M * N;   // 64-bit: S*M*N may pass 2^31
-                                 store_acc_64xN<v11sl::BN>(acc, slice, M, N, row0, n0, wg_thread,
-                                                           1.0f, 0.0f, true);
-                                 __threadfence();
-                                 __syncthreads();
-                                 if (threadIdx.x == 0) {
-                                     last = atomicAdd(counters + blockIdx.x, 1) == S - 1;
-                                     if (last) counters[blockIdx.x] = 0;
-                                 }
-                                 __syncthreads();
-                                 if (!last) return;
-                                 __threadfence();
-                                 v11sl::sum_partials(acc, ws, S, M, N, row0, n0, wg_thread);
+                         [&](const float (&acc)[v11sl::BN / 2], int wg, int wg_thread) {
+                             if (S == 1) {
+                                 store_acc_64xN<v11sl::BN>(acc, C, M, N, (long long)m0 + 64 * wg, n0,
+                                                           wg_thread, alpha, beta, vec_c);
+                                 return;
                              }
-                             store_acc_64xN<v11sl::BN>(acc, C, M, N, row0, n0, wg_thread, alpha,
-                                                       beta, vec_c);
+                             __syncthreads();                // every warpgroup is past its last stage
+                             v11sl::park(acc, tile, wg, wg_thread);
+                             cluster_sync();
+                             const int r0 = z * v11sl::BM / S, r1 = (z + 1) * v11sl::BM / S;
+                             v11sl::reduce_rows(tile, S, r0, r1, C, M, N, m0, n0, alpha, beta, vec_c);
+                             cluster_sync();
                          });
 }
 
 extern "C" __global__ void __launch_bounds__(v11sl::THREADS, 1) v11sl_splitk_f16(V11SL_ARGS) {
-    v11sl_entry<__half>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n, per, ws, counters);
+    v11sl_entry<__half>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n, per, S);
 }
 extern "C" __global__ void __launch_bounds__(v11sl::THREADS, 1) v11sl_splitk_bf16(V11SL_ARGS) {
-    v11sl_entry<__nv_bfloat16>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n, per, ws, counters);
+    v11sl_entry<__nv_bfloat16>(&tm_a, &tm_b, C, M, N, K, alpha, beta, vec_c, super_m, super_n, per, S);
 }

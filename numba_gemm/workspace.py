@@ -7,9 +7,6 @@ allocates it and every later call reuses it — outside any timed loop, and outs
 capture once the call has been warmed up (gemm() and plan() record launches whose arguments
 keep the buffer alive, so a replayed call or graph writes the same memory). Two outputs never
 share a buffer; two calls writing the same C at once on two streams race on C itself anyway.
-
-A level that reduces inside its GEMM kernel (v11sl) also takes one int32 counter per output tile
-(`counters`): zero when allocated, and each launch leaves it zero again.
 """
 from __future__ import annotations
 
@@ -45,17 +42,4 @@ def partials(c, splits: int, M: int, N: int):
             while _cache and 4 * (n + sum(b.size for b in _cache.values())) > CACHE_BYTES:
                 del _cache[next(iter(_cache))]
             buf = _cache[key] = cuda.device_array(n, np.float32)
-    return buf
-
-
-def counters(c, tiles: int):
-    """A zeroed int32 device array of `tiles` per-tile arrival counters for output `c`, kept
-    as `partials` keeps its buffers (the kernels that use it leave it zero after each launch)."""
-    from numba import cuda
-
-    key = (getattr(cuda.get_current_device(), "id", 0), _address(c), "counters", tiles)
-    with _lock:
-        buf = _cache.get(key)
-        if buf is None:
-            buf = _cache[key] = cuda.to_device(np.zeros(tiles, np.int32))
     return buf

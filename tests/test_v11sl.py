@@ -2,12 +2,13 @@
 
 CI (no GPU): the contract and the registry order; the tile rule (BM by M, BN the narrowest wgmma
 width covering N) and plan_splits as pure functions (every K tile in exactly one slice, S·tiles
-within the SMs); NVRTC compiles for the tiles the rule picks, with the census (HGMMA, ATOMG,
-MEMBAR; no local memory); run() recorded with the driver stubbed: one launch either way, the
-workspace and the counters as its last two arguments (null without a split), kept alive.
+within the SMs, S at most the portable cluster size); NVRTC compiles for the tiles the rule picks,
+with the census (HGMMA, the cluster barrier, loads from distributed shared memory; no local
+memory); run() recorded with the driver stubbed: one launch either way, clusters of S along x
+when S > 1, S and the slice length as its last arguments.
 GPU: exact on ragged shapes for both dtypes, automatic and forced S and tiles, beta == 0 with C
-poisoned by NaN, bit-identical reruns, the counters zero after every call (so calls with other
-splits on the same output stay exact), K ≫ M·N, a captured CUDA graph replaying the same bits.
+poisoned by NaN, bit-identical reruns, calls with other splits on one output after each other,
+K ≫ M·N, a captured CUDA graph replaying the same bits.
     python -m pytest -q tests/test_v11sl.py -m gpu
 """
 import numpy as np
@@ -69,7 +70,7 @@ def test_plan_splits_covers_k_once(M, n8, k8, sms):
     tile, S = sl.plan_splits(M, N, K, sms=sms)
     assert tile == sl.tile_for(M, N) and tile.bn >= min(N, 256)
     tiles, k_tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn), ceil_div(K, 64)
-    assert 1 <= S <= min(splitk.MAX_SPLITS, k_tiles)
+    assert 1 <= S <= min(sl.MAX_SPLITS, k_tiles)
     per = splitk.slice_k_tiles(k_tiles, S)
     assert (S - 1) * per < k_tiles <= S * per                              # no empty slice, all covered
     if S > 1:
@@ -78,10 +79,10 @@ def test_plan_splits_covers_k_once(M, n8, k8, sms):
 
 
 def test_forced_splits_refused_when_out_of_range():
-    for bad in (0, -1, 1.5, True, 65):
+    for bad in (0, -1, 1.5, True, 65, 9):
         with pytest.raises(ValueError, match="splits"):
-            sl.plan_splits(128, 256, 4096, splits=bad)                  # 64 K tiles
-    assert sl.plan_splits(128, 256, 4096, splits=3)[1] == 3
+            sl.plan_splits(128, 256, 4096, splits=bad)                  # 64 K tiles, clusters <= 8
+    assert sl.plan_splits(128, 256, 4096, splits=3)[1] == 3 and sl.plan_splits(64, 64, 2**20)[1] == 8
 
 
 # ---------------------------------------------------------------------------- NVRTC + census
@@ -116,24 +117,21 @@ def stubbed(monkeypatch):
         ("p", C.ptr), ("f", alpha), ("f", beta)))
     monkeypatch.setattr(sl.wg, "check_operands", lambda *a: None)
     monkeypatch.setattr(sl.cm, "device_ptr", lambda a: a.ptr)
-    monkeypatch.setattr(sl.workspace, "partials", lambda C, S, M, N: _Array(0x5000, (S * M * N,), np.float32))
-    monkeypatch.setattr(sl.workspace, "counters", lambda C, tiles: _Array(0x6000, (tiles,), np.int32))
     return defines
 
 
-def test_run_without_a_split_passes_no_workspace(stubbed):
+def test_run_without_a_split_is_v11s_launch(stubbed):
     A, B, C = _Array(0x1000, (4096, 4096), np.float16), _Array(0x2000, (4096, 4096), np.float16), \
         _Array(0x3000, (4096, 4096), np.float32)
     with launch.recording() as rec:
         sl.run(A, B, C, 0.5, 2.0)
     (L,) = rec.launches
-    args = L.keep
-    assert L.grid == (16 * 32, 1, 1) and [a.value for a in args[:3]] == [0x3000, 0.5, 2.0]
-    assert args[-3].value == 64 and args[-2].value is None and args[-1].value is None   # per; no ws
+    assert L.grid == (16 * 32, 1, 1) and not L.cluster
+    assert [a.value for a in L.keep[:3]] == [0x3000, 0.5, 2.0] and [a.value for a in L.keep[-2:]] == [64, 1]
     assert stubbed == [(sl.SOURCE, "v11sl_splitk_f16", sl.CONFIG.defines())]
 
 
-def test_run_with_a_split_is_one_launch_holding_its_workspace(stubbed):
+def test_run_with_a_split_is_one_cluster_launch(stubbed):
     M, N, K = 4096, 128, 4096
     A, B = _Array(0x1000, (M, K), np.uint16), _Array(0x2000, (K, N), np.uint16)
     C = _Array(0x3000, (M, N), np.float32)
@@ -141,11 +139,10 @@ def test_run_with_a_split_is_one_launch_holding_its_workspace(stubbed):
         sl.run(A, B, C, -1.5, 0.25)
     (L,) = rec.launches                                          # no reduction launch
     tile = sl.tile_for(M, N)
-    assert L.grid == (32, 4, 1) and L.block == (tile.threads, 1, 1) and L.smem == tile.smem()
-    args, (P, counts) = L.keep
-    assert [a.value for a in args[:3]] == [0x3000, -1.5, 0.25]  # C, alpha and beta: applied once, in the kernel
-    assert args[-3].value == 16 and args[-2].value == 0x5000 and args[-1].value == 0x6000
-    assert P.shape == (4 * M * N,) and counts.shape == (32,)
+    assert L.grid == (32 * 4, 1, 1) and L.cluster == 4              # the 4 slices of a tile: one cluster
+    assert L.block == (tile.threads, 1, 1) and L.smem == tile.smem()
+    assert [a.value for a in L.keep[:3]] == [0x3000, -1.5, 0.25]   # C, alpha and beta: applied once
+    assert [a.value for a in L.keep[-2:]] == [16, 4]               # 16 K tiles a slice, S = 4
     assert stubbed[0][1] == "v11sl_splitk_bf16" and stubbed[0][2] == tile.defines()
 
 
@@ -158,11 +155,9 @@ def _dev(x):
 
 
 def _case(M, N, K, dtype, alpha, beta, rng, **kw):
-    """Two runs against float64 (C poisoned with NaN when beta == 0): the same bytes both times,
-    and the tile's counters zero after each. Returns the output."""
+    """Two runs against float64 (C poisoned with NaN when beta == 0): the same bytes both times.
+    Returns the output."""
     from numba import cuda
-
-    from numba_gemm import workspace
 
     A, B, C = check.random_inputs(M, N, K, dtype, rng)
     C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
@@ -176,9 +171,6 @@ def _case(M, N, K, dtype, alpha, beta, rng, **kw):
         sl.run(dA, dB, dC, alpha, beta, **kw)
         cuda.synchronize()
         outs.append(dC.copy_to_host())
-        if S > 1:
-            counts = workspace.counters(dC, ceil_div(M, tile.bm) * ceil_div(N, tile.bn)).copy_to_host()
-            assert not counts.any(), f"{what}: counters left at {counts[counts != 0][:8]}"
     v = check.verify(outs[0], A, B, C, alpha, beta, family="hgemm")
     assert v.ok, f"{what}: {v}"
     assert outs[0].tobytes() == outs[1].tobytes(), f"{what}: two runs differ"
@@ -207,7 +199,7 @@ def test_exact_on_ragged_shapes_auto_splits(dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("splits", [1, 2, 3, 7, 16])
+@pytest.mark.parametrize("splits", [1, 2, 3, 7, 8])
 def test_exact_with_forced_splits_and_tiles(dtype, splits):
     rng = np.random.default_rng()
     for (M, N, K), tile in [((16, 520, 1024), {}), ((65, 264, 1000), dict(bn=64)),
@@ -218,14 +210,14 @@ def test_exact_with_forced_splits_and_tiles(dtype, splits):
 
 @pytest.mark.gpu
 def test_other_splits_on_the_same_output_after_each_other():
-    """One C, the same tiles, S = 16, 2, 5, 1, 16 in turn: each call finds the counters zero."""
+    """One C, the same tiles, S = 8, 2, 5, 1, 8 in turn."""
     from numba import cuda
 
     rng = np.random.default_rng()
     M, N, K = 256, 512, 4096
     A, B, C = check.random_inputs(M, N, K, np.float16, rng)
     dA, dB, dC = _dev(A), _dev(B), cuda.to_device(C)
-    for S in (16, 2, 5, 1, 16):
+    for S in (8, 2, 5, 1, 8):
         dC.copy_to_device(C)
         sl.run(dA, dB, dC, 0.5, -1.0, splits=S)
         v = check.verify(dC.copy_to_host(), A, B, C, 0.5, -1.0, family="hgemm")
@@ -241,8 +233,8 @@ def test_k_much_longer_than_m_n():
 
 @pytest.mark.gpu
 def test_captured_graph_replays_the_same_bits():
-    """gemm() on a stream captured with the driver's stream capture (after a warm-up that
-    allocates the workspace and counters), replayed three times: the eager bytes each time."""
+    """gemm() on a stream captured with the driver's stream capture (a cluster launch), after a
+    warm-up, replayed three times: the eager bytes each time."""
     import numba_gemm
     from cuda.bindings import driver as drv
     from numba import cuda

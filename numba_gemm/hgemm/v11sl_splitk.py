@@ -1,27 +1,27 @@
 """read: diff native/v11sk_splitk.cu native/v11sl_splitk.cu · run: python bench.py --level v11sl --dtype fp16
 
-v11sl: v11sk with the reduction inside the GEMM kernel — the last CTA of each tile sums its slices.
+v11sl: v11sk with the reduction inside the GEMM kernel — a tile's slices form a cluster and add their partials in shared memory.
 
-v11sl = v11sk without the second launch. The slices write their raw fp32 partials to the
-workspace as v11sk's do; then each CTA takes a ticket from its tile's counter (an atomicAdd
-after a __threadfence, so its partial is visible before the ticket), and the CTA that draws
-S - 1 — the last of the tile to finish — resets the counter and adds the tile's S partials in
-the order z = 0, 1, …, S-1 in its own accumulator registers, reading each from the workspace
-(its own too: the order, and so the bits, never depend on which slice came last), then runs
-v11's epilogue once with alpha and beta. No float atomics: the same bits on every run, and the
-counters are zero again after every launch, so a captured graph replays exactly. The counters
-(one int32 per tile) sit beside the partials in numba_gemm.workspace, zeroed when allocated.
+v11sl = v11sk without the second launch and without the workspace. The S CTAs that compute the
+slices of one output tile are launched as one thread-block cluster (S ≤ 8, the portable cluster
+size: the hardware runs them at the same time on one GPC). After its K loop each parks its fp32
+partial in its own shared memory (over the stages the loop no longer needs); a cluster barrier;
+then CTA z adds rows [z·BM/S, (z+1)·BM/S) of the tile over the S partials, read from each CTA's
+shared memory in the order 0, 1, …, S-1 (distributed shared memory: mapa + ld.shared::cluster),
+and writes C = alpha·sum + beta·C; a second cluster barrier keeps every CTA's shared memory alive
+until the others have read it. The order is fixed, so the bits are the same every run; nothing
+is left behind, so a captured graph replays exactly.
 
-Which ledger moved: launches and bytes. v11sk's reduction is a second kernel that reads all S
-partials and writes C after the last slice has finished; here the tiles reduce while other
-tiles still compute, and the launch's fixed cost (a few µs, what a 20-µs product notices) is
-paid once. Bytes: the same partials written, the same read back, from L2 rather than DRAM
-where they fit (the tile's slices finish together).
+Which ledger moved: bytes and launches. v11sk writes S·M·N fp32 partials to DRAM (or L2) and a
+second kernel reads them back after the last slice has finished; here the partials never leave
+the GPC, the reduction of a tile is shared by its S CTAs, and the launch's fixed cost is paid
+once. What it costs: the park and the reads (BM·BN·4 bytes per CTA through shared memory) and
+two cluster barriers per tile.
 
-The tile follows the shape: BM = 64 when M ≤ 64 (v11sk's rule), and BN the narrowest of
-v11's 64, 128 and 256 that covers N, so a narrow output does not compute 256 columns to keep
-N of them (4096×128: 128×128 tiles, 32 of them, S = 4). run(..., bm=, bn=) forces another tile
-for a benchmark, and run(..., splits=S) a split count (as v11sk). Plan: `plan_splits`, pure.
+The tile follows the shape: BM = 64 when M ≤ 64 (v11sk's rule), and BN the narrowest of v11's
+64, 128 and 256 that covers N, so a narrow output does not compute 256 columns to keep N of them
+(4096×128: 128×128 tiles, 32 of them, S = 4). run(..., bm=, bn=) forces another tile for a
+benchmark, and run(..., splits=S) a split count (as v11sk). Plan: `plan_splits`, pure.
 
 Limits (TMA's, as v11): 16-byte aligned bases and K % 8 == 0, N % 8 == 0 for 2-byte types;
 other shapes are refused before launch, naming v9.
@@ -31,7 +31,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 
-from .. import splitk, workspace
+from .. import splitk
 from ..util import ceil_div
 from . import _common as cm
 from . import _wgmma as wg
@@ -44,7 +44,7 @@ DELTA = ("v11sl = v11sk with the reduction in the GEMM kernel: per-tile counters
 DTYPES = cm.DTYPES
 SOURCE = "v11sl_splitk.cu"
 KERNEL_NAMES = {"f16": "v11sl_splitk_f16", "bf16": "v11sl_splitk_bf16"}
-SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "ATOMG", "MEMBAR")
+SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "UCGABAR", "LD.E")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 AUTO = False                      # ranked by auto once measured (numba_gemm.choose)
@@ -53,6 +53,7 @@ CONFIG = wg.WgmmaTile(bm=128)     # the census's and the ledgers' tile (M > 64, 
 DEFINES = CONFIG.defines()
 SMALL_M = 64                      # M <= SMALL_M takes the 64-row tile
 MIN_SLICE_K_TILES = 8             # v11sk's: shorter slices lost to one CTA per tile on the H200
+MAX_SPLITS = 8                    # the portable cluster size
 
 
 def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None) -> wg.WgmmaTile:
@@ -76,9 +77,13 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
     tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
     k_tiles = ceil_div(K, tile.bk)
     if splits is None:
-        s = splitk.choose_splits(tiles, k_tiles, M, N, sms=sms, min_k_tiles=MIN_SLICE_K_TILES)
+        s = splitk.choose_splits(tiles, k_tiles, M, N, sms=sms, max_splits=MAX_SPLITS,
+                                 min_k_tiles=MIN_SLICE_K_TILES)
     else:
         s = splitk.checked_splits(LEVEL, splits, k_tiles, K, M, N)
+        if s > MAX_SPLITS:
+            raise ValueError(f"level {LEVEL}: splits must be at most {MAX_SPLITS} (one cluster per "
+                             f"tile, at most the portable cluster size), got {s}")
     return tile, splitk.effective_splits(k_tiles, s)
 
 
@@ -88,10 +93,10 @@ def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=None)
 
 
 def launch_config(M: int, N: int, K: int, config=None, splits: int = 1):
-    """(grid, block, smem): (tiles, S, 1) CTAs of the tile's threads."""
+    """(grid, block, smem): tiles·S CTAs of the tile's threads, in clusters of S along x."""
     config = config or tile_for(M, N)
     grid, block, smem = wg.launch_config(M, N, K, config)
-    return (grid[0], splits, 1), block, smem
+    return (grid[0] * splits, 1, 1), block, smem
 
 
 def unsupported(M: int, N: int, K: int) -> str | None:
@@ -101,7 +106,7 @@ def unsupported(M: int, N: int, K: int) -> str | None:
 
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, bm: int | None = None,
         bn: int | None = None):
-    from .. import launch, nvrtc
+    from .. import nvrtc
     from ..launch import launch_native
 
     M, K = A.shape
@@ -110,15 +115,8 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, bm: int | 
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
     tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, bm=bm, bn=bn)
-    wg.check_operands(LEVEL, cm.device_ptr(A), cm.device_ptr(B), M, N, K, tile)   # before any allocation
     per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S)
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile) + cm.pack_args(("i", per), ("i", S))
     kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())
     grid, block, smem = launch_config(M, N, K, tile, S)
-    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile) + [ctypes.c_int32(per)]
-    if S == 1:              # v11 with this tile: no workspace is touched
-        launch_native(kernel, grid, block, smem, stream, args + cm.pack_args(("p", 0), ("p", 0)))
-        return
-    P, counts = workspace.partials(C, S, M, N), workspace.counters(C, grid[0])
-    args += cm.pack_args(("p", cm.device_ptr(P)), ("p", cm.device_ptr(counts)))
-    with launch.keeping((P, counts), stream):   # the arguments hold only their addresses
-        launch_native(kernel, grid, block, smem, stream, args)
+    launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None)
