@@ -13,6 +13,10 @@ say theirs through `plan_splits`), a shape M × N × K gives
     busy   = max(t_mma, t_mem) + (1 - overlap) · min(t_mma, t_mem)
     t      = t0 + slow · busy  (+ the reduction launch's t0 when S > 1)
 
+A level that reduces its slices inside the GEMM kernel (SPLIT_IN_KERNEL = True: v11sl, whose
+slices add through distributed shared memory) pays neither the partials' bytes nor the second
+launch.
+
 `overlap` says how much of the shorter term hides under the longer: 1 for a kernel whose
 epilogue runs while the tensor cores work on the next tile (v13's persistent grid with its TMA
 store), 0 for one whose CTAs compute, then write, with nothing else on the SM meanwhile. It
@@ -58,10 +62,21 @@ DEFAULT_BANDWIDTH = 4.133e12
 
 @dataclass(frozen=True)
 class Geometry:
-    """What the model needs of a level at a shape: its output tile and its K split."""
+    """What the model needs of a level at a shape: its output tile and its K split, and whether
+    its slices reduce inside the kernel (no partials in memory, no second launch)."""
     bm: int
     bn: int
     splits: int = 1
+    in_kernel: bool = False
+
+    @property
+    def launches(self) -> int:
+        return 2 if self.splits > 1 and not self.in_kernel else 1
+
+    @property
+    def partials(self) -> bool:
+        """Whether S > 1 partial products go through memory (written, then read back)."""
+        return self.launches == 2
 
 
 def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
@@ -77,7 +92,7 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
         tile = getattr(mod, "GEOMETRY", None) or getattr(mod, "CONFIG")
     bm = getattr(tile, "tile_m", None) or tile.bm
     bn = getattr(tile, "tile_n", None) or tile.bn
-    return Geometry(int(bm), int(bn), int(splits))
+    return Geometry(int(bm), int(bn), int(splits), bool(getattr(mod, "SPLIT_IN_KERNEL", False)))
 
 
 def as_planned(lv, M: int, N: int, K: int, splits: int | None) -> bool:
@@ -140,9 +155,9 @@ def _terms(g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float, sm
     ctas = ceil_div(M, g.bm) * ceil_div(N, g.bn) * g.splits
     slots = sms * blocks_per_sm
     priced = ceil_div(ctas, slots) * slots * 2.0 * g.bm * g.bn * K / g.splits
-    part = 4 * M * N * g.splits if g.splits > 1 else 0          # the partials, written then read
+    part = 4 * M * N * g.splits if g.partials else 0            # the partials, written then read
     read = (M * K + K * N) * elem_bytes + (4 * M * N if beta else 0) + part
-    return priced, read, 4 * M * N + part, 2 if g.splits > 1 else 1, ctas, slots
+    return priced, read, 4 * M * N + part, g.launches, ctas, slots
 
 
 def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float = 0.0,
@@ -156,7 +171,7 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     busy = max(t_mma, t_mem) + (1.0 - p.get("overlap", 1.0)) * min(t_mma, t_mem)
     t = p["t0_us"] * 1e-6 * launches + slow * busy
     waves = ceil_div(ctas, slots)
-    split = f", split {g.splits}" if g.splits > 1 else ""
+    split = f", split {g.splits}{' reduced in the kernel' * g.in_kernel}" if g.splits > 1 else ""
     split += f", ragged rows x{slow:.2f}" if slow != 1.0 else ""
     why = (f"{g.bm}x{g.bn} tiles{split}: {ctas} CTA{'s' * (ctas != 1)} in {waves} wave{'s' * (waves != 1)} of "
            f"{slots} ({sms} SMs × {p['blocks_per_sm']} fitted; {100 * ctas / (waves * slots):.0f} % full), "
@@ -303,7 +318,7 @@ def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_
         meas = np.log([s["ms"] * 1e-3 for s in ragged])
         busy = np.array([predict_ms(p, s["geometry"], s["M"], s["N"], s["K"], s["elem_bytes"], 0.0,
                                     sms, bandwidth)[0] * 1e-3 for s in ragged])
-        fixed = t0 * np.array([2 if s["geometry"].splits > 1 else 1 for s in ragged])
+        fixed = t0 * np.array([s["geometry"].launches for s in ragged])
         busy = busy - fixed
         slows = np.geomspace(0.5, 16.0, 101)
         err = np.sum((np.log(fixed[None, :] + slows[:, None] * busy[None, :]) - meas[None, :]) ** 2, axis=1)

@@ -47,7 +47,7 @@ KERNEL_NAMES = {"f16": "v11sl_splitk_f16", "bf16": "v11sl_splitk_bf16"}
 SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "UCGABAR", "LD.E")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
-AUTO = False                      # ranked by auto once measured (numba_gemm.choose)
+SPLIT_IN_KERNEL = True            # numba_gemm.choose: no partials in memory, one launch
 
 CONFIG = wg.WgmmaTile(bm=128)     # the census's and the ledgers' tile (M > 64, N > 128)
 DEFINES = CONFIG.defines()
