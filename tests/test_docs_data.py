@@ -964,7 +964,12 @@ def _section_figures():
     g16 = replace(ledgers.geometry("k3"), block=(16, 16), tile_m=16, tile_n=16, tile_k=16)
     k3_16 = ledgers.cycle_ledger("k3", H200, 4096, geom=g16)
     req16, req32 = ledgers.request_ledger("k3", 4096, geom=g16), ledgers.request_ledger("k3", 4096)
-    k5sk, k8sk, v11sk = (get(lv).module for lv in ("k5sk", "k8sk", "v11sk"))
+    k5sk, k8sk, v11sk, v11sl = (get(lv).module for lv in ("k5sk", "k8sk", "v11sk", "v11sl"))
+    NARROW_N = (4096, 128, 4096)
+    v11sl_plan = v11sl.plan_splits(*NARROW_N)
+
+    def tiles_of(tile):
+        return -(-NARROW_N[0] // tile.bm) * -(-NARROW_N[1] // tile.bn)
     s5 = k5sk.plan_splits(16, 8192, 8192)
     partials5, b5 = s5 * 16 * 8192 * 4, 8192 * 8192 * 4
     sched = figures.pipeline_schedule
@@ -1015,6 +1020,13 @@ def _section_figures():
             "the tensor cores busy {} %, what": 100 * default_tiles / figures.level_pipeline("v10")[-1]["mma_end"],
             "%, what {} stages give at lag 1": next(
                 n for n in range(2, 9) if busy(n) == 100 * default_tiles / figures.level_pipeline("v10")[-1]["mma_end"]),
+        },
+        "v11sl": {
+            "Both give S = {}:": v11sl_plan[1],
+            "v11sk {} tiles of 128×256": tiles_of(v11sk.plan_splits(*NARROW_N)[0]),
+            "v11sl {} of 128×128": tiles_of(v11sl_plan[0]),
+            "v11sk writes {} MiB of partials": 4 * v11sk.plan_splits(*NARROW_N)[1] * 4096 * 128 / 2**20,
+            "parks {} KiB per CTA": v11sl_plan[0].bm * (v11sl_plan[0].bn + 8) * 4 / 1024,
         },
         "v11sk": {
             "S = min(SMs // tiles, k_tiles // {}, 16,": v11sk.MIN_SLICE_K_TILES,
