@@ -11,6 +11,8 @@ poisoned by NaN, bit-identical reruns, calls with other splits on one output aft
 K ≫ M·N, a captured CUDA graph replaying the same bits.
     python -m pytest -q tests/test_v11sl.py -m gpu
 """
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -49,7 +51,14 @@ def test_tile_rule():
         [(64, 256), (64, 64), (128, 64), (128, 128), (128, 256), (128, 64), (128, 64), (128, 256),
          (128, 256)]
     assert sl.tile_for(4096, 4096, bm=64, bn=128) == sl.tile_for(64, 128)
-    for bad in [dict(bm=32), dict(bn=96), dict(bm=256)]:
+    # the deepest pipeline that fits, up to MAX_STAGES; a forced depth is kept
+    for M, N in [(16, 8192), (64, 64), (4096, 128), (128, 4096), (8192, 64)]:
+        t = sl.tile_for(M, N)
+        deeper = dataclasses.replace(t, stages=t.stages + 1)
+        assert t.smem() <= cm.SMEM_LIMIT and (t.stages == sl.MAX_STAGES or deeper.smem() > cm.SMEM_LIMIT)
+    assert [sl.tile_for(M, N).stages for M, N in [(128, 4096), (16, 8192), (4096, 128), (8192, 64)]] == [4, 5, 7, 8]
+    assert sl.tile_for(4096, 128, stages=4).stages == 4
+    for bad in [dict(bm=32), dict(bn=96), dict(bm=256), dict(stages=1), dict(bn=256, stages=5)]:
         with pytest.raises(ValueError, match="no tile"):
             sl.tile_for(128, 128, **bad)
 

@@ -20,8 +20,11 @@ two cluster barriers per tile.
 
 The tile follows the shape: BM = 64 when M ≤ 64 (v11sk's rule), and BN the narrowest of v11's
 64, 128 and 256 that covers N, so a narrow output does not compute 256 columns to keep N of them
-(4096×128: 128×128 tiles, 32 of them, S = 4). run(..., bm=, bn=) forces another tile for a
-benchmark, and run(..., splits=S) a split count (as v11sk). Plan: `plan_splits`, pure.
+(4096×128: 128×128 tiles, 32 of them, S = 4), and the pipeline is as deep as shared memory allows
+(up to 8 stages: 4 for 128×256, 5 for 64×256, 7 for 128×128, 8 for narrower tiles): thread 0 refills the stage read two
+iterations ago, so STAGES - 2 loads are in flight, and the memory-bound shapes this level is for
+need the bytes in flight. run(..., bm=, bn=, stages=) forces another tile for a benchmark, and
+run(..., splits=S) a split count (as v11sk). Plan: `plan_splits`, pure.
 
 Limits (TMA's, as v11): 16-byte aligned bases and K % 8 == 0, N % 8 == 0 for 2-byte types;
 other shapes are refused before launch, naming v9.
@@ -54,26 +57,33 @@ DEFINES = CONFIG.defines()
 SMALL_M = 64                      # M <= SMALL_M takes the 64-row tile
 MIN_SLICE_K_TILES = 8             # v11sk's: shorter slices lost to one CTA per tile on the H200
 MAX_SPLITS = 8                    # the portable cluster size
+MAX_STAGES = 8                    # deeper pipelines where the tile leaves shared memory free
 
 
-def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None) -> wg.WgmmaTile:
-    """The tile for M x N: bm by M (64 when M <= 64), bn the narrowest wgmma width covering N;
-    either may be forced (a ValueError names the tiles that exist)."""
+def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None,
+             stages: int | None = None) -> wg.WgmmaTile:
+    """The tile for M x N: bm by M (64 when M <= 64), bn the narrowest wgmma width covering N,
+    and the deepest pipeline up to MAX_STAGES that fits in shared memory; any of them may be
+    forced (a ValueError names the tiles that exist)."""
     bm = bm if bm is not None else (64 if M <= SMALL_M else 128)
     bn = bn if bn is not None else next((w for w in wg.WGMMA_N if N <= w), wg.WGMMA_N[-1])
     tile = dataclasses.replace(CONFIG, bm=bm, bn=bn)
+    if stages is None:
+        stages = max((s for s in range(tile.stages, MAX_STAGES + 1)
+                      if dataclasses.replace(tile, stages=s).smem() <= cm.SMEM_LIMIT), default=tile.stages)
+    tile = dataclasses.replace(tile, stages=stages)
     bad = tile.problems()
     if bad:
-        raise ValueError(f"level {LEVEL}: no tile bm={bm}, bn={bn}: {'; '.join(bad)}")
+        raise ValueError(f"level {LEVEL}: no tile bm={bm}, bn={bn}, stages={stages}: {'; '.join(bad)}")
     return tile
 
 
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
-                bm: int | None = None, bn: int | None = None):
+                bm: int | None = None, bn: int | None = None, stages: int | None = None):
     """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
     (splitk.choose_splits, or `splits` when given), rounded so that no slice is empty
     (splitk.effective_splits). Pure: no device is touched."""
-    tile = tile_for(M, N, bm, bn)
+    tile = tile_for(M, N, bm, bn, stages)
     tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
     k_tiles = ceil_div(K, tile.bk)
     if splits is None:
@@ -105,7 +115,7 @@ def unsupported(M: int, N: int, K: int) -> str | None:
 
 
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, bm: int | None = None,
-        bn: int | None = None):
+        bn: int | None = None, stages: int | None = None):
     from .. import nvrtc
     from ..launch import launch_native
 
@@ -114,7 +124,8 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, bm: int | 
     reason = unsupported(M, N, K)
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
-    tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, bm=bm, bn=bn)
+    tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, bm=bm, bn=bn,
+                           stages=stages)
     per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S)
     args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile) + cm.pack_args(("i", per), ("i", S))
     kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())
