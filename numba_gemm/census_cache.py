@@ -167,7 +167,7 @@ def one_taker():
     try:
         import fcntl
 
-        path = nvrtc.cache_dir() / "census" / ".lock"
+        path = nvrtc.cache_dir() / "census.lock"      # beside the census entries, not among them
         path.parent.mkdir(parents=True, exist_ok=True)
         f = open(path, "a")
     except (ImportError, OSError):

@@ -41,13 +41,14 @@ from . import _wgmma as wg
 
 LEVEL = "v11sl"
 PARENT = "v11sk"
-TITLE = "split-K reduced by each tile's last CTA, one launch"
-DELTA = ("v11sl = v11sk with the reduction in the GEMM kernel: per-tile counters, the last CTA "
-         "adds the slices in order z = 0..S-1 and writes C; BN follows N")
+TITLE = "split-K reduced in the kernel: a tile's slices are one cluster"
+DELTA = ("v11sl = v11sk with the reduction in the GEMM kernel: a tile's S slices form a cluster and "
+         "add their partials through distributed shared memory in order 0..S-1; BN follows N")
 DTYPES = cm.DTYPES
 SOURCE = "v11sl_splitk.cu"
 KERNEL_NAMES = {"f16": "v11sl_splitk_f16", "bf16": "v11sl_splitk_bf16"}
-SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "UCGABAR", "LD.E")
+SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "UCGABAR_ARV",
+                  "UCGABAR_WAIT", "LD.E")      # the cluster barrier; loads from other CTAs' shared memory
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 SPLIT_IN_KERNEL = True            # numba_gemm.choose: no partials in memory, one launch
