@@ -148,26 +148,30 @@ def encode_tiled(dtype, address: int, global_dims, global_strides, box_dims,
     )
 
 
-def matrix_args(address: int, rows: int, cols: int, box_rows: int, box_cols: int, elem_bytes: int = 2):
-    """(global_dims, global_strides, box_dims) of a row-major rows × cols matrix, inner dim first."""
-    return (cols, rows), (cols * elem_bytes,), (box_cols, box_rows)
+def matrix_args(address: int, rows: int, cols: int, box_rows: int, box_cols: int, elem_bytes: int = 2,
+                pitch: int | None = None):
+    """(global_dims, global_strides, box_dims) of a row-major rows × cols matrix, inner dim first;
+    its rows `pitch` elements apart (default: cols, a dense matrix)."""
+    return (cols, rows), ((pitch or cols) * elem_bytes,), (box_cols, box_rows)
 
 
 def check_matrix(address: int, rows: int, cols: int, box_rows: int, box_cols: int,
-                 elem_bytes: int = 2, swizzle: str = "128B", kernel_inner_bytes: int | None = 128):
-    dims, strides, box = matrix_args(address, rows, cols, box_rows, box_cols, elem_bytes)
+                 elem_bytes: int = 2, swizzle: str = "128B", kernel_inner_bytes: int | None = 128,
+                 pitch: int | None = None):
+    dims, strides, box = matrix_args(address, rows, cols, box_rows, box_cols, elem_bytes, pitch)
     check_tiled(address, dims, strides, box, elem_bytes, None, swizzle, kernel_inner_bytes)
 
 
 def matrix_map(dtype, address: int, rows: int, cols: int, box_rows: int, box_cols: int,
-               swizzle: str = "128B", l2_promotion: int = 256, kernel_inner_bytes: int | None = 128):
+               swizzle: str = "128B", l2_promotion: int = 256, kernel_inner_bytes: int | None = 128,
+               pitch: int | None = None):
     """Tensor map of a row-major rows × cols matrix read in box_rows × box_cols boxes.
 
     Out-of-bounds parts of a box are zero-filled by TMA (OOB_FILL_NONE), which is what makes
     ragged M, N, K exact without edge code in the kernel.
     """
     elem = np.dtype(dtype).itemsize
-    dims, strides, box = matrix_args(address, rows, cols, box_rows, box_cols, elem)
+    dims, strides, box = matrix_args(address, rows, cols, box_rows, box_cols, elem, pitch)
     return encode_tiled(dtype, address, dims, strides, box, None, swizzle, l2_promotion,
                         kernel_inner_bytes)
 
@@ -176,14 +180,15 @@ _MAPS: OrderedDict = OrderedDict()
 
 
 def cached_matrix_map(dtype, address: int, rows: int, cols: int, box: tuple[int, int],
-                      kernel_inner_bytes: int = 128):
+                      kernel_inner_bytes: int = 128, pitch: int | None = None):
     """matrix_map with SWIZZLE_128B and 256-byte L2 promotion (what the TMA levels load with),
     cached by its arguments: encoding costs host microseconds and a GEMM in a loop reuses them."""
-    key = (np.dtype(dtype).str, address, rows, cols, box, kernel_inner_bytes)
+    key = (np.dtype(dtype).str, address, rows, cols, box, kernel_inner_bytes, pitch)
     m = _MAPS.get(key)
     if m is None:
         m = _MAPS[key] = matrix_map(dtype, address, rows, cols, box[0], box[1], swizzle="128B",
-                                    l2_promotion=256, kernel_inner_bytes=kernel_inner_bytes)
+                                    l2_promotion=256, kernel_inner_bytes=kernel_inner_bytes,
+                                    pitch=pitch)
         if len(_MAPS) > 32:
             _MAPS.popitem(last=False)
     return m

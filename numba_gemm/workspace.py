@@ -7,6 +7,7 @@ allocates it and every later call reuses it — outside any timed loop, and outs
 capture once the call has been warmed up (gemm() and plan() record launches whose arguments
 keep the buffer alive, so a replayed call or graph writes the same memory). Two outputs never
 share a buffer; two calls writing the same C at once on two streams race on C itself anyway.
+`scratch` keeps other per-output buffers the same way (v11p's aligned copies of A and B).
 """
 from __future__ import annotations
 
@@ -32,14 +33,22 @@ def _address(c) -> int:
 def partials(c, splits: int, M: int, N: int):
     """A float32 device array of splits·M·N elements for partial products of output `c`
     (a device array or an operand record), on the current device."""
+    return _buffer(c, splits * M * N, np.float32)
+
+
+def scratch(c, tag: str, nbytes: int):
+    """A uint8 device array of nbytes for output `c`, one per `tag` (what it holds)."""
+    return _buffer(c, nbytes, np.uint8, tag)
+
+
+def _buffer(c, n: int, dtype, tag: str = ""):
     from numba import cuda
 
-    n = splits * M * N
-    key = (getattr(cuda.get_current_device(), "id", 0), _address(c), n)
+    key = (getattr(cuda.get_current_device(), "id", 0), _address(c), tag, n)
     with _lock:
         buf = _cache.get(key)
         if buf is None:
-            while _cache and 4 * (n + sum(b.size for b in _cache.values())) > CACHE_BYTES:
+            while _cache and n * np.dtype(dtype).itemsize + sum(b.nbytes for b in _cache.values()) > CACHE_BYTES:
                 del _cache[next(iter(_cache))]
-            buf = _cache[key] = cuda.device_array(n, np.float32)
+            buf = _cache[key] = cuda.device_array(n, dtype)
     return buf

@@ -964,7 +964,9 @@ def _section_figures():
     g16 = replace(ledgers.geometry("k3"), block=(16, 16), tile_m=16, tile_n=16, tile_k=16)
     k3_16 = ledgers.cycle_ledger("k3", H200, 4096, geom=g16)
     req16, req32 = ledgers.request_ledger("k3", 4096, geom=g16), ledgers.request_ledger("k3", 4096)
-    k5sk, k8sk, v11sk, v11sl = (get(lv).module for lv in ("k5sk", "k8sk", "v11sk", "v11sl"))
+    from numba_gemm import choose
+
+    k5sk, k8sk, v11sk, v11sl, v11p = (get(lv).module for lv in ("k5sk", "k8sk", "v11sk", "v11sl", "v11p"))
     NARROW_N = (4096, 128, 4096)
     v11sl_plan = v11sl.plan_splits(*NARROW_N)
 
@@ -1020,6 +1022,11 @@ def _section_figures():
             "the tensor cores busy {} %, what": 100 * default_tiles / figures.level_pipeline("v10")[-1]["mma_end"],
             "%, what {} stages give at lag 1": next(
                 n for n in range(2, 9) if busy(n) == 100 * default_tiles / figures.level_pipeline("v10")[-1]["mma_end"]),
+        },
+        "v11p": {
+            "Pitch ⌈4097 / 8⌉ · 8 = {} elements": v11p.pitch(4097),
+            "writes 4097 × 4104 × 2: {} MB for the two": v11p.copies_bytes(4097, 4097, 4097) / 1e6,
+            "about {} µs at 4.133 TB/s": v11p.copies_bytes(4097, 4097, 4097) / choose.DEFAULT_BANDWIDTH * 1e6,
         },
         "v11sl": {
             "Both give S = {}:": v11sl_plan[1],

@@ -131,34 +131,39 @@ def boxes(config) -> tuple[tuple[int, int], tuple[int, int]]:
     return (config.bm, config.bk), (config.bk, INNER_BYTES // 2)
 
 
-def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config) -> None:
+def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config,
+                   pitches=(None, None)) -> None:
     """Every tensor-map rule for both operands, without a driver: raises ValueError. `config`:
-    a WgmmaTile, or any tile with bm and bk (v10's TileConfig)."""
-    reason = tma_rule(M, N, K)
+    a WgmmaTile, or any tile with bm and bk (v10's TileConfig). `pitches`: the elements between
+    rows of A and of B where they are not K and N (copies with aligned rows, v11p)."""
+    reason = cm.check_dims(M, N, K) if any(pitches) else tma_rule(M, N, K)
     if reason:
         raise ValueError(f"level {level} cannot run M={M}, N={N}, K={K}: {reason}")
     box_a, box_b = boxes(config)
     try:
-        tma.check_matrix(pa, M, K, *box_a, kernel_inner_bytes=INNER_BYTES)
-        tma.check_matrix(pb, K, N, *box_b, kernel_inner_bytes=INNER_BYTES)
+        tma.check_matrix(pa, M, K, *box_a, kernel_inner_bytes=INNER_BYTES, pitch=pitches[0])
+        tma.check_matrix(pb, K, N, *box_b, kernel_inner_bytes=INNER_BYTES, pitch=pitches[1])
     except ValueError as e:
         raise ValueError(f"level {level} cannot use TMA here: {e}; level {FALLBACK} has no such limit") from None
 
 
-def maps_and_args(level: str, A, B, C, alpha, beta, config, c16: bool = False):
+def maps_and_args(level: str, A, B, C, alpha, beta, config, c16: bool = False, pitched=None):
     """Checked tensor maps of A and B, then C, M, N, K, alpha, beta, vec_c, super_m, super_n.
     `config`: a WgmmaTile, or any tile with bm, bn and bk (v10's TileConfig). c16: the level
-    writes a 16-bit C (vec_c then follows its element size); otherwise C must be float32."""
+    writes a 16-bit C (vec_c then follows its element size); otherwise C must be float32.
+    pitched: ((address, pitch), (address, pitch)) of copies of A and B whose rows are `pitch`
+    elements apart, read instead of A and B (v11p)."""
     M, K = A.shape
     N = B.shape[1]
     if np.dtype(C.dtype).itemsize != 4 and not c16:
         raise TypeError(f"level {level} writes C as float32, got {np.dtype(C.dtype).name}")
-    pa, pb, pc = cm.device_ptr(A), cm.device_ptr(B), cm.device_ptr(C)
-    check_operands(level, pa, pb, M, N, K, config)
+    (pa, pitch_a), (pb, pitch_b) = pitched or ((cm.device_ptr(A), None), (cm.device_ptr(B), None))
+    pc = cm.device_ptr(C)
+    check_operands(level, pa, pb, M, N, K, config, (pitch_a, pitch_b))
     dtype = np.float16 if cm.element_type(A) == "f16" else np.uint16   # uint16 -> BFLOAT16 map
     box_a, box_b = boxes(config)
-    tm_a = tma.cached_matrix_map(dtype, pa, M, K, box_a, INNER_BYTES)
-    tm_b = tma.cached_matrix_map(dtype, pb, K, N, box_b, INNER_BYTES)
+    tm_a = tma.cached_matrix_map(dtype, pa, M, K, box_a, INNER_BYTES, pitch=pitch_a)
+    tm_b = tma.cached_matrix_map(dtype, pb, K, N, box_b, INNER_BYTES, pitch=pitch_b)
     super_m, super_n = tile_order(M, N, K, None, config)
     return [tm_a, tm_b] + cm.pack_args(
         ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
