@@ -79,15 +79,17 @@ def operand_dtype(level) -> np.dtype:
     return level.dtypes[0]
 
 
-def operand_rows(level) -> int:
-    """M of the level's operands: N, or fewer for a level that serves only skinny M (k6gv: 8)."""
-    return min(N, getattr(level.module, "MAX_M", N))
+def operand_shape(level) -> tuple[int, int, int]:
+    """(M, N, K) of the level's operands: N³, with fewer rows for a level that serves only skinny
+    M (k6gv: 8) and K = N - 1 for one that serves only rows TMA cannot take (v11p)."""
+    M = min(N, getattr(level.module, "MAX_M", N))
+    return M, N, N if level.unsupported(M, N, N) is None else N - 1
 
 
-def _operands(dtype, torch, M: int = N):
+def _operands(dtype, torch, M: int = N, K: int = N):
     rng = np.random.default_rng(0)
-    A = rng.uniform(-1, 1, (M, N)).astype(np.float32)
-    B = rng.uniform(-1, 1, (N, N)).astype(np.float32)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
     if torch is not None:
         tdt = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype.name]
         return (torch.from_numpy(A).to("cuda", tdt), torch.from_numpy(B).to("cuda", tdt),
@@ -128,7 +130,8 @@ def measure(levels, calls: int = 2000) -> list[dict]:
     for lv in levels:
         bar.step(f"{lv.name}: compile, then {calls} calls per stage")
         dtype = operand_dtype(lv)
-        A, B, C = _operands(dtype, torch, operand_rows(lv))
+        M, _, K = operand_shape(lv)
+        A, B, C = _operands(dtype, torch, M, K)
         recs = [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))]
         p = api.plan(A, B, C, level=lv.name)
         sub = p.prepared.submission
@@ -179,7 +182,8 @@ def report(levels, calls: int = 2000, command: str = "python bench.py --overhead
     lines.insert(1, "  ".join("-" * w for w in widths))
     lib = rows[0]["library"] if rows else "-"
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    skinny = "".join(f" ({lv.name}: {operand_rows(lv)}×{N}×{N})" for lv in levels if operand_rows(lv) != N)
+    skinny = "".join(f" ({lv.name}: {'×'.join(map(str, operand_shape(lv)))})" for lv in levels
+                     if operand_shape(lv) != (N, N, N))
     return "\n".join([f"host µs per call at {N}³{skinny}, {lib} operands, C given (median of 5 × {calls} calls); "
                       f"{card(torch)}, {when}, commit {commit()}, `{command}`"]
                      + lines + extra)

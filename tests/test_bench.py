@@ -260,9 +260,10 @@ def test_overhead_gives_each_level_operands_of_its_own_dtype(lv):
 
     dtype = overhead.operand_dtype(lv)
     assert dtype in lv.dtypes
-    A, B, C = overhead._operands(dtype, None, overhead.operand_rows(lv))     # k6gv: 8 rows
+    M, N, K = overhead.operand_shape(lv)                                  # k6gv: 8 rows; v11p: K = 63
+    A, B, C = overhead._operands(dtype, None, M, K)
     recs = [operands.read(x, n) for x, n in ((A, "A"), (B, "B"), (C, "C"))]
-    assert api.validate(*recs, 0.0, lv) == (overhead.operand_rows(lv), overhead.N, overhead.N)
+    assert api.validate(*recs, 0.0, lv) == (M, N, K) and N == overhead.N
 
 
 def test_gpu_run_test_chunks_cover_every_test_file_once():
