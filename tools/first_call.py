@@ -58,8 +58,9 @@ def plan(levels: str | None, size: int) -> list[dict]:
         for dt in lv.dtypes:
             # the first size from --size up, in steps of 128, that the level serves
             sizes = [size] + [s for s in range(128 * (size // 128 + 1), 4 * size + 1, 128)]
-            # then one row (M = 1) at those sizes, for a level that serves skinny M only (k6gv)
-            shapes = [(s, s, s) for s in sizes] + [(1, s, s) for s in sizes]
+            # then one row (M = 1) at those sizes, for a level that serves skinny M only (k6gv),
+            # then K = size + 1, for one that serves only rows TMA cannot take (v11p)
+            shapes = [(s, s, s) for s in sizes] + [(1, s, s) for s in sizes] + [(size, size, size + 1)]
             ok = next((s for s in shapes if lv.unsupported(*s) is None), None)
             row = {"level": lv.name, "dtype": dt.name}
             row.update({"shape": list(ok)} if ok else {"skipped": lv.unsupported(size, size, size)})
