@@ -17,6 +17,7 @@ from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma as wg
 from numba_gemm.hgemm import v11p_pitched as vp
 from numba_gemm.registry import registry
+from tests.graph_replay import replays_exactly
 from tests.test_hopper import census_ops
 
 DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
@@ -133,47 +134,6 @@ def test_exact_on_ragged_shapes(dtype):
 
 @pytest.mark.gpu
 def test_captured_graph_replays_the_same_bits():
-    """gemm() on a stream captured with the driver's stream capture (the two copies and the
-    GEMM), after a warm-up that allocates the copies, replayed twice, then after A changed."""
-    import numba_gemm
-    from cuda.bindings import driver as drv
-    from numba import cuda
-
-    def ok(r):
-        err = r[0] if isinstance(r, tuple) else r
-        assert err == drv.CUresult.CUDA_SUCCESS, err
-        return r[1] if isinstance(r, tuple) and len(r) > 1 else None
-
-    rng = np.random.default_rng()
-    M, N, K = 300, 1001, 777
-    A, B, _ = check.random_inputs(M, N, K, np.float16, rng)
-    C0 = rng.uniform(-1, 1, (M, N)).astype(np.float32)
-    cuda.current_context()
-    stream = ok(drv.cuStreamCreate(1))
-    h = int(stream)
-    ns = cuda.external_stream(h)
-    dA, dB, dC = cuda.to_device(A, stream=ns), cuda.to_device(B, stream=ns), cuda.to_device(C0, stream=ns)
-    ns.synchronize()
-    numba_gemm.gemm(dA, dB, dC, alpha=0.5, beta=-2.0, level="v11p", stream=h)   # warm-up
-    ok(drv.cuStreamSynchronize(stream))
-    eager = dC.copy_to_host(stream=ns)
-    ns.synchronize()
-    assert check.verify(eager, A, B, C0, 0.5, -2.0, family="hgemm").ok
-    ok(drv.cuStreamBeginCapture(stream, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
-    numba_gemm.gemm(dA, dB, dC, alpha=0.5, beta=-2.0, level="v11p", stream=h)
-    exe = ok(drv.cuGraphInstantiate(ok(drv.cuStreamEndCapture(stream)), 0))
-    for _ in range(2):
-        dC.copy_to_device(C0, stream=ns)
-        ns.synchronize()
-        ok(drv.cuGraphLaunch(exe, stream))
-        ok(drv.cuStreamSynchronize(stream))
-        assert dC.copy_to_host().tobytes() == eager.tobytes()
-    A2 = rng.uniform(-1, 1, (M, K)).astype(np.float16)              # new values in the same buffer
-    dA.copy_to_device(A2, stream=ns)
-    dC.copy_to_device(C0, stream=ns)
-    ns.synchronize()
-    ok(drv.cuGraphLaunch(exe, stream))
-    ok(drv.cuStreamSynchronize(stream))
-    assert check.verify(dC.copy_to_host(), A2, B, C0, 0.5, -2.0, family="hgemm").ok
-    ok(drv.cuGraphExecDestroy(exe))
-    ok(drv.cuStreamDestroy(stream))
+    """The two copies and the GEMM captured with the driver's stream capture, replayed
+    (tests/graph_replay.py)."""
+    replays_exactly("v11p", 300, 1001, 777, np.random.default_rng())

@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from numba_gemm import check, driver, launch, splitk
 from numba_gemm.hgemm import _common as cm
-from numba_gemm.hgemm import _wgmma
 from numba_gemm.hgemm import v11sk_splitk as sk
 from numba_gemm.registry import registry
 from numba_gemm.util import ceil_div
+from tests.graph_replay import replays_exactly
 from tests.test_hopper import census_ops
 
 DTYPES = [np.float16] + ([cm.BF16] if cm.BF16 is not None else [])
@@ -388,58 +388,10 @@ def test_captured_graph_replays_the_same_bits_torch():
 
 @pytest.mark.gpu
 def test_captured_graph_replays_the_same_bits_driver():
-    """The same without torch: Numba arrays made on a stream, gemm() on that stream captured
-    with the driver's stream capture, replayed twice (the eager bytes) and after A changed."""
-    import numba_gemm
-    from cuda.bindings import driver as drv
-    from numba import cuda
-
-    def ok(r):
-        err = r[0] if isinstance(r, tuple) else r
-        assert err == drv.CUresult.CUDA_SUCCESS, err
-        return r[1] if isinstance(r, tuple) and len(r) > 1 else None
-
-    rng = np.random.default_rng()
-    M, N, K = 16, 8192, 4096
-    A, B, _ = check.random_inputs(M, N, K, np.float16, rng)
-    C0 = rng.uniform(-1, 1, (M, N)).astype(np.float32)
-    assert sk.plan_splits(M, N, K, sms=sk.cm.sm_count())[1] > 1
-    cuda.current_context()
-    stream = ok(drv.cuStreamCreate(1))                     # non-blocking
-    h = int(stream)
-    ns = cuda.external_stream(h)                           # the arrays' producer stream is h
-    dA, dB, dC = cuda.to_device(A, stream=ns), cuda.to_device(B, stream=ns), cuda.to_device(C0, stream=ns)
-    ns.synchronize()
-    numba_gemm.gemm(dA, dB, dC, alpha=0.5, beta=-2.0, level="v11sk", stream=h)   # warm-up
-    ok(drv.cuStreamSynchronize(stream))
-    eager = dC.copy_to_host(stream=ns)
-    ns.synchronize()
-    assert check.verify(eager, A, B, C0, 0.5, -2.0, family="hgemm").ok
-
-    def reset():
-        dC.copy_to_device(C0, stream=ns)
-        ns.synchronize()
-
-    reset()
-    ok(drv.cuStreamBeginCapture(stream, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
-    numba_gemm.gemm(dA, dB, dC, alpha=0.5, beta=-2.0, level="v11sk", stream=h)
-    graph = ok(drv.cuStreamEndCapture(stream))
-    exe = ok(drv.cuGraphInstantiate(graph, 0))
-    assert np.array_equal(dC.copy_to_host(), C0)           # captured, not run
-    for _ in range(2):
-        reset()
-        ok(drv.cuGraphLaunch(exe, stream))
-        ok(drv.cuStreamSynchronize(stream))
-        assert dC.copy_to_host().tobytes() == eager.tobytes()
-    A2 = rng.uniform(-1, 1, (M, K)).astype(np.float16)     # new values in the same buffer
-    dA.copy_to_device(A2, stream=ns)
-    reset()
-    ok(drv.cuGraphLaunch(exe, stream))
-    ok(drv.cuStreamSynchronize(stream))
-    assert check.verify(dC.copy_to_host(), A2, B, C0, 0.5, -2.0, family="hgemm").ok
-    ok(drv.cuGraphExecDestroy(exe))
-    ok(drv.cuGraphDestroy(graph))
-    ok(drv.cuStreamDestroy(stream))
+    """The same without torch: the split launch and the reduction captured with the driver's
+    stream capture, replayed (tests/graph_replay.py)."""
+    assert sk.plan_splits(16, 8192, 4096, sms=sk.cm.sm_count())[1] > 1
+    replays_exactly("v11sk", 16, 8192, 4096, np.random.default_rng())
 
 
 @pytest.mark.gpu

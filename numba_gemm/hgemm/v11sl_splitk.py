@@ -31,7 +31,6 @@ other shapes are refused before launch, naming v9.
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 
 from .. import splitk
