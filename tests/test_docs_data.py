@@ -1029,9 +1029,10 @@ def _section_figures():
             "about {} µs at 4.133 TB/s": v11p.copies_bytes(4097, 4097, 4097) / choose.DEFAULT_BANDWIDTH * 1e6,
         },
         "v11sl": {
-            "Both give S = {}:": v11sl_plan[1],
-            "v11sk {} tiles of 128×256": tiles_of(v11sk.plan_splits(*NARROW_N)[0]),
-            "v11sl {} of 128×128": tiles_of(v11sl_plan[0]),
+            "v11sk: S = {} over": v11sk.plan_splits(*NARROW_N)[1],
+            "over {} tiles of 128×256": tiles_of(v11sk.plan_splits(*NARROW_N)[0]),
+            "v11sl: S = {} over": v11sl_plan[1],
+            "over {} tiles of 128×64": tiles_of(v11sl_plan[0]),
             "v11sk writes {} MiB of partials": 4 * v11sk.plan_splits(*NARROW_N)[1] * 4096 * 128 / 2**20,
             "parks {} KiB per CTA": v11sl_plan[0].bm * (v11sl_plan[0].bn + 8) * 4 / 1024,
         },

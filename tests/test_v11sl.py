@@ -46,30 +46,27 @@ def test_refusals_as_v11():
 
 
 def test_tile_rule():
-    pick = lambda M, N: (sl.tile_for(M, N).bm, sl.tile_for(M, N).bn)   # noqa: E731
-    assert [pick(M, N) for M, N in [(16, 8192), (64, 64), (65, 64), (4096, 128), (4096, 136),
-                                    (8192, 64), (128, 8), (128, 256), (128, 264)]] == \
-        [(64, 256), (64, 64), (128, 64), (128, 128), (128, 256), (128, 64), (128, 64), (128, 256),
-         (128, 256)]
-    assert sl.tile_for(4096, 4096, bm=64, bn=128) == sl.tile_for(64, 128)
-    # the deepest pipeline that fits, up to MAX_STAGES; a forced depth is kept
-    for M, N in [(16, 8192), (64, 64), (4096, 128), (128, 4096), (8192, 64)]:
-        t = sl.tile_for(M, N)
-        deeper = dataclasses.replace(t, stages=t.stages + 1)
-        assert t.smem() <= cm.SMEM_LIMIT and (t.stages == sl.MAX_STAGES or deeper.smem() > cm.SMEM_LIMIT)
-    assert [sl.tile_for(M, N).stages for M, N in [(128, 4096), (16, 8192), (4096, 128), (8192, 64)]] == [4, 5, 7, 8]
-    assert sl.tile_for(4096, 128, stages=4).stages == 4
+    assert [(sl.tile_for(M, N).bm, sl.tile_for(M, N).bn, sl.tile_for(M, N).stages)
+            for M, N in [(16, 8192), (64, 64), (65, 64), (4096, 128), (128, 4096)]] == \
+        [(64, 64, 4), (64, 64, 4), (128, 64, 4), (128, 64, 4), (128, 64, 4)]
+    assert sl.tile_for(4096, 4096, bm=64, bn=128) == dataclasses.replace(sl.CONFIG, bm=64, bn=128)
+    deep = sl.deepest(sl.tile_for(4096, 128))                    # 8 stages of 24 KB fit, up to MAX_STAGES
+    assert deep.stages == sl.MAX_STAGES and deep.smem() <= cm.SMEM_LIMIT
+    wide = sl.deepest(sl.tile_for(128, 4096, bn=256))             # 48 KB stages: 4 is all that fits
+    assert wide.stages == 4 and dataclasses.replace(wide, stages=5).smem() > cm.SMEM_LIMIT
     for bad in [dict(bm=32), dict(bn=96), dict(bm=256), dict(stages=1), dict(bn=256, stages=5)]:
         with pytest.raises(ValueError, match="no tile"):
             sl.tile_for(128, 128, **bad)
 
 
-def test_plan_of_the_narrow_shapes():
-    # narrow N 128: 32 tiles of 128 x 128, 4 slices of 16 K tiles (v11sk: 128 x 256, the same S)
-    assert [(t.bm, t.bn, s) for t, s in (sl.plan_splits(4096, 128, 4096), sl.plan_splits(128, 4096, 4096),
-                                         sl.plan_splits(16, 8192, 8192))] == \
-        [(128, 128, 4), (128, 256, 8), (64, 256, 4)]
-    assert sl.plan_splits(4096, 4096, 4096)[1] == 1
+def test_plan_of_the_measured_shapes():
+    # one CTA per SM: the deepest pipeline; a larger grid keeps 4 stages (two CTAs an SM)
+    plans = [sl.plan_splits(*shape) for shape in [(4096, 128, 4096), (128, 4096, 4096), (16, 8192, 8192),
+                                                  (1024, 1024, 1024), (512, 4096, 4096)]]
+    assert [(t.bm, t.bn, t.stages, s) for t, s in plans] == \
+        [(128, 64, 8, 2), (128, 64, 8, 2), (64, 64, 8, 1), (128, 64, 8, 1), (128, 64, 4, 1)]
+    assert sl.plan_splits(4096, 128, 4096, stages=4)[0].stages == 4      # a forced depth is kept
+    assert sl.plan_splits(4096, 4096, 4096) == (sl.tile_for(4096, 4096), 1)
 
 
 @settings(max_examples=300, deadline=None)
@@ -78,7 +75,8 @@ def test_plan_of_the_narrow_shapes():
 def test_plan_splits_covers_k_once(M, n8, k8, sms):
     N, K = 8 * n8, 8 * k8
     tile, S = sl.plan_splits(M, N, K, sms=sms)
-    assert tile == sl.tile_for(M, N) and tile.bn >= min(N, 256)
+    tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
+    assert tile == (sl.deepest(sl.tile_for(M, N)) if tiles * S <= sms else sl.tile_for(M, N))
     tiles, k_tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn), ceil_div(K, 64)
     assert 1 <= S <= min(sl.MAX_SPLITS, k_tiles)
     per = splitk.slice_k_tiles(k_tiles, S)
@@ -136,7 +134,7 @@ def test_run_without_a_split_is_v11s_launch(stubbed):
     with launch.recording() as rec:
         sl.run(A, B, C, 0.5, 2.0)
     (L,) = rec.launches
-    assert L.grid == (16 * 32, 1, 1) and not L.cluster
+    assert L.grid == (32 * 64, 1, 1) and not L.cluster
     assert [a.value for a in L.keep[:3]] == [0x3000, 0.5, 2.0] and [a.value for a in L.keep[-2:]] == [64, 1]
     assert stubbed == [(sl.SOURCE, "v11sl_splitk_f16", sl.CONFIG.defines())]
 
@@ -148,11 +146,11 @@ def test_run_with_a_split_is_one_cluster_launch(stubbed):
     with launch.recording() as rec:
         sl.run(A, B, C, -1.5, 0.25)
     (L,) = rec.launches                                          # no reduction launch
-    tile = sl.tile_for(M, N)
-    assert L.grid == (32 * 4, 1, 1) and L.cluster == 4              # the 4 slices of a tile: one cluster
+    tile = sl.deepest(sl.tile_for(M, N))
+    assert L.grid == (64 * 2, 1, 1) and L.cluster == 2              # the 2 slices of a tile: one cluster
     assert L.block == (tile.threads, 1, 1) and L.smem == tile.smem()
     assert [a.value for a in L.keep[:3]] == [0x3000, -1.5, 0.25]   # C, alpha and beta: applied once
-    assert [a.value for a in L.keep[-2:]] == [16, 4]               # 16 K tiles a slice, S = 4
+    assert [a.value for a in L.keep[-2:]] == [32, 2]               # 32 K tiles a slice, S = 2
     assert stubbed[0][1] == "v11sl_splitk_bf16" and stubbed[0][2] == tile.defines()
 
 
@@ -204,7 +202,7 @@ def test_exact_on_ragged_shapes_auto_splits(dtype):
         seen.add((tile.bm, tile.bn, S > 1))
         _case(M, N, K, dtype, 0.5, 3.0, rng)
         _case(M, N, K, dtype, 1.0, 0.0, rng)         # beta == 0: NaN in C must not leak
-    assert {(64, 256, True), (128, 128, True), (128, 256, True), (128, 64, False)} <= seen
+    assert {(64, 64, True), (128, 64, True), (128, 64, False)} <= seen
 
 
 @pytest.mark.gpu

@@ -18,13 +18,15 @@ the GPC, the reduction of a tile is shared by its S CTAs, and the launch's fixed
 once. What it costs: the park and the reads (BM·BN·4 bytes per CTA through shared memory) and
 two cluster barriers per tile.
 
-The tile follows the shape: BM = 64 when M ≤ 64 (v11sk's rule), and BN the narrowest of v11's
-64, 128 and 256 that covers N, so a narrow output does not compute 256 columns to keep N of them
-(4096×128: 128×128 tiles, 32 of them, S = 4), and the pipeline is as deep as shared memory allows
-(up to 8 stages: 4 for 128×256, 5 for 64×256, 7 for 128×128, 8 for narrower tiles): thread 0 refills the stage read two
-iterations ago, so STAGES - 2 loads are in flight, and the memory-bound shapes this level is for
-need the bytes in flight. run(..., bm=, bn=, stages=) forces another tile for a benchmark, and
-run(..., splits=S) a split count (as v11sk). Plan: `plan_splits`, pure.
+The tile: BM = 64 when M ≤ 64 (v11sk's rule), else 128, and BN = 64. Measured on the H200
+(docs/RESULTS.md, twelfth run) the 64-wide tiles with a split of 2 beat the 128- and 256-wide
+ones at the narrow and small shapes this level is for (M = 128: 0.94× cuBLAS against 0.52×).
+When the whole grid (tiles·S) fits one CTA per SM, the pipeline is as deep as shared memory
+allows (8 stages for 128×64): thread 0 refills the stage read two iterations ago, so STAGES − 2
+loads are in flight, and these shapes are memory-bound. A larger grid keeps v11's 4 stages,
+so that two CTAs fit on an SM (512×4096×4096: 0.81× with 4 stages, 0.66× with 8).
+run(..., bm=, bn=, stages=) forces another tile for a benchmark, and run(..., splits=S) a split
+count (as v11sk). Plan: `plan_splits`, pure.
 
 Limits (TMA's, as v11): 16-byte aligned bases and K % 8 == 0, N % 8 == 0 for 2-byte types;
 other shapes are refused before launch, naming v9.
@@ -52,7 +54,7 @@ SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
 SPLIT_IN_KERNEL = True            # numba_gemm.choose: no partials in memory, one launch
 
-CONFIG = wg.WgmmaTile(bm=128)     # the census's and the ledgers' tile (M > 64, N > 128)
+CONFIG = wg.WgmmaTile(bm=128, bn=64)   # the census's and the ledgers' tile (M > 64)
 DEFINES = CONFIG.defines()
 SMALL_M = 64                      # M <= SMALL_M takes the 64-row tile
 MIN_SLICE_K_TILES = 8             # v11sk's: shorter slices lost to one CTA per tile on the H200
@@ -62,27 +64,30 @@ MAX_STAGES = 8                    # deeper pipelines where the tile leaves share
 
 def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None,
              stages: int | None = None) -> wg.WgmmaTile:
-    """The tile for M x N: bm by M (64 when M <= 64), bn the narrowest wgmma width covering N,
-    and the deepest pipeline up to MAX_STAGES that fits in shared memory; any of them may be
-    forced (a ValueError names the tiles that exist)."""
+    """The tile for M x N: bm by M (64 when M <= 64), bn = 64 and v11's 4 stages; any of them
+    may be forced (a ValueError names the tiles that exist)."""
     bm = bm if bm is not None else (64 if M <= SMALL_M else 128)
-    bn = bn if bn is not None else next((w for w in wg.WGMMA_N if N <= w), wg.WGMMA_N[-1])
-    tile = dataclasses.replace(CONFIG, bm=bm, bn=bn)
-    if stages is None:
-        stages = max((s for s in range(tile.stages, MAX_STAGES + 1)
-                      if dataclasses.replace(tile, stages=s).smem() <= cm.SMEM_LIMIT), default=tile.stages)
-    tile = dataclasses.replace(tile, stages=stages)
+    tile = dataclasses.replace(CONFIG, bm=bm, bn=bn or CONFIG.bn, stages=stages or CONFIG.stages)
     bad = tile.problems()
     if bad:
-        raise ValueError(f"level {LEVEL}: no tile bm={bm}, bn={bn}, stages={stages}: {'; '.join(bad)}")
+        raise ValueError(f"level {LEVEL}: no tile bm={tile.bm}, bn={tile.bn}, stages={tile.stages}: "
+                         f"{'; '.join(bad)}")
     return tile
+
+
+def deepest(tile: wg.WgmmaTile) -> wg.WgmmaTile:
+    """`tile` with as many stages as fit in shared memory, up to MAX_STAGES."""
+    depth = max(s for s in range(tile.stages, MAX_STAGES + 1)
+                if dataclasses.replace(tile, stages=s).smem() <= cm.SMEM_LIMIT)
+    return dataclasses.replace(tile, stages=depth)
 
 
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
                 bm: int | None = None, bn: int | None = None, stages: int | None = None):
     """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
     (splitk.choose_splits, or `splits` when given), rounded so that no slice is empty
-    (splitk.effective_splits). Pure: no device is touched."""
+    (splitk.effective_splits); the deepest pipeline when the tiles·S CTAs fit one per SM and
+    `stages` is not forced. Pure: no device is touched."""
     tile = tile_for(M, N, bm, bn, stages)
     tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
     k_tiles = ceil_div(K, tile.bk)
@@ -94,7 +99,10 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
         if s > MAX_SPLITS:
             raise ValueError(f"level {LEVEL}: splits must be at most {MAX_SPLITS} (one cluster per "
                              f"tile, at most the portable cluster size), got {s}")
-    return tile, splitk.effective_splits(k_tiles, s)
+    S = splitk.effective_splits(k_tiles, s)
+    if stages is None and tiles * S <= sms:
+        tile = deepest(tile)
+    return tile, S
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=None):
