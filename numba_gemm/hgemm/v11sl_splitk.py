@@ -44,7 +44,7 @@ LEVEL = "v11sl"
 PARENT = "v11sk"
 TITLE = "split-K reduced in the kernel: a tile's slices are one cluster"
 DELTA = ("v11sl = v11sk with the reduction in the GEMM kernel: a tile's S slices form a cluster and "
-         "add their partials through distributed shared memory in order 0..S-1; BN follows N")
+         "add their partials through distributed shared memory in order 0..S-1; 64-wide tiles")
 DTYPES = cm.DTYPES
 SOURCE = "v11sl_splitk.cu"
 KERNEL_NAMES = {"f16": "v11sl_splitk_f16", "bf16": "v11sl_splitk_bf16"}
