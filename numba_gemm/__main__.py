@@ -1,10 +1,12 @@
-"""python -m numba_gemm warm [--level k7,v11] [--jobs N]
+"""python -m numba_gemm warm [--level k7,v11] [--jobs N] [--census]
 
 warm: compile every level's kernels into the on-disk caches, so that a level's first call in a
 new process loads them instead of compiling (Numba levels: numba_gemm.numba_cache, for the
 local GPU, or for sm_90a on a machine without one; native levels: the NVRTC cache, sm_90a).
 Kernels compile in parallel worker processes; a line per kernel as it finishes, then the
-time per level. NUMBA_GEMM_CACHE_DIR chooses the cache, as for every other use of it.
+time per level. --census also takes each level's SASS census into its cache (what bench.py
+--sass and the census tests read). NUMBA_GEMM_CACHE_DIR chooses the cache, as for every other
+use of it.
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ def warm(argv) -> int:
     p.add_argument("--level", help="comma-separated levels (default: all)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="worker processes (default: one per CPU)")
+    p.add_argument("--census", action="store_true",
+                   help="also take every level's SASS census into the census cache")
     args = p.parse_args(argv)
 
     from . import gpu, nvrtc
@@ -74,9 +78,24 @@ def warm(argv) -> int:
     print(f"{'total':8s}{sum(r[0] + r[1] for r in per_level.values()):8d}"
           f"{sum(r[0] for r in per_level.values()):10d}{sum(r[1] for r in per_level.values()):8d}"
           f"{total:10.1f}   ({time.perf_counter() - start:.1f} s wall)")
+    if args.census:
+        failed += _census(levels)
     for line in failed:
         print(f"failed: {line}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _census(levels) -> list[str]:
+    """Take the levels' SASS censuses into the census cache (Numba levels in child processes,
+    one per CPU); the problems, one line per level."""
+    from . import sass
+
+    start = time.perf_counter()
+    got = sass.census_levels(levels)
+    bad = [f"{name}: census: {c}" for name, c in got.items() if isinstance(c, Exception)]
+    print(f"census: {len(got) - len(bad)} of {len(got)} levels ({time.perf_counter() - start:.1f} s wall)",
+          flush=True)
+    return bad
 
 
 COMMANDS = {"warm": warm}

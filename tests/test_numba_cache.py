@@ -327,17 +327,26 @@ def test_warm_command_fills_both_caches_then_finds_them(tmp_path):
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
 
-    def warm():
-        out = subprocess.run([sys.executable, "-m", "numba_gemm", "warm", "--level", "k1,v7", "--jobs", "1"],
+    def warm(*more):
+        out = subprocess.run([sys.executable, "-m", "numba_gemm", "warm", "--level", "k1,v7", "--jobs", "1", *more],
                              capture_output=True, text=True, env=env, timeout=600)
         assert out.returncode == 0, out.stdout + out.stderr
-        return {m.group(1): (int(m.group(2)), int(m.group(3)), int(m.group(4)))
-                for m in re.finditer(r"^(\w+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+", out.stdout, re.M)}
+        return out.stdout, {m.group(1): (int(m.group(2)), int(m.group(3)), int(m.group(4)))
+                            for m in re.finditer(r"^(\w+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+", out.stdout, re.M)}
 
-    assert warm() == {"k1": (1, 1, 0), "v7": (1, 1, 0), "total": (2, 2, 0)}     # kernels, compiled, cached
+    text, rows = warm()
+    assert rows == {"k1": (1, 1, 0), "v7": (1, 1, 0), "total": (2, 2, 0)}     # kernels, compiled, cached
     assert len(list((tmp_path / "cache").glob("k1_naive.kernel.sm_90a.*.numba"))) == 1
     assert len(list((tmp_path / "cache").glob("v7_wmma.sm_90a.*.cubin"))) == 1
-    assert warm() == {"k1": (1, 0, 1), "v7": (1, 0, 1), "total": (2, 0, 2)}
+    assert "census" not in text and not (tmp_path / "cache" / "census").exists()
+    from numba_gemm import nvrtc
+
+    if nvrtc.nvdisasm_path() is None:
+        pytest.skip("no nvdisasm here: the census cannot be taken")
+    text, rows = warm("--census")
+    assert rows == {"k1": (1, 0, 1), "v7": (1, 0, 1), "total": (2, 0, 2)}
+    assert re.search(r"^census: 2 of 2 levels", text, re.M), text
+    assert [len(list((tmp_path / "cache" / "census").glob(f"{n}.*.json"))) for n in ("k1", "v7")] == [1, 1]
 
 
 # ---- on a GPU -------------------------------------------------------------------------------

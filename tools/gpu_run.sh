@@ -3,10 +3,11 @@
 # native level, the benchmark tables, the size curves, the host overhead and the microbenchmarks.
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
-#   steps: env tests tests1 tests2 tests3 tests4 tests5 sanitize sgemm hgemm curve shapes overhead micro
+#   steps: env tests tests1 … tests6 sanitize sgemm hgemm curve shapes overhead micro
 #          sweep ncu profile notebook top warm firstcall
 #          (default: env warm tests sanitize sgemm hgemm overhead micro)
-#   warm: python -m numba_gemm warm, every level's kernels compiled into NUMBA_GEMM_CACHE_DIR
+#   warm: python -m numba_gemm warm --census, every level's kernels compiled and its SASS census
+#   taken into NUMBA_GEMM_CACHE_DIR
 #   (default .cache/numba_gemm in the checkout, so a carried .cache skips it on the next call);
 #   firstcall: tools/first_call.py, cold and cached first calls (FIRSTCALL_LEVELS, default all)
 #   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:name=value passes run() arguments)
@@ -22,9 +23,11 @@
 #     tests2  the HGEMM levels: every native level and v8py on ragged shapes in fp16 and bf16
 #             (test_hgemm.py alone ~1.8 s a test on the H200, ~4 minutes)
 #     tests3  v11's other tiles, the wgmma levels past 2^31 elements, TMA descriptors, NVRTC
-#             compiles, v11sl and v11p
+#             compiles
 #     tests4  the SASS census (compiles every level), k7/k8, intrinsics, microbenchmarks
-#     tests5  everything else (api hypothesis shapes, operands, call cache, bench, ledgers,
+#     tests5  the split-K, ragged and Python-written rungs (k5sk/k8sk, v11sk, v11sl, v11p, v11r,
+#             v11py) and the on-disk kernel cache in fresh processes
+#     tests6  everything else (api hypothesis shapes, operands, call cache, bench, ledgers,
 #             figures, notebook): every tests/test_*.py not named above, so none is left out
 #   `tests` runs chunk ${TEST_CHUNK:-1} and says which to run next, or the files in TEST_FILES.
 #   LEVELS / SIZES narrow the sgemm step, HGEMM_LEVELS the hgemm step, SANITIZE_LEVELS (default:
@@ -60,19 +63,21 @@ if has env; then
   cat "$OUT/env.txt"
 fi
 if has warm; then  # compile once: every later step loads cubins instead of compiling
-  timeout 420 python3 -m numba_gemm warm --jobs "$(nproc)" >"$OUT/warm.txt" 2>&1
-  echo "warm (exit $?): $(tail -n 1 "$OUT/warm.txt")"
+  timeout 420 python3 -m numba_gemm warm --census --jobs "$(nproc)" >"$OUT/warm.txt" 2>&1
+  echo "warm (exit $?): $(grep -E "^(total|census:)" "$OUT/warm.txt" | tr "\n" " ")"
 fi
 # the test chunks (see the header); the last is every test file the others do not name
 TEST_CHUNK1="tests/test_sgemm.py tests/test_sgemm_geometry.py tests/test_twins.py"
 TEST_CHUNK2="tests/test_hgemm.py tests/test_v8py.py"
 TEST_CHUNK3="tests/test_hopper.py tests/test_wgmma_tiles.py tests/test_ptx_intrinsics.py tests/test_tma.py
-  tests/test_nvrtc.py tests/test_cache.py tests/test_v11sl.py tests/test_v11p.py"
+  tests/test_nvrtc.py tests/test_cache.py"
 TEST_CHUNK4="tests/test_sass.py tests/test_k7_k8.py tests/test_intrinsics.py tests/test_microbench.py"
-TEST_CHUNKS=5
+TEST_CHUNK5="tests/test_splitk_sgemm.py tests/test_v11sk.py tests/test_v11sl.py tests/test_v11p.py
+  tests/test_v11r.py tests/test_v11py.py tests/test_numba_cache.py tests/test_first_call.py"
+TEST_CHUNKS=6
 chunk_files() {
   if (( $1 < TEST_CHUNKS )); then local v="TEST_CHUNK$1"; echo ${!v}; return; fi
-  local named=" $(echo $TEST_CHUNK1 $TEST_CHUNK2 $TEST_CHUNK3 $TEST_CHUNK4) " f
+  local named=" $(echo $TEST_CHUNK1 $TEST_CHUNK2 $TEST_CHUNK3 $TEST_CHUNK4 $TEST_CHUNK5) " f
   for f in tests/test_*.py; do [[ $named == *" $f "* ]] || echo -n "$f "; done
   echo
 }
