@@ -23,7 +23,7 @@
 #     tests2  the HGEMM levels: every native level and v8py on ragged shapes in fp16 and bf16
 #             (test_hgemm.py alone ~1.8 s a test on the H200, ~4 minutes)
 #     tests3  v11's other tiles, the wgmma levels past 2^31 elements, TMA descriptors, NVRTC
-#             compiles
+#             compiles, v11gv
 #     tests4  the SASS census (compiles every level), k7/k8, intrinsics, microbenchmarks
 #     tests5  the split-K, ragged and Python-written rungs (k5sk/k8sk, v11sk, v11sl, v11p, v11r,
 #             v11py) and the on-disk kernel cache in fresh processes
@@ -70,7 +70,7 @@ fi
 TEST_CHUNK1="tests/test_sgemm.py tests/test_sgemm_geometry.py tests/test_twins.py"
 TEST_CHUNK2="tests/test_hgemm.py tests/test_v8py.py"
 TEST_CHUNK3="tests/test_hopper.py tests/test_wgmma_tiles.py tests/test_ptx_intrinsics.py tests/test_tma.py
-  tests/test_nvrtc.py tests/test_cache.py"
+  tests/test_nvrtc.py tests/test_cache.py tests/test_v11gv.py"
 TEST_CHUNK4="tests/test_sass.py tests/test_k7_k8.py tests/test_intrinsics.py tests/test_microbench.py"
 TEST_CHUNK5="tests/test_splitk_sgemm.py tests/test_v11sk.py tests/test_v11sl.py tests/test_v11p.py
   tests/test_v11r.py tests/test_v11py.py tests/test_numba_cache.py tests/test_first_call.py"

@@ -1,0 +1,136 @@
+"""read: diff native/v11sl_splitk.cu native/v11gv_gemv.cu · run: python bench.py --level v11gv --dtype fp16
+
+v11gv: skinny M (≤ 8) without the tensor cores — B streamed once from DRAM into registers, K split over a cluster.
+
+v11gv = v11sk for M ≤ 8 rebuilt as a GEMV. At M ≤ 8 each element of B meets at most 8 of A,
+so the time is B's bytes over DRAM bandwidth (1×4096×4096 fp16: 32 MiB, ~8 µs at 4.13 TB/s)
+if enough of them are in flight. v11sk pads M to a 64-row wgmma tile, stages B through shared
+memory for a reuse M ≤ 8 does not have and writes S partial products for a second launch; it
+reached about half the bandwidth at decode shapes. Here (native/v11gv_gemv.cu):
+
+    CTA (256 threads): R rows × 256 columns of C, one K slice; grid = column tiles · S
+    lane l owns columns 8l .. 8l+7: one 16-byte load of a B row (a warp reads 512 contiguous
+    bytes); warp w takes k rows w·8 .. w·8+7 of every 64: 8 loads of B in flight per lane,
+    one 16-byte load per row of A; both converted to fp32, 8·R FFMA per k
+    end of slice: the 8 warps' partials meet in shared memory, added in warp order 0..7;
+    S > 1: the S slices of a column tile are one cluster and add their partials through
+    distributed shared memory in the order 0..S-1 (v11sl's reduction), one launch, no workspace
+
+Two row counts: R = 1 for M = 1 (8 FFMA per k) and R = 8 for 2 ≤ M ≤ 8, whose rows past M
+multiply zeros. Rows of A or B that are not whole 16 bytes take the edge kernel, element by
+element, every load checked: any shape is exact, the aligned ones are fast.
+
+Which ledger moved: bytes in flight. B is read once, by 16-byte loads straight into registers,
+and nothing else of size moves: A is a few KB per slice (from L2), C is M·N floats. What it
+costs: FFMA instead of HGMMA — 8·R per 16 bytes of B, which the SM issues with room to spare
+at R = 8 (half the FP32 rate at the DRAM rate) and many times over at R = 1.
+
+M > 8 is refused (B would be read once per 8 rows): v11sk, v11sl or auto serve it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..util import ceil_div
+from . import _common as cm
+
+LEVEL = "v11gv"
+PARENT = "v11sk"
+TITLE = "skinny M (≤ 8) as a GEMV: B streamed into registers, K split over a cluster"
+DELTA = ("v11gv = v11sk for M ≤ 8 without the tensor cores: each lane loads 16 bytes of a B row "
+         "straight into registers, 8 FFMA per element at most, warps and a cluster of K slices "
+         "add their partials in a fixed order in shared memory")
+DTYPES = cm.DTYPES
+SOURCE = "v11gv_gemv.cu"
+KERNEL_NAMES = {"f16": "v11gv_f16_r8", "bf16": "v11gv_bf16_r8"}
+KERNELS = {(kind, rows): f"v11gv_{kind}_r{rows}" for kind in ("f16", "bf16") for rows in (1, 8)}
+EDGE_KERNELS = {kind: f"v11gv_{kind}_edge" for kind in ("f16", "bf16")}
+SASS_MUST_HAVE = ("LDG.E.128", "FFMA", "UCGABAR_ARV", "UCGABAR_WAIT", "LD.E")
+SASS_MUST_NOT_HAVE = ("HGMMA", "HMMA")          # the point: no tensor cores
+RASTER = "n-fastest"
+SPLIT_IN_KERNEL = True                          # numba_gemm.choose: one launch, no partials in memory
+DEFINES = ()
+
+
+@dataclass(frozen=True)
+class GemvTile:
+    """The CTA's output tile (what the ledgers and auto read) and its K step."""
+    bm: int = 8
+    bn: int = 256
+    bk: int = 64
+    threads: int = 256
+
+
+CONFIG = GemvTile()
+MAX_M = CONFIG.bm
+MAX_SPLITS = 8                                  # the portable cluster size
+MIN_SLICE_STEPS = 4                             # K steps (of 64) a slice runs at least
+CTAS_PER_SM = {1: 3, 8: 1}                      # by R: the launch bounds (registers; R = 8: 168)
+
+
+def rows_for(M: int) -> int:
+    """R, the rows a CTA computes: 1 for M = 1, else 8."""
+    return 1 if M == 1 else MAX_M
+
+
+def smem_bytes(rows: int) -> int:
+    """The 8 warps' partial tiles, rows × 256 floats each."""
+    return 8 * rows * CONFIG.bn * 4
+
+
+def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None) -> int:
+    """S, the K slices (one cluster) per column tile: enough CTAs to fill every SM's slots, at
+    most MAX_SPLITS, each slice at least MIN_SLICE_STEPS steps of 64, none empty. A forced
+    `splits` (benchmarks) is checked the same way. Pure."""
+    tiles, steps = ceil_div(N, CONFIG.bn), ceil_div(K, CONFIG.bk)
+    if splits is None:
+        want = ceil_div(sms * CTAS_PER_SM[rows_for(M)], tiles)
+        s = max(1, min(want, MAX_SPLITS, steps // MIN_SLICE_STEPS))
+    elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= min(MAX_SPLITS, steps):
+        raise ValueError(f"level {LEVEL}: splits must be an int in 1..{min(MAX_SPLITS, steps)} (at most the "
+                         f"cluster size {MAX_SPLITS} and the {steps} K steps of 64), got {splits!r}")
+    else:
+        s = splits
+    return ceil_div(steps, slice_steps(steps, s))     # no empty slice
+
+
+def slice_steps(steps: int, splits: int) -> int:
+    """K steps of 64 per slice (the last may be shorter)."""
+    return ceil_div(steps, splits)
+
+
+def launch_config(M: int, N: int, K: int, splits: int = 1):
+    """(grid, block, smem): column tiles · S CTAs along x, in clusters of S."""
+    rows = rows_for(M)
+    return (ceil_div(N, CONFIG.bn) * splits, 1, 1), (CONFIG.threads, 1, 1), smem_bytes(rows)
+
+
+def kernel_name(kind: str, M: int, aligned: bool) -> str:
+    return KERNELS[(kind, rows_for(M))] if aligned else EDGE_KERNELS[kind]
+
+
+def unsupported(M: int, N: int, K: int) -> str | None:
+    if M > MAX_M:
+        return (f"v11gv serves M ≤ {MAX_M} (one 8-row tile, so B is read once); M = {M} would read B "
+                f"{ceil_div(M, MAX_M)} times: use v11sk, v11sl or level='auto'")
+    return cm.check_dims(M, N, K)
+
+
+def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
+    from .. import nvrtc
+    from ..launch import launch_native
+
+    M, K = A.shape
+    N = B.shape[1]
+    reason = unsupported(M, N, K)
+    if reason:
+        raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
+    S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits)
+    per = slice_steps(ceil_div(K, CONFIG.bk), S) * CONFIG.bk
+    pa, pb = cm.device_ptr(A), cm.device_ptr(B)
+    aligned = cm.rows_16b_aligned(pa, K) and cm.rows_16b_aligned(pb, N)
+    args = cm.pack_args(("p", pa), ("p", pb), ("p", cm.device_ptr(C)), ("i", M), ("i", N), ("i", K),
+                        ("f", alpha), ("f", beta), ("i", per), ("i", S))
+    kernel = nvrtc.function(SOURCE, kernel_name(cm.element_type(A), M, aligned))
+    grid, block, smem = launch_config(M, N, K, S)
+    launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None)
