@@ -9,8 +9,10 @@
 //
 // CTA (256 threads, 8 warps): a tile of R rows x 256 columns of C, one K slice of it.
 //   lane l owns columns 8l .. 8l+7 (one 16-byte load of a B row: a warp reads 512 contiguous
-//   bytes), all R rows; warp w takes k rows w*8 .. w*8+7 of every 64: 8 loads of B in flight a
-//   lane, and one 16-byte load per row of A (8 consecutive k), converted to fp32, 8*R FFMA per k.
+//   bytes), all R rows; warp w takes k rows w*8 .. w*8+7 of every 64: 8 loads of B a lane per
+//   step, and one 16-byte load per row of A (8 consecutive k), converted to fp32, 8*R FFMA per k;
+//   at M = 1 the next step's loads are issued before this step's FFMA (-DV11GV_PREFETCH=0:
+//   after), so 16 loads of B a lane are in flight.
 // End of a slice: the 8 warps' partial tiles meet in shared memory; thread t adds column t over
 //   warps 0..7 in that order (in place, into warp 0's tile). S == 1: it writes C. S > 1: the S
 //   slices of a column tile are one cluster (S <= 8, along x); after a cluster barrier CTA z
@@ -28,6 +30,12 @@ constexpr int COLS = 8;                       // columns per lane: 16 bytes of B
 constexpr int TILE_N = 32 * COLS;             // 256
 constexpr int KW = 8;                         // k rows per warp per step
 constexpr int TILE_K = WARPS * KW;            // 64: the step of the K loop
+#ifndef V11GV_PREFETCH
+#define V11GV_PREFETCH 1
+#endif
+// M = 1 (R = 1, aligned rows): load step k + 1 before the FFMA of step k. At R = 8 the 64
+// accumulators leave no room for a second set of loads (255 registers, spills).
+template <int R, bool VEC> constexpr bool prefetch() { return V11GV_PREFETCH && R == 1 && VEC; }
 
 __device__ __forceinline__ float2 pair(u32 w, __half) { return __half22float2(*reinterpret_cast<__half2*>(&w)); }
 __device__ __forceinline__ float2 pair(u32 w, __nv_bfloat16) {
@@ -99,9 +107,13 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
         #pragma unroll
         for (int j = 0; j < COLS; ++j) acc[r][j] = 0.0f;
 
+    constexpr bool PREFETCH = prefetch<R, VEC>();
+    uint4 a[R], b[KW];
+    if (PREFETCH) load_step<T, R, VEC>(A, B, M, N, K, k_lo + w * KW, k_hi, col, a, b);
     for (int k0 = k_lo + w * KW; k0 < k_hi; k0 += TILE_K) {
-        uint4 a[R], b[KW];
-        load_step<T, R, VEC>(A, B, M, N, K, k0, k_hi, col, a, b);
+        uint4 an[R], bn[KW];        // PREFETCH: the next step's loads, in flight during this one's FFMA
+        if (PREFETCH) load_step<T, R, VEC>(A, B, M, N, K, k0 + TILE_K, k_hi, col, an, bn);
+        else load_step<T, R, VEC>(A, B, M, N, K, k0, k_hi, col, a, b);
         #pragma unroll
         for (int p = 0; p < KW / 2; ++p) {             // k rows 2p and 2p + 1
             float2 ak[R];
@@ -121,6 +133,12 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
                     }
                 }
             }
+        }
+        if (PREFETCH) {
+            #pragma unroll
+            for (int r = 0; r < R; ++r) a[r] = an[r];
+            #pragma unroll
+            for (int i = 0; i < KW; ++i) b[i] = bn[i];
         }
     }
 

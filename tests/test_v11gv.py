@@ -41,9 +41,9 @@ def test_refuses_more_than_eight_rows():
 
 
 def test_plan_of_decode_shapes():
-    # 132 SMs: M = 1 holds 3 CTAs an SM, 2..8 rows one; at most 8 slices, each 4 steps or more
+    # 132 SMs: M = 1 holds 3 CTAs an SM, 2..8 rows one; one wave, at most 8 slices of 4 steps or more
     assert [gv.plan_splits(*s) for s in [(1, 4096, 4096), (8, 14336, 4096), (4, 8192, 8192),
-                                         (1, 4096, 128), (1, 128, 4096)]] == [8, 3, 5, 1, 8]
+                                         (1, 4096, 128), (1, 128, 4096), (8, 65536, 4096)]] == [8, 2, 4, 1, 8, 1]
 
 
 @settings(max_examples=300, deadline=None)
@@ -56,6 +56,7 @@ def test_plan_splits_covers_k_once(M, N, K, sms):
     assert (S - 1) * per < steps <= S * per                  # no empty slice, every step once
     if S > 1:
         assert per >= gv.MIN_SLICE_STEPS
+        assert ceil_div(N, gv.CONFIG.bn) * S <= sms * gv.CTAS_PER_SM[gv.rows_for(M)]     # one wave
 
 
 def test_forced_splits_checked():
@@ -87,8 +88,8 @@ def test_compiles_with_its_census():
             assert c.has(want), (name, want)
         for banned in gv.SASS_MUST_NOT_HAVE + ("LDL", "STL"):
             assert not c.has(banned), (name, banned)
-    # the loop's loads: 8 rows of B and R rows of A, 16 bytes each
-    assert [per_kernel[f"v11gv_f16_r{r}"].opcodes.get("LDG.E.128.CONSTANT") for r in (1, 8)] == [9, 16]
+    # the loop's loads, 16 bytes each: 8 rows of B and R rows of A (R = 1: also the first step's, before the loop)
+    assert [per_kernel[f"v11gv_f16_r{r}"].opcodes.get("LDG.E.128.CONSTANT") for r in (1, 8)] == [18, 16]
 
 
 # ---------------------------------------------------------------------------- run(), recorded (no GPU)
@@ -103,17 +104,18 @@ def stubbed(monkeypatch):
     from numba_gemm import nvrtc
 
     names = []
-    monkeypatch.setattr(nvrtc, "function", lambda source, name, defines=(): names.append((source, name)) or 0x77)
+    monkeypatch.setattr(nvrtc, "function",
+                        lambda source, name, defines=(): names.append((source, name, defines)) or 0x77)
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(gv.cm, "sm_count", lambda: 132)
     monkeypatch.setattr(gv.cm, "device_ptr", lambda a: a.ptr)
     return names
 
 
-def _run(M, N, K, dtype=np.float16, base=0x1000):
+def _run(M, N, K, dtype=np.float16, base=0x1000, **kw):
     A, B, C = _Array(base, (M, K), dtype), _Array(0x20000, (K, N), dtype), _Array(0x30000, (M, N), np.float32)
     with launch.recording() as rec:
-        gv.run(A, B, C, 0.5, -2.0)
+        gv.run(A, B, C, 0.5, -2.0, **kw)
     (L,) = rec.launches                                      # one launch, split or not
     return L
 
@@ -123,7 +125,7 @@ def test_run_decode_is_one_cluster_launch(stubbed):
     assert L.grid == (16 * 8, 1, 1) and L.cluster == 8 and L.block == (256, 1, 1)
     assert L.smem == gv.smem_bytes(1)
     assert [a.value for a in L.keep[3:]] == [1, 4096, 4096, 0.5, -2.0, 512, 8]   # M N K alpha beta per S
-    assert stubbed == [(gv.SOURCE, "v11gv_f16_r1")]
+    assert stubbed == [(gv.SOURCE, "v11gv_f16_r1", ())]
 
 
 def test_run_picks_the_kernel_by_rows_and_alignment(stubbed):
@@ -131,7 +133,10 @@ def test_run_picks_the_kernel_by_rows_and_alignment(stubbed):
     _run(5, 4096, 4096, np.uint16)                            # bf16 bits
     _run(2, 4097, 4096)                                       # rows of B not whole 16 bytes
     _run(1, 4096, 4096, base=0x1008)                          # A's base not 16-byte aligned
-    assert [n for _, n in stubbed] == ["v11gv_f16_r8", "v11gv_bf16_r8", "v11gv_f16_edge", "v11gv_f16_edge"]
+    _run(1, 4096, 4096, prefetch=False)
+    assert [n for _, n, _ in stubbed] == ["v11gv_f16_r8", "v11gv_bf16_r8", "v11gv_f16_edge", "v11gv_f16_edge",
+                                          "v11gv_f16_r1"]
+    assert [d for *_, d in stubbed] == [()] * 4 + [gv.NO_PREFETCH]
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -182,6 +187,18 @@ def test_exact_with_forced_splits(dtype, splits):
     rng = np.random.default_rng()
     for M, N, K in [(1, 520, 1024), (6, 264, 1000), (8, 776, 2048), (3, 130, 1031)]:
         _case(M, N, K, dtype, -1.5, 0.25, rng, splits=splits)
+
+
+@pytest.mark.gpu
+def test_exact_without_prefetch():
+    from numba import cuda
+
+    rng = np.random.default_rng()
+    for M, N, K in [(1, 4096, 4096), (1, 264, 1000)]:
+        A, B, C = check.random_inputs(M, N, K, np.float16, rng)
+        dC = cuda.to_device(C)
+        gv.run(_dev(A), _dev(B), dC, 0.5, -1.0, prefetch=False)
+        assert check.verify(dC.copy_to_host(), A, B, C, 0.5, -1.0, family="hgemm").ok
 
 
 @pytest.mark.gpu

@@ -17,7 +17,9 @@ reached about half the bandwidth at decode shapes. Here (native/v11gv_gemv.cu):
     distributed shared memory in the order 0..S-1 (v11sl's reduction), one launch, no workspace
 
 Two row counts: R = 1 for M = 1 (8 FFMA per k) and R = 8 for 2 ≤ M ≤ 8, whose rows past M
-multiply zeros. Rows of A or B that are not whole 16 bytes take the edge kernel, element by
+multiply zeros. At R = 1 the next step's loads are issued before this step's FFMA, so 16 loads
+of B per lane are in flight (run(..., prefetch=False) measures without); at R = 8 the 64
+accumulators leave no registers for that. Rows of A or B that are not whole 16 bytes take the edge kernel, element by
 element, every load checked: any shape is exact, the aligned ones are fast.
 
 Which ledger moved: bytes in flight. B is read once, by 16-byte loads straight into registers,
@@ -50,6 +52,7 @@ SASS_MUST_NOT_HAVE = ("HGMMA", "HMMA")          # the point: no tensor cores
 RASTER = "n-fastest"
 SPLIT_IN_KERNEL = True                          # numba_gemm.choose: one launch, no partials in memory
 DEFINES = ()
+NO_PREFETCH = ("-DV11GV_PREFETCH=0",)           # run(..., prefetch=False): for a benchmark
 
 
 @dataclass(frozen=True)
@@ -79,13 +82,13 @@ def smem_bytes(rows: int) -> int:
 
 
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None) -> int:
-    """S, the K slices (one cluster) per column tile: enough CTAs to fill every SM's slots, at
-    most MAX_SPLITS, each slice at least MIN_SLICE_STEPS steps of 64, none empty. A forced
+    """S, the K slices (one cluster) per column tile: as many as one wave of CTAs holds (tiles·S
+    within every SM's slots), at most MAX_SPLITS, each slice at least MIN_SLICE_STEPS steps of 64, none empty. A forced
     `splits` (benchmarks) is checked the same way. Pure."""
     tiles, steps = ceil_div(N, CONFIG.bn), ceil_div(K, CONFIG.bk)
     if splits is None:
-        want = ceil_div(sms * CTAS_PER_SM[rows_for(M)], tiles)
-        s = max(1, min(want, MAX_SPLITS, steps // MIN_SLICE_STEPS))
+        fit = sms * CTAS_PER_SM[rows_for(M)] // tiles        # one wave: tiles·S within the slots
+        s = max(1, min(fit, MAX_SPLITS, steps // MIN_SLICE_STEPS))
     elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= min(MAX_SPLITS, steps):
         raise ValueError(f"level {LEVEL}: splits must be an int in 1..{min(MAX_SPLITS, steps)} (at most the "
                          f"cluster size {MAX_SPLITS} and the {steps} K steps of 64), got {splits!r}")
@@ -116,7 +119,7 @@ def unsupported(M: int, N: int, K: int) -> str | None:
     return cm.check_dims(M, N, K)
 
 
-def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
+def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: bool = True):
     from .. import nvrtc
     from ..launch import launch_native
 
@@ -131,6 +134,7 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
     aligned = cm.rows_16b_aligned(pa, K) and cm.rows_16b_aligned(pb, N)
     args = cm.pack_args(("p", pa), ("p", pb), ("p", cm.device_ptr(C)), ("i", M), ("i", N), ("i", K),
                         ("f", alpha), ("f", beta), ("i", per), ("i", S))
-    kernel = nvrtc.function(SOURCE, kernel_name(cm.element_type(A), M, aligned))
+    kernel = nvrtc.function(SOURCE, kernel_name(cm.element_type(A), M, aligned),
+                            defines=DEFINES if prefetch else NO_PREFETCH)
     grid, block, smem = launch_config(M, N, K, S)
     launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None)
