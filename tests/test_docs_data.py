@@ -988,6 +988,15 @@ def _section_figures():
         t, shape, _ = SUITES[level, M, N, K, dtype]
         return shape["cublas_ms"] / t["kernel_ms"]
 
+    gv = get("v11gv").module                              # v11gv at decode 1×4096×4096, fp16
+    DECODE = (1, 4096, 4096)
+    gv_tiles, gv_steps, gv_s = -(-DECODE[1] // gv.CONFIG.bn), -(-DECODE[2] // gv.CONFIG.bk), gv.plan_splits(*DECODE)
+    gv_slots = 132 * gv.CTAS_PER_SM[gv.rows_for(1)]
+    gv_loads = gv.CONFIG.bk // (gv.CONFIG.threads // 32)  # k rows (16-byte loads of B) per warp and step
+    gv_load_bytes = gv.CONFIG.bn // 32 * 2                # a lane's columns, 2 bytes each
+    gv_lane = gv_loads * gv_load_bytes                   # one step; at M = 1 two are in flight (the prefetch)
+    gv_b = DECODE[1] * DECODE[2] * 2
+
     return {
         "k3": {
             "Intensity halves ({} FLOP/byte": ledgers.bytes_ledger("k3", "h200", 4096, geom=g16).intensity,
@@ -1035,6 +1044,32 @@ def _section_figures():
             "over {} tiles of 128×64": tiles_of(v11sl_plan[0]),
             "v11sk writes {} MiB of partials": 4 * v11sk.plan_splits(*NARROW_N)[1] * 4096 * 128 / 2**20,
             "parks {} KiB per CTA": v11sl_plan[0].bm * (v11sl_plan[0].bn + 8) * 4 / 1024,
+        },
+        "v11gv": {
+            "(1×4096×4096 fp16: {} MiB,": gv_b / 2**20,
+            "MiB, {} µs at 4.13 TB/s)": gv_b / choose.DEFAULT_BANDWIDTH * 1e6,
+            "4096 / {} = 16 column tiles": gv.CONFIG.bn,
+            "4096 / 256 = {} column tiles": gv_tiles,
+            "One wave holds 132 × {} // 16": gv.CTAS_PER_SM[gv.rows_for(1)],
+            "// 16 = {} slices per tile": gv_slots // gv_tiles,
+            "`plan_splits` takes S = {}, the cluster size": gv_s,
+            "(K's {} steps of 64 would allow": gv_steps,
+            "would allow {} slices of 4)": gv_steps // gv.MIN_SLICE_STEPS,
+            "slices of {}): 16 × 8": gv.MIN_SLICE_STEPS,
+            "16 × 8 = {} CTAs, each slice": gv_tiles * gv_s,
+            "each slice {} steps": gv.slice_steps(gv_steps, gv_s),
+            "steps ({} k), in 128": gv.slice_steps(gv_steps, gv_s) * gv.CONFIG.bk,
+            "in 128 of the {} slots": gv_slots,
+            "A step is {} loads × 16 bytes": gv_loads,
+            "loads × {} bytes = 128": gv_load_bytes,
+            "= {} bytes of B per lane": gv_lane,
+            "two steps are in flight, {} bytes a lane": 2 * gv_lane,
+            "a CTA {} KiB, the grid": 2 * gv_lane * gv.CONFIG.threads / 1024,
+            "the grid {} MiB.": 2 * gv_lane * gv.CONFIG.threads * gv_tiles * gv_s / 2**20,
+            "k row: {} FFMA at R = 1": gv.CONFIG.bn // 32 * gv.rows_for(1),
+            "FFMA at R = 1, {} at R = 8.": gv.CONFIG.bn // 32 * gv.rows_for(8),
+            "`smem_bytes(1)` = {} KiB": gv.smem_bytes(1) / 1024,
+            "`smem_bytes(8)` = {} KiB": gv.smem_bytes(8) / 1024,
         },
         "v11sk": {
             "S = min(SMs // tiles, k_tiles // {}, 16,": v11sk.MIN_SLICE_K_TILES,
