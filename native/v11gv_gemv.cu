@@ -11,8 +11,8 @@
 //   lane l owns columns 8l .. 8l+7 (one 16-byte load of a B row: a warp reads 512 contiguous
 //   bytes), all R rows; warp w takes k rows w*8 .. w*8+7 of every 64: 8 loads of B a lane per
 //   step, and one 16-byte load per row of A (8 consecutive k), converted to fp32, 8*R FFMA per k;
-//   at M = 1 the next step's loads are issued before this step's FFMA (-DV11GV_PREFETCH=0:
-//   after), so 16 loads of B a lane are in flight.
+//   at R <= 4 the next step's loads are issued before this step's FFMA (-DV11GV_PREFETCH=0:
+//   after), so 16 loads of B a lane are in flight. R: 1, 2, 4 or 8, the least >= M.
 // End of a slice: the 8 warps' partial tiles meet in shared memory; thread t adds column t over
 //   warps 0..7 in that order (in place, into warp 0's tile). S == 1: it writes C. S > 1: the S
 //   slices of a column tile are one cluster (S <= 8, along x); after a cluster barrier CTA z
@@ -33,9 +33,9 @@ constexpr int TILE_K = WARPS * KW;            // 64: the step of the K loop
 #ifndef V11GV_PREFETCH
 #define V11GV_PREFETCH 1
 #endif
-// M = 1 (R = 1, aligned rows): load step k + 1 before the FFMA of step k. At R = 8 the 64
+// R <= 4, aligned rows: load step k + 1 before the FFMA of step k. At R = 8 the 64
 // accumulators leave no room for a second set of loads (255 registers, spills).
-template <int R, bool VEC> constexpr bool prefetch() { return V11GV_PREFETCH && R == 1 && VEC; }
+template <int R, bool VEC> constexpr bool prefetch() { return V11GV_PREFETCH && R <= 4 && VEC; }
 
 __device__ __forceinline__ float2 pair(u32 w, __half) { return __half22float2(*reinterpret_cast<__half2*>(&w)); }
 __device__ __forceinline__ float2 pair(u32 w, __nv_bfloat16) {
@@ -185,12 +185,15 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
 #define V11GV_ARGS(T) const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C, int M, int N, \
     int K, float alpha, float beta, int per, int S
 #define V11GV_KERNEL(name, T, R, VEC)                                                              \
-    extern "C" __global__ void __launch_bounds__(v11gv::THREADS, R == 1 ? 3 : 1) name(V11GV_ARGS(T)) { \
+    extern "C" __global__ void __launch_bounds__(v11gv::THREADS, R == 1 ? 3 : R == 2 ? 2 : 1)      \
+    name(V11GV_ARGS(T)) {                                                                         \
         v11gv::gemv<T, R, VEC>(A, B, C, M, N, K, alpha, beta, per, S);                            \
     }
-V11GV_KERNEL(v11gv_f16_r1, __half, 1, true)
-V11GV_KERNEL(v11gv_f16_r8, __half, 8, true)
-V11GV_KERNEL(v11gv_f16_edge, __half, 8, false)
-V11GV_KERNEL(v11gv_bf16_r1, __nv_bfloat16, 1, true)
-V11GV_KERNEL(v11gv_bf16_r8, __nv_bfloat16, 8, true)
-V11GV_KERNEL(v11gv_bf16_edge, __nv_bfloat16, 8, false)
+#define V11GV_KERNELS(kind, T)                                                                     \
+    V11GV_KERNEL(v11gv_##kind##_r1, T, 1, true)                                                    \
+    V11GV_KERNEL(v11gv_##kind##_r2, T, 2, true)                                                    \
+    V11GV_KERNEL(v11gv_##kind##_r4, T, 4, true)                                                    \
+    V11GV_KERNEL(v11gv_##kind##_r8, T, 8, true)                                                    \
+    V11GV_KERNEL(v11gv_##kind##_edge, T, 8, false)
+V11GV_KERNELS(f16, __half)
+V11GV_KERNELS(bf16, __nv_bfloat16)

@@ -41,7 +41,7 @@ def test_refuses_more_than_eight_rows():
 
 
 def test_plan_of_decode_shapes():
-    # 132 SMs: M = 1 holds 3 CTAs an SM, 2..8 rows one; one wave, at most 8 slices of 4 steps or more
+    # 132 SMs: R = 1 holds 3 CTAs an SM, R = 2 two, 4 and 8 one; one wave, at most 8 slices of 4 steps or more
     assert [gv.plan_splits(*s) for s in [(1, 4096, 4096), (8, 14336, 4096), (4, 8192, 8192),
                                          (1, 4096, 128), (1, 128, 4096), (8, 65536, 4096)]] == [8, 2, 4, 1, 8, 1]
 
@@ -89,7 +89,8 @@ def test_compiles_with_its_census():
         for banned in gv.SASS_MUST_NOT_HAVE + ("LDL", "STL"):
             assert not c.has(banned), (name, banned)
     # the loop's loads, 16 bytes each: 8 rows of B and R rows of A (R = 1: also the first step's, before the loop)
-    assert [per_kernel[f"v11gv_f16_r{r}"].opcodes.get("LDG.E.128.CONSTANT") for r in (1, 8)] == [18, 16]
+    assert [per_kernel[f"v11gv_f16_r{r}"].opcodes.get("LDG.E.128.CONSTANT") for r in gv.ROWS] == [18, 20, 24, 16]
+    assert [gv.rows_for(M) for M in range(1, 9)] == [1, 2, 4, 4, 8, 8, 8, 8]
 
 
 # ---------------------------------------------------------------------------- run(), recorded (no GPU)
@@ -131,12 +132,15 @@ def test_run_decode_is_one_cluster_launch(stubbed):
 def test_run_picks_the_kernel_by_rows_and_alignment(stubbed):
     assert _run(8, 4096, 128).cluster is None                 # 2 K steps: no split
     _run(5, 4096, 4096, np.uint16)                            # bf16 bits
+    _run(2, 4096, 4096)
+    _run(3, 4096, 4096)
     _run(2, 4097, 4096)                                       # rows of B not whole 16 bytes
-    _run(1, 4096, 4096, base=0x1008)                          # A's base not 16-byte aligned
+    L = _run(1, 4096, 4096, base=0x1008)                      # A's base not 16-byte aligned
+    assert L.smem == gv.smem_bytes(8)                         # the edge kernel's 8 rows, at M = 1 too
     _run(1, 4096, 4096, prefetch=False)
-    assert [n for _, n, _ in stubbed] == ["v11gv_f16_r8", "v11gv_bf16_r8", "v11gv_f16_edge", "v11gv_f16_edge",
-                                          "v11gv_f16_r1"]
-    assert [d for *_, d in stubbed] == [()] * 4 + [gv.NO_PREFETCH]
+    assert [n for _, n, _ in stubbed] == ["v11gv_f16_r8", "v11gv_bf16_r8", "v11gv_f16_r2", "v11gv_f16_r4",
+                                          "v11gv_f16_edge", "v11gv_f16_edge", "v11gv_f16_r1"]
+    assert [d for *_, d in stubbed] == [()] * 6 + [gv.NO_PREFETCH]
 
 
 # ---------------------------------------------------------------------------- GPU

@@ -16,10 +16,10 @@ reached about half the bandwidth at decode shapes. Here (native/v11gv_gemv.cu):
     S > 1: the S slices of a column tile are one cluster and add their partials through
     distributed shared memory in the order 0..S-1 (v11sl's reduction), one launch, no workspace
 
-Two row counts: R = 1 for M = 1 (8 FFMA per k) and R = 8 for 2 ≤ M ≤ 8, whose rows past M
-multiply zeros. At R = 1 the next step's loads are issued before this step's FFMA, so 16 loads
-of B per lane are in flight (run(..., prefetch=False) measures without); at R = 8 the 64
-accumulators leave no registers for that. Rows of A or B that are not whole 16 bytes take the edge kernel, element by
+Four row counts R = 1, 2, 4, 8, the least that holds M (8·R FFMA per k; rows past M multiply
+zeros). At R ≤ 4 the next step's loads are issued before this step's FFMA, so 16 loads of B per
+lane are in flight (run(..., prefetch=False) measures without); at R = 8 the 64 accumulators
+leave no registers for that. Rows of A or B that are not whole 16 bytes take the edge kernel, element by
 element, every load checked: any shape is exact, the aligned ones are fast.
 
 Which ledger moved: bytes in flight. B is read once, by 16-byte loads straight into registers,
@@ -45,7 +45,8 @@ DELTA = ("v11gv = v11sk for M ≤ 8 without the tensor cores: each lane loads 16
 DTYPES = cm.DTYPES
 SOURCE = "v11gv_gemv.cu"
 KERNEL_NAMES = {"f16": "v11gv_f16_r8", "bf16": "v11gv_bf16_r8"}
-KERNELS = {(kind, rows): f"v11gv_{kind}_r{rows}" for kind in ("f16", "bf16") for rows in (1, 8)}
+ROWS = (1, 2, 4, 8)                             # R: the kernels' row counts
+KERNELS = {(kind, rows): f"v11gv_{kind}_r{rows}" for kind in ("f16", "bf16") for rows in ROWS}
 EDGE_KERNELS = {kind: f"v11gv_{kind}_edge" for kind in ("f16", "bf16")}
 SASS_MUST_HAVE = ("LDG.E.128", "FFMA", "UCGABAR_ARV", "UCGABAR_WAIT", "LD.E")
 SASS_MUST_NOT_HAVE = ("HGMMA", "HMMA")          # the point: no tensor cores
@@ -68,12 +69,12 @@ CONFIG = GemvTile()
 MAX_M = CONFIG.bm
 MAX_SPLITS = 8                                  # the portable cluster size
 MIN_SLICE_STEPS = 4                             # K steps (of 64) a slice runs at least
-CTAS_PER_SM = {1: 3, 8: 1}                      # by R: the launch bounds (registers; R = 8: 168)
+CTAS_PER_SM = {1: 3, 2: 2, 4: 1, 8: 1}          # by R: the launch bounds (registers; R = 8: 168)
 
 
 def rows_for(M: int) -> int:
-    """R, the rows a CTA computes: 1 for M = 1, else 8."""
-    return 1 if M == 1 else MAX_M
+    """R, the rows a CTA computes: the least of ROWS that holds M (8 past it)."""
+    return next((r for r in ROWS if r >= M), MAX_M)
 
 
 def smem_bytes(rows: int) -> int:
@@ -102,10 +103,16 @@ def slice_steps(steps: int, splits: int) -> int:
     return ceil_div(steps, splits)
 
 
-def launch_config(M: int, N: int, K: int, splits: int = 1):
-    """(grid, block, smem): column tiles · S CTAs along x, in clusters of S."""
-    rows = rows_for(M)
-    return (ceil_div(N, CONFIG.bn) * splits, 1, 1), (CONFIG.threads, 1, 1), smem_bytes(rows)
+def kernel_rows(M: int, aligned: bool) -> int:
+    """R of the kernel that serves M rows: rows_for(M) for aligned rows; the edge kernel has 8."""
+    return rows_for(M) if aligned else MAX_M
+
+
+def launch_config(M: int, N: int, K: int, splits: int = 1, aligned: bool = True):
+    """(grid, block, smem): column tiles · S CTAs along x, in clusters of S; the shared memory
+    of the kernel's R."""
+    return ((ceil_div(N, CONFIG.bn) * splits, 1, 1), (CONFIG.threads, 1, 1),
+            smem_bytes(kernel_rows(M, aligned)))
 
 
 def kernel_name(kind: str, M: int, aligned: bool) -> str:
@@ -136,5 +143,5 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: 
                         ("f", alpha), ("f", beta), ("i", per), ("i", S))
     kernel = nvrtc.function(SOURCE, kernel_name(cm.element_type(A), M, aligned),
                             defines=DEFINES if prefetch else NO_PREFETCH)
-    grid, block, smem = launch_config(M, N, K, S)
+    grid, block, smem = launch_config(M, N, K, S, aligned)
     launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None)
