@@ -295,7 +295,11 @@ def _auto_x_cublas(r):
     return r["cublas_ms"] / next(t["kernel_ms"] for t in r["levels"] if t["level"] == r["auto"])
 
 
+_REFIT3 = {dt: _suite_geomean({"json": f"h200_shapes_{dt}_refit3.json"}) for dt in ("fp16", "bf16")}
+
 README_FIGURES = {
+    "geomean auto/cuBLAS {} (fp16)": _REFIT3["fp16"],
+    "(fp16) and {} (bf16)": _REFIT3["bf16"],
     "(512³ fp16: {}× cuBLAS, was": _auto_x_cublas(_TILES_SUITE["square 512"]),
     "cuBLAS, was {}×; docs/RESULTS.md": _auto_x_cublas(_SUITE_BEFORE["square 512"]),
     "SGEMM k1 {} →": _r("k1", 4096)["tflops"],
