@@ -36,6 +36,7 @@ def test_contract_and_registry_order():
 def test_refuses_more_than_eight_rows():
     assert gv.unsupported(9, 4096, 4096) and "v11sk" in gv.unsupported(9, 4096, 4096)
     assert all(gv.unsupported(M, 4099, 77) is None for M in range(1, 9))     # any N and K
+    assert "2^31" in gv.unsupported(1, 8, 2**31 - 64) and gv.unsupported(1, 8, 2**31 - 1025) is None
     with pytest.raises(ValueError, match="M ≤ 8"):
         gv.run(np.zeros((16, 8), np.float16), np.zeros((8, 8), np.float16), None, 1.0, 0.0)
 

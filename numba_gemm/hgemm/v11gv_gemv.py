@@ -123,6 +123,8 @@ def unsupported(M: int, N: int, K: int) -> str | None:
     if M > MAX_M:
         return (f"v11gv serves M ≤ {MAX_M} (one 8-row tile, so B is read once); M = {M} would read B "
                 f"{ceil_div(M, MAX_M)} times: use v11sk, v11sl or level='auto'")
+    if K > cm.INT32_MAX - 16 * CONFIG.bk:        # the kernel's k indices run up to K + 8 steps, in int32
+        return f"K = {K} is within {16 * CONFIG.bk} of 2^31 (int32 k indices past K)"
     return cm.check_dims(M, N, K)
 
 
