@@ -4,12 +4,13 @@
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
 #   steps: env tests tests1 … tests6 sanitize sgemm hgemm curve shapes overhead micro
-#          sweep ncu profile notebook top warm firstcall
+#          sweep ncu profile notebook top warm firstcall gemv
 #          (default: env warm tests sanitize sgemm hgemm overhead micro)
 #   warm: python -m numba_gemm warm --census, every level's kernels compiled and its SASS census
 #   taken into NUMBA_GEMM_CACHE_DIR
 #   (default .cache/numba_gemm in the checkout, so a carried .cache skips it on the next call);
 #   firstcall: tools/first_call.py, cold and cached first calls (FIRSTCALL_LEVELS, default all)
+#   gemv: v11gv, v11sk and v11sl at M <= 8 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each
 #   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:name=value passes run() arguments)
 #   exact on ragged shapes (TOP_SHAPES), then timed against each other and cuBLAS in interleaved
 #   rounds (tools/hopper_top.py, TOP_SIZES; TOP_ARGS: more of its options), JSON out
@@ -121,6 +122,14 @@ if has shapes; then  # ~20 user shapes: auto, the best level, cuBLAS, roofline; 
     timeout 400 python3 bench.py --suite shapes --dtype $dt ${SHAPES_ONLY:+--only "$SHAPES_ONLY"} \
       --json "$OUT/shapes_$dt.json" >"$OUT/shapes_$dt.txt" 2>&1
     tail -n 26 "$OUT/shapes_$dt.txt"
+  done
+fi
+if has gemv; then  # v11gv beside v11sk and v11sl at M <= 8 (bench.py JSON, what calibrate_auto reads)
+  for dt in ${GEMV_DTYPES:-fp16 bf16}; do
+    timeout 200 python3 bench.py --level v11gv,v11sk,v11sl --shape 1,4096,4096 --shape 1,8192,8192 \
+      --shape 2,4096,4096 --shape 4,8192,8192 --shape 8,14336,4096 --shape 8,4096,11008 --shape 3,1000,776 \
+      --dtype $dt --json "$OUT/gemv_$dt.json" >"$OUT/gemv_$dt.txt" 2>&1
+    grep -E "^v11" "$OUT/gemv_$dt.txt"
   done
 fi
 if has curve; then  # TFLOPS vs size, kernel time, for the top of both ladders
