@@ -26,7 +26,7 @@ def _mod(level):
     return get(level).module
 
 
-def _run(level, M, N, K, alpha, beta, splits, seed=0, poison_workspace=True):
+def _run(level, M, N, K, alpha, beta, splits, seed=0, poison_workspace=True, **kw):
     """C from level.run with `splits` forced, on fresh inputs; (out, A, B, C_in)."""
     from numba import cuda
 
@@ -36,14 +36,14 @@ def _run(level, M, N, K, alpha, beta, splits, seed=0, poison_workspace=True):
     if poison_workspace and S > 1:
         # the buffer the run will use (keyed by C): NaN shows any partial left unwritten
         workspace.partials(dC, S, M, N).copy_to_device(np.full(S * M * N, np.nan, np.float32))
-    _mod(level).run(dA, dB, dC, alpha, beta, splits=splits)
+    _mod(level).run(dA, dB, dC, alpha, beta, splits=splits, **kw)
     return dC.copy_to_host(), A, B, C_in
 
 
-def _assert_exact(level, shape, splits, alpha, beta, seed=0):
-    out, A, B, C_in = _run(level, *shape, alpha, beta, splits, seed)
+def _assert_exact(level, shape, splits, alpha, beta, seed=0, **kw):
+    out, A, B, C_in = _run(level, *shape, alpha, beta, splits, seed, **kw)
     v = check.verify(out, A, B, C_in, alpha, beta)
-    assert v.ok, f"{level} {shape} splits={splits} alpha={alpha} beta={beta}: {v}"
+    assert v.ok, f"{level} {shape} splits={splits} alpha={alpha} beta={beta} {kw}: {v}"
 
 
 # ---- exact in the simulator (and on a GPU) ------------------------------------------------
@@ -70,6 +70,23 @@ def test_exact_with_forced_splits(level, splits):
         assert _mod(level).split_plan(*shape, splits)[0] == splits
         alpha, beta = [(1.0, 0.0), (-0.75, 2.5)][i % 2]
         _assert_exact(level, shape, splits, alpha, beta, seed=i)
+
+
+@pytest.mark.parametrize("splits", [1, 3])
+def test_k8sk_narrow_tile_exact(splits):
+    """run(tile_n=64): the 128×64 tile of 4 warps, on k8sk's four specialisations and across two
+    column tiles."""
+    for i, shape in enumerate(K8_SHAPES + [(20, 66, 24)]):
+        alpha, beta = [(1.0, 0.0), (-0.75, 2.5)][i % 2]
+        _assert_exact("k8sk", shape, splits, alpha, beta, seed=i, tile_n=64)
+
+
+def test_k8sk_narrow_tile_plan():
+    k8sk = _mod("k8sk")
+    assert k8sk.grid(8192, 64, tile_n=64) == (1, 64) and k8sk.ctas_per_sm(k8sk.tiling(64)) == 4
+    assert k8sk.plan_splits(8192, 64, 8192) == 4 and k8sk.plan_splits(8192, 64, 8192, tile_n=64) == 8
+    with pytest.raises(ValueError, match="tile_n"):
+        k8sk.tiling(32)
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -225,6 +242,11 @@ def test_k8sk_census(census):
         assert len(loop) <= len(parent) + 8, f"{name}: main loop {len(loop)}, k8's {len(parent)}"
     vec = census["k8sk"]["opcodes"]
     assert vec.get("STG.E.128", 0) >= 16 and not any(op in ("LDG.E", "STG.E") for op in vec)
+    narrow = census["k8sk_n64"]                      # the 128x64 tile: k8's loop in 4 warps, 4 CTAs an SM
+    _common(narrow, "k8sk_n64")
+    assert narrow["bounds"] == [128, 4] and 0 < narrow["registers"] <= 128, narrow["registers"]
+    loop = main_loop(narrow["sass"])
+    assert sum(op == "FFMA" for op in loop) == 64 * tk and narrow["opcodes"].get("LDS.128", 0) == 4 * tk
 
 
 def test_k5sk_census(census):

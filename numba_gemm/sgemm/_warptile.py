@@ -42,6 +42,7 @@ from ._loaders import plain, scalar_load, store_scalar, store_vector, vector_loa
 
 A_PAD = 4          # floats: keeps As rows 16-byte aligned (LDS.128) while spreading the banks
 MIN_BLOCKS = 2     # blocks of 256 threads per SM: ptxas may use up to 128 registers per thread
+SM_THREADS = 256 * MIN_BLOCKS   # the threads the launch bounds keep on an SM, whatever the block
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,10 @@ def grid(M: int, N: int, t: WarpTiling) -> tuple[int, int]:
 
 
 def jit(make_kernel, t: WarpTiling, a_vec: bool, bc_vec: bool):
-    """make_kernel(t, a_vec, bc_vec) compiled with the launch bounds (the simulator takes none)."""
+    """make_kernel(t, a_vec, bc_vec) compiled with the launch bounds, SM_THREADS per SM (the
+    simulator takes none)."""
     f = make_kernel(t, a_vec, bc_vec)
-    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, MIN_BLOCKS))(f)
+    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, SM_THREADS // t.threads))(f)
 
 
 def specialisations(level: str, make_kernel, t: WarpTiling) -> dict:

@@ -33,8 +33,15 @@ exactly). Ledger: the phase is k8's (same `warp_step`); what moves is CTAs per w
 DRAM traffic: + S·M·N·4 bytes written and read back (16×8192, S = 4: 2 MB each way, against
 B's 256 MB), + one reduce launch.
 
+A narrower tile, run(..., tile_n=64): 128×64 with 4 warps (the same 64×32 warp tiles), for N ≤ 64
+where the 128-wide tile computes as many columns past N as inside it (narrow N 64, 8192×64×8192).
+A benchmark knob until it is measured: auto does not take it.
+
 Measured: docs/RESULTS.md.
 """
+import dataclasses
+import functools
+
 import numpy as np
 from numba import cuda, float32
 
@@ -67,26 +74,43 @@ CTAS_PER_SM = _warptile.MIN_BLOCKS          # k8's launch bounds: 2 CTAs of 256 
 # An int forces the split count (benchmarks); None: plan_splits. Read when a call's launches
 # are made: gemm() records them once per shape and operands, so set it before that first call.
 SPLITS = None
+# run(..., tile_n=): the tilings by width; one as wide as the parent's holds the same threads per SM
+TILINGS = {t.tile_n: t for t in (TILING, dataclasses.replace(TILING, tile_n=64))}
 
 
-def grid(M: int, N: int) -> tuple[int, int]:
-    return k8.grid(M, N)
+def tiling(tile_n: int | None = None) -> _warptile.WarpTiling:
+    """The tiling of width tile_n (None: the shipped one); a ValueError names those there are."""
+    if tile_n is None:
+        return TILING
+    if tile_n not in TILINGS:
+        raise ValueError(f"level {LEVEL}: tile_n must be one of {sorted(TILINGS)}, got {tile_n!r}")
+    return TILINGS[tile_n]
+
+
+def ctas_per_sm(t: _warptile.WarpTiling) -> int:
+    """CTAs an SM holds under the launch bounds (_warptile.SM_THREADS threads)."""
+    return _warptile.SM_THREADS // t.threads
+
+
+def grid(M: int, N: int, tile_n: int | None = None) -> tuple[int, int]:
+    return _warptile.grid(M, N, tiling(tile_n))
 
 
 # plan_splits and split_plan repeat the other split level's on purpose: they are this level's
 # surface (its tile, its residency, its SPLITS); the logic is _splitk_parts'.
-def plan_splits(M: int, N: int, K: int, sms: int = 132) -> int:
+def plan_splits(M: int, N: int, K: int, sms: int = 132, tile_n: int | None = None) -> int:
     """The number of K slices for an M×N×K product on a GPU of `sms` SMs (1: no split)."""
-    gx, gy = grid(M, N)
-    return _splitk_parts.plan(gx * gy, K, TILE_K, M, N, sms, CTAS_PER_SM)
+    gx, gy = grid(M, N, tile_n)
+    return _splitk_parts.plan(gx * gy, K, TILE_K, M, N, sms, ctas_per_sm(tiling(tile_n)))
 
 
-def split_plan(M: int, N: int, K: int, splits: int | None = None) -> tuple[int, int]:
+def split_plan(M: int, N: int, K: int, splits: int | None = None,
+               tile_n: int | None = None) -> tuple[int, int]:
     """(S, kslice): slices and K elements per slice (a multiple of TILE_K) for a forced
     `splits`, else SPLITS, else plan_splits. A forced count is rounded so that no slice is
     empty: S = ceil(k_tiles / ceil(k_tiles / splits))."""
     return _splitk_parts.slices(LEVEL, K, TILE_K, SPLITS if splits is None else splits,
-                                lambda: plan_splits(M, N, K))
+                                lambda: plan_splits(M, N, K, tile_n=tile_n))
 
 
 def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
@@ -140,21 +164,30 @@ def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
     return k8sk
 
 
+@functools.lru_cache(maxsize=None)
+def specialisations(t: _warptile.WarpTiling) -> dict:
+    """SPECIALISATIONS for another tiling, built on its first use (named k8sk_n64, ...)."""
+    return SPECIALISATIONS if t == TILING else _warptile.specialisations(f"{LEVEL}_n{t.tile_n}", make_kernel, t)
+
+
 SPECIALISATIONS = _warptile.specialisations(LEVEL, make_kernel, TILING)
 kernel = SPECIALISATIONS[True, True][1]
-KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
+# the census and the warm-up take every shipped kernel and the narrow tile's aligned one
+KERNELS = {name: (k, SIGNATURE) for name, k in
+           [*SPECIALISATIONS.values(), specialisations(TILINGS[64])[True, True]]}
 
 
 def unsupported(M: int, N: int, K: int):
     return grid_limit(grid(M, N))
 
 
-def run(A, B, C, alpha, beta, stream=None, splits=None):
+def run(A, B, C, alpha, beta, stream=None, splits=None, tile_n=None):
     M, K = A.shape
     N = B.shape[1]
-    S, kslice = split_plan(M, N, K, splits)
-    launch(SPECIALISATIONS[vector_operands(A, B, C)][1], _splitk_parts.grid(grid(M, N), S), BLOCK,
-           A, B, C, alpha, beta, stream, kslice)
+    t = tiling(tile_n)
+    S, kslice = split_plan(M, N, K, splits, tile_n)
+    launch(specialisations(t)[vector_operands(A, B, C)][1], _splitk_parts.grid(grid(M, N, tile_n), S),
+           t.block, A, B, C, alpha, beta, stream, kslice)
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
