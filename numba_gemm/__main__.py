@@ -5,8 +5,8 @@ new process loads them instead of compiling (Numba levels: numba_gemm.numba_cach
 local GPU, or for sm_90a on a machine without one; native levels: the NVRTC cache, sm_90a).
 Kernels compile in parallel worker processes; a line per kernel as it finishes, then the
 time per level. --census also takes each level's SASS census into its cache (what bench.py
---sass and the census tests read). NUMBA_GEMM_CACHE_DIR chooses the cache, as for every other
-use of it.
+--sass and the census tests read). NUMBA_GEMM_CACHE_DIR chooses the cache, as for
+every other use of it.
 """
 from __future__ import annotations
 

@@ -415,4 +415,4 @@ def test_warm_help_says_the_whole_paragraph(capsys):
         entry.warm(["--help"])
     out = capsys.readouterr().out
     assert "first call in a\nnew process loads them instead of compiling" in out
-    assert out.rstrip().endswith("(default: one per CPU)") and "every other use of it." in out
+    assert out.rstrip().endswith("census cache") and "every other use of it." in out

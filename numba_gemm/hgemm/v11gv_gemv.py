@@ -1,4 +1,4 @@
-"""read: diff native/v11sl_splitk.cu native/v11gv_gemv.cu · run: python bench.py --level v11gv --dtype fp16
+"""read: diff native/v11sk_splitk.cu native/v11gv_gemv.cu · run: python bench.py --level v11gv --dtype fp16
 
 v11gv: skinny M (≤ 8) without the tensor cores — B streamed once from DRAM into registers, K split over a cluster.
 
@@ -120,12 +120,14 @@ def kernel_name(kind: str, M: int, aligned: bool) -> str:
 
 
 def unsupported(M: int, N: int, K: int) -> str | None:
+    if cm.check_dims(M, N, K):
+        return cm.check_dims(M, N, K)
     if M > MAX_M:
         return (f"v11gv serves M ≤ {MAX_M} (one 8-row tile, so B is read once); M = {M} would read B "
                 f"{ceil_div(M, MAX_M)} times: use v11sk, v11sl or level='auto'")
     if K > cm.INT32_MAX - 16 * CONFIG.bk:        # the kernel's k indices run up to K + 8 steps, in int32
         return f"K = {K} is within {16 * CONFIG.bk} of 2^31 (int32 k indices past K)"
-    return cm.check_dims(M, N, K)
+    return None
 
 
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: bool = True):
