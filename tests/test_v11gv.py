@@ -210,3 +210,13 @@ def test_exact_without_prefetch():
 def test_captured_graph_replays_the_same_bits():
     assert gv.plan_splits(1, 4096, 4096, sms=gv.cm.sm_count()) > 1
     replays_exactly("v11gv", 1, 4096, 4096, np.random.default_rng())
+
+
+def test_ledgers_say_what_limits_it():
+    """--explain: no tensor-core wording for a level that has no tensor-core instruction."""
+    from numba_gemm import ledgers
+
+    text = ledgers.explain("v11gv", "h200", n=(1, 4096, 4096))
+    assert "straight into registers" in text and "bytes in flight" in text
+    assert "tensor-core level" not in text
+    assert "tensor-core level" in ledgers.explain("v11sk", "h200", n=(1, 4096, 4096))

@@ -169,10 +169,16 @@ def explain(level, card_: Card | str | None = None, measured_ms=None, n=4096) ->
         if lg.working_set:
             out.append(f"  super-tile working set (SM·BM + SN·BN)·K·2 = {lg.working_set / 1e6:.1f} MB "
                        f"vs L2 {c.l2_bytes / 1e6:.1f} MB")
-        out.append("requests ledger: n/a: tensor-core level (tiles move as 16-byte cp.async / TMA "
-                   "boxes, every warp load is fully coalesced by construction)")
-        out.append("cycles ledger: n/a: tensor-core level (the limit is the tensor-core pipe, mma.sync or wgmma, and "
-                   "the pipeline depth, not LDS prices; see the SASS census)")
+        if "HGMMA" in getattr(lv.module, "SASS_MUST_NOT_HAVE", ()):      # v11gv: FFMA, no tensor cores
+            out.append("requests ledger: n/a: B moves as 16-byte loads straight into registers, a warp's "
+                       "load one run of 512 contiguous bytes")
+            out.append("cycles ledger: n/a: the limit is DRAM bytes in flight (loads per lane, CTAs per SM), "
+                       "not LDS prices; see the SASS census")
+        else:
+            out.append("requests ledger: n/a: tensor-core level (tiles move as 16-byte cp.async / TMA "
+                       "boxes, every warp load is fully coalesced by construction)")
+            out.append("cycles ledger: n/a: tensor-core level (the limit is the tensor-core pipe, mma.sync or wgmma, "
+                       "and the pipeline depth, not LDS prices; see the SASS census)")
         if "LDSM" in lv.sass_must_have:     # its fragments come through ldmatrix
             lds128 = c.costs.get("lds128")
             out.append("  fragment loads: " + (
