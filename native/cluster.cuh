@@ -68,3 +68,15 @@ __device__ __forceinline__ float2 ld_cluster_f2(u32 addr, u32 rank) {
         "}\n" : "=f"(v.x), "=f"(v.y) : "r"(addr), "r"(rank) : "memory");
     return v;
 }
+
+// One float at shared::cta offset `addr` of CTA `rank` (as ld_cluster_f2).
+__device__ __forceinline__ float ld_cluster_f1(u32 addr, u32 rank) {
+    float v;
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %1, %2;\n"
+        "ld.shared::cluster.f32 %0, [remote];\n"
+        "}\n" : "=f"(v) : "r"(addr), "r"(rank) : "memory");
+    return v;
+}

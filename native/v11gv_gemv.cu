@@ -42,17 +42,6 @@ __device__ __forceinline__ float2 pair(u32 w, __nv_bfloat16) {
     return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&w));
 }
 
-__device__ __forceinline__ float ld_cluster_f1(u32 addr, u32 rank) {
-    float v;
-    asm volatile(
-        "{\n"
-        ".reg .b32 remote;\n"
-        "mapa.shared::cluster.u32 remote, %1, %2;\n"
-        "ld.shared::cluster.f32 %0, [remote];\n"
-        "}\n" : "=f"(v) : "r"(addr), "r"(rank) : "memory");
-    return v;
-}
-
 // KW rows of B at this lane's 8 columns, and rows r < R of A at the 8 k rows k0 .. k0+7: 16
 // bytes each, zero outside the matrix and the slice.
 template <typename T, int R, bool VEC>

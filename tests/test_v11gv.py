@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, driver, launch
+from numba_gemm import check, driver, launch, splitk
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import v11gv_gemv as gv
 from numba_gemm.registry import registry
@@ -52,7 +52,7 @@ def test_plan_of_decode_shapes():
 def test_plan_splits_covers_k_once(M, N, K, sms):
     S = gv.plan_splits(M, N, K, sms=sms)
     steps = ceil_div(K, gv.CONFIG.bk)
-    per = gv.slice_steps(steps, S)
+    per = splitk.slice_k_tiles(steps, S)
     assert 1 <= S <= gv.MAX_SPLITS
     assert (S - 1) * per < steps <= S * per                  # no empty slice, every step once
     if S > 1:
@@ -67,7 +67,7 @@ def test_forced_splits_checked():
     with pytest.raises(ValueError, match="splits"):
         gv.plan_splits(1, 4096, 128, splits=3)               # 2 K steps: at most 2 slices
     assert gv.plan_splits(1, 4096, 4096, splits=3) == 3
-    assert gv.plan_splits(1, 4096, 64 * 7, splits=4) == 4 and gv.slice_steps(7, 4) == 2
+    assert gv.plan_splits(1, 4096, 64 * 7, splits=4) == 4 and splitk.slice_k_tiles(7, 4) == 2
 
 
 # ---------------------------------------------------------------------------- NVRTC + census

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import splitk
 from ..util import ceil_div
 from . import _common as cm
 
@@ -95,12 +96,7 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
                          f"cluster size {MAX_SPLITS} and the {steps} K steps of 64), got {splits!r}")
     else:
         s = splits
-    return ceil_div(steps, slice_steps(steps, s))     # no empty slice
-
-
-def slice_steps(steps: int, splits: int) -> int:
-    """K steps of 64 per slice (the last may be shorter)."""
-    return ceil_div(steps, splits)
+    return splitk.effective_splits(steps, s)          # no empty slice
 
 
 def kernel_rows(M: int, aligned: bool) -> int:
@@ -120,8 +116,9 @@ def kernel_name(kind: str, M: int, aligned: bool) -> str:
 
 
 def unsupported(M: int, N: int, K: int) -> str | None:
-    if cm.check_dims(M, N, K):
-        return cm.check_dims(M, N, K)
+    reason = cm.check_dims(M, N, K)
+    if reason:
+        return reason
     if M > MAX_M:
         return (f"v11gv serves M ≤ {MAX_M} (one 8-row tile, so B is read once); M = {M} would read B "
                 f"{ceil_div(M, MAX_M)} times: use v11sk, v11sl or level='auto'")
@@ -140,7 +137,7 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: 
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
     S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits)
-    per = slice_steps(ceil_div(K, CONFIG.bk), S) * CONFIG.bk
+    per = splitk.slice_k_tiles(ceil_div(K, CONFIG.bk), S) * CONFIG.bk
     pa, pb = cm.device_ptr(A), cm.device_ptr(B)
     aligned = cm.rows_16b_aligned(pa, K) and cm.rows_16b_aligned(pb, N)
     args = cm.pack_args(("p", pa), ("p", pb), ("p", cm.device_ptr(C)), ("i", M), ("i", N), ("i", K),
