@@ -1,9 +1,9 @@
-// v11gv = v11sk for M <= 8 without the tensor cores: a GEMV that streams B once, from DRAM
+// v11gv = v11sk for M <= 2 without the tensor cores: a GEMV that streams B once, from DRAM
 // straight into registers, 16 bytes a lane, and reduces its K slices in a cluster as v11sl.
 //
 // C (M x N, fp32) = alpha * A (M x K) @ B (K x N) + beta * C; A, B fp16 or bf16, row-major.
 //
-// At M <= 8 each element of B meets at most 8 of A: the time is B's bytes over DRAM bandwidth,
+// At M <= 2 each element of B meets at most 2 of A: the time is B's bytes over DRAM bandwidth,
 // if enough of them are in flight. wgmma pads M to a 64-row tile and stages B through shared
 // memory for a reuse that is not there; here B never leaves the registers.
 //
@@ -11,8 +11,9 @@
 //   lane l owns columns 8l .. 8l+7 (one 16-byte load of a B row: a warp reads 512 contiguous
 //   bytes), all R rows; warp w takes k rows w*8 .. w*8+7 of every 64: 8 loads of B a lane per
 //   step, and one 16-byte load per row of A (8 consecutive k), converted to fp32, 8*R FFMA per k;
-//   at R <= 4 the next step's loads are issued before this step's FFMA (-DV11GV_PREFETCH=0:
-//   after), so 16 loads of B a lane are in flight. R: 1, 2, 4 or 8, the least >= M.
+//   the next step's loads are issued before this step's FFMA (-DV11GV_PREFETCH=0: after), so 16
+//   loads of B a lane are in flight. R: 1 or 2, the least >= M. (Kernels with R = 4 and 8 were
+//   measured and lost to v11sk: their accumulators leave too few registers for loads in flight.)
 // End of a slice: the 8 warps' partial tiles meet in shared memory; thread t adds column t over
 //   warps 0..7 in that order (in place, into warp 0's tile). S == 1: it writes C. S > 1: the S
 //   slices of a column tile are one cluster (S <= 8, along x); after a cluster barrier CTA z
@@ -33,9 +34,9 @@ constexpr int TILE_K = WARPS * KW;            // 64: the step of the K loop
 #ifndef V11GV_PREFETCH
 #define V11GV_PREFETCH 1
 #endif
-// R <= 4, aligned rows: load step k + 1 before the FFMA of step k. At R = 8 the 64
-// accumulators leave no room for a second set of loads (255 registers, spills).
-template <int R, bool VEC> constexpr bool prefetch() { return V11GV_PREFETCH && R <= 4 && VEC; }
+// aligned rows: load step k + 1 before the FFMA of step k (the edge kernel's element loads
+// would need twice its registers)
+template <bool VEC> constexpr bool prefetch() { return V11GV_PREFETCH && VEC; }
 
 __device__ __forceinline__ float2 pair(u32 w, __half) { return __half22float2(*reinterpret_cast<__half2*>(&w)); }
 __device__ __forceinline__ float2 pair(u32 w, __nv_bfloat16) {
@@ -96,7 +97,7 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
         #pragma unroll
         for (int j = 0; j < COLS; ++j) acc[r][j] = 0.0f;
 
-    constexpr bool PREFETCH = prefetch<R, VEC>();
+    constexpr bool PREFETCH = prefetch<VEC>();
     uint4 a[R], b[KW];
     if (PREFETCH) load_step<T, R, VEC>(A, B, M, N, K, k_lo + w * KW, k_hi, col, a, b);
     for (int k0 = k_lo + w * KW; k0 < k_hi; k0 += TILE_K) {
@@ -174,15 +175,13 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
 #define V11GV_ARGS(T) const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C, int M, int N, \
     int K, float alpha, float beta, int per, int S
 #define V11GV_KERNEL(name, T, R, VEC)                                                              \
-    extern "C" __global__ void __launch_bounds__(v11gv::THREADS, R == 1 ? 3 : R == 2 ? 2 : 1)      \
+    extern "C" __global__ void __launch_bounds__(v11gv::THREADS, R == 1 ? 3 : 2)                   \
     name(V11GV_ARGS(T)) {                                                                         \
         v11gv::gemv<T, R, VEC>(A, B, C, M, N, K, alpha, beta, per, S);                            \
     }
 #define V11GV_KERNELS(kind, T)                                                                     \
     V11GV_KERNEL(v11gv_##kind##_r1, T, 1, true)                                                    \
     V11GV_KERNEL(v11gv_##kind##_r2, T, 2, true)                                                    \
-    V11GV_KERNEL(v11gv_##kind##_r4, T, 4, true)                                                    \
-    V11GV_KERNEL(v11gv_##kind##_r8, T, 8, true)                                                    \
-    V11GV_KERNEL(v11gv_##kind##_edge, T, 8, false)
+    V11GV_KERNEL(v11gv_##kind##_edge, T, 2, false)
 V11GV_KERNELS(f16, __half)
 V11GV_KERNELS(bf16, __nv_bfloat16)

@@ -81,7 +81,8 @@ class Geometry:
 
 def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
     """The level's tile and split at this shape, from its module's own facts: plan_splits()
-    (split-K levels: a split count, or (tile, splits)), else GEOMETRY (SGEMM) or CONFIG (HGEMM)."""
+    (split-K levels: a split count, or (tile, splits)), else tile_for(M, N), GEOMETRY (SGEMM) or
+    CONFIG (HGEMM)."""
     mod = lv.module
     tile, splits = None, 1
     plan = getattr(mod, "plan_splits", None)
@@ -89,7 +90,8 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
         got = plan(M, N, K, sms=sms)
         tile, splits = got if isinstance(got, tuple) else (None, got)
     if tile is None:
-        tile = getattr(mod, "GEOMETRY", None) or getattr(mod, "CONFIG")
+        at = getattr(mod, "tile_for", None)        # a tile that depends on the shape (k8sk: N ≤ 64)
+        tile = at(M, N) if at else getattr(mod, "GEOMETRY", None) or getattr(mod, "CONFIG")
     bm = getattr(tile, "tile_m", None) or tile.bm
     bn = getattr(tile, "tile_n", None) or tile.bn
     return Geometry(int(bm), int(bn), int(splits), bool(getattr(mod, "SPLIT_IN_KERNEL", False)))
@@ -97,7 +99,10 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
 
 def as_planned(lv, M: int, N: int, K: int, splits: int | None) -> bool:
     """Whether a measurement made with `splits` (None: not recorded) is of the level as it now
-    plans M×N×K: one taken at another K split describes a level that no longer exists."""
+    plans M×N×K: one taken at another K split, or at a shape the level now refuses, describes a
+    level that no longer exists."""
+    if lv.unsupported(M, N, K) is not None:
+        return False
     return splits in (None, geometry(lv, M, N, K).splits)
 
 

@@ -1071,9 +1071,9 @@ def _section_figures():
             "a CTA {} KiB, the grid": 2 * gv_lane * gv.CONFIG.threads / 1024,
             "the grid {} MiB.": 2 * gv_lane * gv.CONFIG.threads * gv_tiles * gv_s / 2**20,
             "k row: {} FFMA at R = 1": gv.CONFIG.bn // 32 * gv.rows_for(1),
-            "FFMA at R = 1, {} at R = 8.": gv.CONFIG.bn // 32 * gv.rows_for(8),
+            "FFMA at R = 1, {} at R = 2.": gv.CONFIG.bn // 32 * gv.rows_for(2),
             "`smem_bytes(1)` = {} KiB": gv.smem_bytes(1) / 1024,
-            "`smem_bytes(8)` = {} KiB": gv.smem_bytes(8) / 1024,
+            "`smem_bytes(2)` = {} KiB": gv.smem_bytes(2) / 1024,
         },
         "v11sk": {
             "S = min(SMs // tiles, k_tiles // {}, 16,": v11sk.MIN_SLICE_K_TILES,

@@ -198,8 +198,8 @@ def test_gemm_api_end_to_end():
 
     rng = np.random.default_rng()
     for level in LEVEL:
-        # TMA levels need rows of whole 16 bytes, v11p takes only rows that are not, v11gv M <= 8
-        shape = next(s for s in [(200, 137, 97), (200, 136, 96), (8, 137, 97)] if not LEVEL[level].unsupported(*s))
+        # TMA levels need rows of whole 16 bytes, v11p takes only rows that are not, v11gv M <= 2
+        shape = next(s for s in [(200, 137, 97), (200, 136, 96), (2, 137, 97)] if not LEVEL[level].unsupported(*s))
         for dtype in DTYPES:
             A, B, C = check.random_inputs(*shape, dtype, rng)
             out = numba_gemm.gemm(A, B, C.copy(), alpha=0.5, beta=2.0, level=level)
@@ -215,7 +215,8 @@ def _big_operands(M, N, K):
     rng = np.random.default_rng()
     A = rng.integers(-2, 3, (M, K), dtype=np.int8).astype(np.float16)
     B = rng.integers(-2, 3, (K, N), dtype=np.int8).astype(np.float16)
-    rows, cols = np.r_[0:3, M - 3:M], np.r_[0:3, N - 3:N]
+    r = min(3, M)                                   # the first and last r rows (and 3 columns)
+    rows, cols = np.r_[0:r, M - r:M], np.r_[0:3, N - 3:N]
     ref = A[rows].astype(np.float64) @ B[:, cols].astype(np.float64)   # small integers: exact in fp32
     return cuda.to_device(A), cuda.to_device(B), cuda.device_array((M, N), np.float32), cols, ref
 
@@ -229,20 +230,21 @@ def test_offsets_past_2_31_elements(lv, shape):
     from numba import cuda
 
     M, N, K = shape
-    if lv.unsupported(M, N, K):     # v11p takes only rows that are not whole 16 bytes, v11gv M <= 8
-        M, N, K = next(s for s in [(M, N + 1, K + 1), (8, N, K)] if not lv.unsupported(*s))
+    if lv.unsupported(M, N, K):     # v11p takes only rows that are not whole 16 bytes, v11gv M <= 2
+        M, N, K = next(s for s in [(M, N + 1, K + 1), (2, N, K)] if not lv.unsupported(*s))
         if max(M * K, K * N, M * N) <= 2**31:
             pytest.skip(f"{lv.LEVEL}: no shape it serves puts 2^31 elements in this operand")
     dA, dB, dC, cols, ref = _big_operands(M, N, K)
-    nan_rows = np.full((3, N), np.nan, np.float32)
-    dC[0:3].copy_to_device(nan_rows)          # the checked rows, poisoned: beta == 0 must write them
-    dC[M - 3:M].copy_to_device(nan_rows)
+    r = min(3, M)
+    nan_rows = np.full((r, N), np.nan, np.float32)
+    dC[0:r].copy_to_device(nan_rows)          # the checked rows, poisoned: beta == 0 must write them
+    dC[M - r:M].copy_to_device(nan_rows)
     lv.run(dA, dB, dC, 1.0, 0.0)
     cuda.synchronize()
-    tail = dC[M - 3:M].copy_to_host()[:, cols]
-    np.testing.assert_array_equal(np.asarray(tail, np.float64), ref[3:])
-    head = dC[0:3].copy_to_host()[:, cols]
-    np.testing.assert_array_equal(np.asarray(head, np.float64), ref[:3])
+    tail = dC[M - r:M].copy_to_host()[:, cols]
+    np.testing.assert_array_equal(np.asarray(tail, np.float64), ref[r:])
+    head = dC[0:r].copy_to_host()[:, cols]
+    np.testing.assert_array_equal(np.asarray(head, np.float64), ref[:r])
 
 
 # ---------------------------------------------------------------------------- tile configurations

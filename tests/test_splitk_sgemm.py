@@ -84,9 +84,16 @@ def test_k8sk_narrow_tile_exact(splits):
 def test_k8sk_narrow_tile_plan():
     k8sk = _mod("k8sk")
     assert k8sk.grid(8192, 64, tile_n=64) == (1, 64) and k8sk.ctas_per_sm(k8sk.tiling(64)) == 4
-    assert k8sk.plan_splits(8192, 64, 8192) == 4 and k8sk.plan_splits(8192, 64, 8192, tile_n=64) == 8
+    assert k8sk.plan_splits(8192, 64, 8192, tile_n=128) == 4 and k8sk.plan_splits(8192, 64, 8192, tile_n=64) == 8
     with pytest.raises(ValueError, match="tile_n"):
         k8sk.tiling(32)
+    # its own choice: the narrow tile up to N = 64, and what auto prices is that tile
+    assert [k8sk.width(N) for N in (1, 64, 65, 8192)] == [64, 64, 128, 128]
+    assert k8sk.plan_splits(8192, 64, 8192) == 8 and k8sk.grid(8192, 65) == (1, 64)
+    from numba_gemm import choose
+    from numba_gemm.registry import registry
+    assert choose.geometry(registry()["k8sk"], 8192, 64, 8192) == choose.Geometry(128, 64, 8)
+    assert choose.geometry(registry()["k8sk"], 8192, 65, 8192).bn == 128
 
 
 @pytest.mark.parametrize("level", LEVELS)

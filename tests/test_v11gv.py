@@ -1,6 +1,6 @@
 """v11gv (skinny M as a GEMV: B streamed into registers, K slices reduced in a cluster).
 
-CI (no GPU): the contract and the registry order; the refusal of M > 8; plan_splits as a pure
+CI (no GPU): the contract and the registry order; the refusal of M > 2; plan_splits as a pure
 function (every K step in exactly one slice, at most the cluster size, a forced split checked);
 NVRTC compiles every kernel with its census (16-byte loads of B, FFMA, the cluster barrier, loads
 from distributed shared memory; no tensor-core instruction, no local memory); run() recorded
@@ -33,22 +33,22 @@ def test_contract_and_registry_order():
     assert registry()["v11gv"].parent == "v11sk"
 
 
-def test_refuses_more_than_eight_rows():
-    assert gv.unsupported(9, 4096, 4096) and "v11sk" in gv.unsupported(9, 4096, 4096)
-    assert all(gv.unsupported(M, 4099, 77) is None for M in range(1, 9))     # any N and K
+def test_refuses_more_than_two_rows():
+    assert gv.unsupported(3, 4096, 4096) and "v11sk" in gv.unsupported(3, 4096, 4096)
+    assert all(gv.unsupported(M, 4099, 77) is None for M in (1, 2))          # any N and K
     assert "2^31" in gv.unsupported(1, 8, 2**31 - 64) and gv.unsupported(1, 8, 2**31 - 1025) is None
-    with pytest.raises(ValueError, match="M ≤ 8"):
-        gv.run(np.zeros((16, 8), np.float16), np.zeros((8, 8), np.float16), None, 1.0, 0.0)
+    with pytest.raises(ValueError, match="M ≤ 2"):
+        gv.run(np.zeros((3, 8), np.float16), np.zeros((8, 8), np.float16), None, 1.0, 0.0)
 
 
 def test_plan_of_decode_shapes():
-    # 132 SMs: R = 1 holds 3 CTAs an SM, R = 2 two, 4 and 8 one; one wave, at most 8 slices of 4 steps or more
-    assert [gv.plan_splits(*s) for s in [(1, 4096, 4096), (8, 14336, 4096), (4, 8192, 8192),
-                                         (1, 4096, 128), (1, 128, 4096), (8, 65536, 4096)]] == [8, 2, 4, 1, 8, 1]
+    # 132 SMs: R = 1 holds 3 CTAs an SM, R = 2 two; one wave, at most 8 slices of 4 steps or more
+    assert [gv.plan_splits(*s) for s in [(1, 4096, 4096), (2, 14336, 4096), (2, 8192, 8192),
+                                         (1, 4096, 128), (1, 128, 4096), (2, 65536, 4096)]] == [8, 4, 8, 1, 8, 1]
 
 
 @settings(max_examples=300, deadline=None)
-@given(M=st.integers(1, 8), N=st.integers(1, 2**16), K=st.integers(1, 2**20), sms=st.integers(1, 264))
+@given(M=st.integers(1, 2), N=st.integers(1, 2**16), K=st.integers(1, 2**20), sms=st.integers(1, 264))
 def test_plan_splits_covers_k_once(M, N, K, sms):
     S = gv.plan_splits(M, N, K, sms=sms)
     steps = ceil_div(K, gv.CONFIG.bk)
@@ -90,8 +90,9 @@ def test_compiles_with_its_census():
         for banned in gv.SASS_MUST_NOT_HAVE + ("LDL", "STL"):
             assert not c.has(banned), (name, banned)
     # the loop's loads, 16 bytes each: 8 rows of B and R rows of A (R = 1: also the first step's, before the loop)
-    assert [per_kernel[f"v11gv_f16_r{r}"].opcodes.get("LDG.E.128.CONSTANT") for r in gv.ROWS] == [18, 20, 24, 16]
-    assert [gv.rows_for(M) for M in range(1, 9)] == [1, 2, 4, 4, 8, 8, 8, 8]
+    # (and the first step's, before the loop)
+    assert [per_kernel[f"v11gv_f16_r{r}"].opcodes.get("LDG.E.128.CONSTANT") for r in gv.ROWS] == [18, 20]
+    assert [gv.rows_for(M) for M in (1, 2)] == [1, 2]
 
 
 # ---------------------------------------------------------------------------- run(), recorded (no GPU)
@@ -131,17 +132,16 @@ def test_run_decode_is_one_cluster_launch(stubbed):
 
 
 def test_run_picks_the_kernel_by_rows_and_alignment(stubbed):
-    assert _run(8, 4096, 128).cluster is None                 # 2 K steps: no split
-    _run(5, 4096, 4096, np.uint16)                            # bf16 bits
-    _run(2, 4096, 4096)
-    _run(3, 4096, 4096)
+    assert _run(2, 4096, 128).cluster is None                 # 2 K steps: no split
+    _run(2, 4096, 4096, np.uint16)                            # bf16 bits
+    _run(1, 4096, 4096)
     _run(2, 4097, 4096)                                       # rows of B not whole 16 bytes
     L = _run(1, 4096, 4096, base=0x1008)                      # A's base not 16-byte aligned
-    assert L.smem == gv.smem_bytes(8)                         # the edge kernel's 8 rows, at M = 1 too
+    assert L.smem == gv.smem_bytes(2)                         # the edge kernel's 2 rows, at M = 1 too
     _run(1, 4096, 4096, prefetch=False)
-    assert [n for _, n, _ in stubbed] == ["v11gv_f16_r8", "v11gv_bf16_r8", "v11gv_f16_r2", "v11gv_f16_r4",
+    assert [n for _, n, _ in stubbed] == ["v11gv_f16_r2", "v11gv_bf16_r2", "v11gv_f16_r1",
                                           "v11gv_f16_edge", "v11gv_f16_edge", "v11gv_f16_r1"]
-    assert [d for *_, d in stubbed] == [()] * 6 + [gv.NO_PREFETCH]
+    assert [d for *_, d in stubbed] == [()] * 5 + [gv.NO_PREFETCH]
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -172,8 +172,8 @@ def _case(M, N, K, dtype, alpha, beta, rng, splits=None):
     assert outs[0].tobytes() == outs[1].tobytes(), f"{what}: two runs differ"
 
 
-SHAPES = [(1, 1, 1), (1, 8, 8), (1, 4096, 4096), (1, 4097, 4095), (2, 300, 77), (3, 1000, 777),
-          (4, 8192, 2048), (5, 264, 4104), (7, 255, 513), (8, 14336, 1024), (8, 257, 65), (1, 64, 2**17)]
+SHAPES = [(1, 1, 1), (1, 8, 8), (1, 4096, 4096), (1, 4097, 4095), (2, 300, 77), (2, 1000, 777),
+          (2, 8192, 2048), (1, 264, 4104), (2, 255, 513), (2, 14336, 1024), (1, 257, 65), (1, 64, 2**17)]
 
 
 @pytest.mark.gpu
@@ -190,7 +190,7 @@ def test_exact_on_ragged_shapes_auto_splits(dtype):
 @pytest.mark.parametrize("splits", [1, 2, 3, 7, 8])
 def test_exact_with_forced_splits(dtype, splits):
     rng = np.random.default_rng()
-    for M, N, K in [(1, 520, 1024), (6, 264, 1000), (8, 776, 2048), (3, 130, 1031)]:
+    for M, N, K in [(1, 520, 1024), (2, 264, 1000), (2, 776, 2048), (1, 130, 1031)]:
         _case(M, N, K, dtype, -1.5, 0.25, rng, splits=splits)
 
 

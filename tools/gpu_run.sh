@@ -84,9 +84,12 @@ chunk_files() {
 }
 run_tests() {  # run_tests NAME FILES...: one pytest run, its log and summary line
   local log="$OUT/pytest_$1.log"; shift
-  timeout "${TEST_TIMEOUT:-360}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} "$@" >"$log" 2>&1
-  local rc=$?   # 124: the chunk ran past TEST_TIMEOUT
-  echo "$(basename "$log" .log) (exit $rc): $(tail -n 1 "$log")"
+  # past TEST_TIMEOUT pytest gets an interrupt, so the log still ends with its durations
+  # (PYTEST_ARGS=--durations=N) and the traceback of what was running
+  timeout -s INT -k 30 "${TEST_TIMEOUT:-360}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} "$@" >"$log" 2>&1
+  local rc=$? cut=""
+  grep -q "KeyboardInterrupt" "$log" && cut=", cut at ${TEST_TIMEOUT:-360} s"
+  echo "$(basename "$log" .log) (exit $rc$cut): $(tail -n 1 "$log")"
 }
 run_chunk() {
   if ! (( $1 >= 1 && $1 <= TEST_CHUNKS )) 2>/dev/null; then echo "tests: no chunk '$1' (1..$TEST_CHUNKS)"; return; fi

@@ -1,11 +1,11 @@
 """read: diff native/v11sk_splitk.cu native/v11gv_gemv.cu · run: python bench.py --level v11gv --dtype fp16
 
-v11gv: skinny M (≤ 8) without the tensor cores — B streamed once from DRAM into registers, K split over a cluster.
+v11gv: skinny M (≤ 2) without the tensor cores — B streamed once from DRAM into registers, K split over a cluster.
 
-v11gv = v11sk for M ≤ 8 rebuilt as a GEMV. At M ≤ 8 each element of B meets at most 8 of A,
+v11gv = v11sk for M ≤ 2 rebuilt as a GEMV. At M ≤ 2 each element of B meets at most 2 of A,
 so the time is B's bytes over DRAM bandwidth (1×4096×4096 fp16: 32 MiB, ~8 µs at 4.13 TB/s)
 if enough of them are in flight. v11sk pads M to a 64-row wgmma tile, stages B through shared
-memory for a reuse M ≤ 8 does not have and writes S partial products for a second launch; it
+memory for a reuse M ≤ 2 does not have and writes S partial products for a second launch; it
 reached about half the bandwidth at decode shapes. Here (native/v11gv_gemv.cu):
 
     CTA (256 threads): R rows × 256 columns of C, one K slice; grid = column tiles · S
@@ -16,18 +16,23 @@ reached about half the bandwidth at decode shapes. Here (native/v11gv_gemv.cu):
     S > 1: the S slices of a column tile are one cluster and add their partials through
     distributed shared memory in the order 0..S-1 (v11sl's reduction), one launch, no workspace
 
-Four row counts R = 1, 2, 4, 8, the least that holds M (8·R FFMA per k; rows past M multiply
-zeros). At R ≤ 4 the next step's loads are issued before this step's FFMA, so 16 loads of B per
-lane are in flight (run(..., prefetch=False) measures without); at R = 8 the 64 accumulators
-leave no registers for that. Rows of A or B that are not whole 16 bytes take the edge kernel, element by
-element, every load checked: any shape is exact, the aligned ones are fast.
+Two row counts R = 1, 2, the least that holds M (8·R FFMA per k; a row past M multiplies
+zeros). The next step's loads are issued before this step's FFMA, so 16 loads of B per lane are
+in flight (run(..., prefetch=False) measures without). Rows of A or B that are not whole 16
+bytes take the edge kernel (R = 2), element by element, every load checked: any shape is exact,
+the aligned ones are fast.
+
+Why M ≤ 2: kernels with R = 4 and 8 were built and measured (docs/RESULTS.md, fourteenth run)
+and lost to v11sk by 1.5–2.7×: 8·R accumulators plus a step of loads in flight do not fit the
+registers of 2–3 CTAs an SM, so fewer bytes are in flight than the DRAM needs. From M = 3 the
+tensor-core levels read B once per 64 rows and win.
 
 Which ledger moved: bytes in flight. B is read once, by 16-byte loads straight into registers,
 and nothing else of size moves: A is a few KB per slice (from L2), C is M·N floats. What it
-costs: FFMA instead of HGMMA — 8·R per 16 bytes of B, which the SM issues with room to spare
-at R = 8 (half the FP32 rate at the DRAM rate) and many times over at R = 1.
+costs: FFMA instead of HGMMA — 8·R per 16 bytes of B, which the SM issues many times over at
+the DRAM rate.
 
-M > 8 is refused (B would be read once per 8 rows): v11sk, v11sl or auto serve it.
+M > 2 is refused: v11sk, v11sl or auto serve it.
 """
 from __future__ import annotations
 
@@ -39,14 +44,14 @@ from . import _common as cm
 
 LEVEL = "v11gv"
 PARENT = "v11sk"
-TITLE = "skinny M (≤ 8) as a GEMV: B streamed into registers, K split over a cluster"
-DELTA = ("v11gv = v11sk for M ≤ 8 without the tensor cores: each lane loads 16 bytes of a B row "
-         "straight into registers, 8 FFMA per element at most, warps and a cluster of K slices "
+TITLE = "skinny M (≤ 2) as a GEMV: B streamed into registers, K split over a cluster"
+DELTA = ("v11gv = v11sk for M ≤ 2 without the tensor cores: each lane loads 16 bytes of a B row "
+         "straight into registers, 2 FFMA per element at most, warps and a cluster of K slices "
          "add their partials in a fixed order in shared memory")
 DTYPES = cm.DTYPES
 SOURCE = "v11gv_gemv.cu"
-KERNEL_NAMES = {"f16": "v11gv_f16_r8", "bf16": "v11gv_bf16_r8"}
-ROWS = (1, 2, 4, 8)                             # R: the kernels' row counts
+KERNEL_NAMES = {"f16": "v11gv_f16_r2", "bf16": "v11gv_bf16_r2"}
+ROWS = (1, 2)                                   # R: the kernels' row counts
 KERNELS = {(kind, rows): f"v11gv_{kind}_r{rows}" for kind in ("f16", "bf16") for rows in ROWS}
 EDGE_KERNELS = {kind: f"v11gv_{kind}_edge" for kind in ("f16", "bf16")}
 SASS_MUST_HAVE = ("LDG.E.128", "FFMA", "UCGABAR_ARV", "UCGABAR_WAIT", "LD.E")
@@ -60,7 +65,7 @@ NO_PREFETCH = ("-DV11GV_PREFETCH=0",)           # run(..., prefetch=False): for 
 @dataclass(frozen=True)
 class GemvTile:
     """The CTA's output tile (what the ledgers and auto read) and its K step."""
-    bm: int = 8
+    bm: int = 2
     bn: int = 256
     bk: int = 64
     threads: int = 256
@@ -70,11 +75,11 @@ CONFIG = GemvTile()
 MAX_M = CONFIG.bm
 MAX_SPLITS = 8                                  # the portable cluster size
 MIN_SLICE_STEPS = 4                             # K steps (of 64) a slice runs at least
-CTAS_PER_SM = {1: 3, 2: 2, 4: 1, 8: 1}          # by R: the launch bounds (registers; R = 8: 168)
+CTAS_PER_SM = {1: 3, 2: 2}                      # by R: the launch bounds (registers)
 
 
 def rows_for(M: int) -> int:
-    """R, the rows a CTA computes: the least of ROWS that holds M (8 past it)."""
+    """R, the rows a CTA computes: the least of ROWS that holds M."""
     return next((r for r in ROWS if r >= M), MAX_M)
 
 
@@ -100,7 +105,7 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
 
 
 def kernel_rows(M: int, aligned: bool) -> int:
-    """R of the kernel that serves M rows: rows_for(M) for aligned rows; the edge kernel has 8."""
+    """R of the kernel that serves M rows: rows_for(M) for aligned rows; the edge kernel has 2."""
     return rows_for(M) if aligned else MAX_M
 
 
@@ -120,8 +125,8 @@ def unsupported(M: int, N: int, K: int) -> str | None:
     if reason:
         return reason
     if M > MAX_M:
-        return (f"v11gv serves M ≤ {MAX_M} (one 8-row tile, so B is read once); M = {M} would read B "
-                f"{ceil_div(M, MAX_M)} times: use v11sk, v11sl or level='auto'")
+        return (f"v11gv serves M ≤ {MAX_M}: from M = 3 the tensor-core levels, which read B once per 64 "
+                f"rows, are faster (docs/RESULTS.md): use v11sk, v11sl or level='auto'")
     if K > cm.INT32_MAX - 16 * CONFIG.bk:        # the kernel's k indices run up to K + 8 steps, in int32
         return f"K = {K} is within {16 * CONFIG.bk} of 2^31 (int32 k indices past K)"
     return None

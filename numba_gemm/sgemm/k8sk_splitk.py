@@ -33,9 +33,9 @@ exactly). Ledger: the phase is k8's (same `warp_step`); what moves is CTAs per w
 DRAM traffic: + S·M·N·4 bytes written and read back (16×8192, S = 4: 2 MB each way, against
 B's 256 MB), + one reduce launch.
 
-A narrower tile, run(..., tile_n=64): 128×64 with 4 warps (the same 64×32 warp tiles), for N ≤ 64
-where the 128-wide tile computes as many columns past N as inside it (narrow N 64, 8192×64×8192).
-A benchmark knob until it is measured: auto does not take it.
+A narrower tile: 128×64 with 4 warps (the same 64×32 warp tiles). k8sk takes it where N ≤ 64,
+where the 128-wide tile computes as many columns past N as inside it: 1.75× the wide tile at
+8192×64×8192 and 1.62× at 4096×64×4096 (docs/RESULTS.md). run(..., tile_n=64 or 128) forces one.
 
 Measured: docs/RESULTS.md.
 """
@@ -76,6 +76,14 @@ CTAS_PER_SM = _warptile.MIN_BLOCKS          # k8's launch bounds: 2 CTAs of 256 
 SPLITS = None
 # run(..., tile_n=): the tilings by width; one as wide as the parent's holds the same threads per SM
 TILINGS = {t.tile_n: t for t in (TILING, dataclasses.replace(TILING, tile_n=64))}
+NARROW_N = 64                              # N ≤ this: the 64-wide tile
+
+
+def width(N: int, tile_n: int | None = None) -> int:
+    """tile_n, or the level's own choice for N: 64 where N ≤ NARROW_N, else the parent's width."""
+    if tile_n is not None:
+        return tile_n
+    return 64 if N <= NARROW_N else TILING.tile_n
 
 
 def tiling(tile_n: int | None = None) -> _warptile.WarpTiling:
@@ -87,13 +95,18 @@ def tiling(tile_n: int | None = None) -> _warptile.WarpTiling:
     return TILINGS[tile_n]
 
 
+def tile_for(M: int, N: int) -> _warptile.WarpTiling:
+    """The tile k8sk runs M×N with (what numba_gemm.choose prices)."""
+    return tiling(width(N))
+
+
 def ctas_per_sm(t: _warptile.WarpTiling) -> int:
     """CTAs an SM holds under the launch bounds (_warptile.SM_THREADS threads)."""
     return _warptile.SM_THREADS // t.threads
 
 
 def grid(M: int, N: int, tile_n: int | None = None) -> tuple[int, int]:
-    return _warptile.grid(M, N, tiling(tile_n))
+    return _warptile.grid(M, N, tiling(width(N, tile_n)))
 
 
 # plan_splits and split_plan repeat the other split level's on purpose: they are this level's
@@ -101,7 +114,7 @@ def grid(M: int, N: int, tile_n: int | None = None) -> tuple[int, int]:
 def plan_splits(M: int, N: int, K: int, sms: int = 132, tile_n: int | None = None) -> int:
     """The number of K slices for an M×N×K product on a GPU of `sms` SMs (1: no split)."""
     gx, gy = grid(M, N, tile_n)
-    return _splitk_parts.plan(gx * gy, K, TILE_K, M, N, sms, ctas_per_sm(tiling(tile_n)))
+    return _splitk_parts.plan(gx * gy, K, TILE_K, M, N, sms, ctas_per_sm(tiling(width(N, tile_n))))
 
 
 def split_plan(M: int, N: int, K: int, splits: int | None = None,
@@ -172,9 +185,9 @@ def specialisations(t: _warptile.WarpTiling) -> dict:
 
 SPECIALISATIONS = _warptile.specialisations(LEVEL, make_kernel, TILING)
 kernel = SPECIALISATIONS[True, True][1]
-# the census and the warm-up take every shipped kernel and the narrow tile's aligned one
+# the census and the warm-up take every kernel of both tiles
 KERNELS = {name: (k, SIGNATURE) for name, k in
-           [*SPECIALISATIONS.values(), specialisations(TILINGS[64])[True, True]]}
+           [*SPECIALISATIONS.values(), *specialisations(TILINGS[64]).values()]}
 
 
 def unsupported(M: int, N: int, K: int):
@@ -184,7 +197,7 @@ def unsupported(M: int, N: int, K: int):
 def run(A, B, C, alpha, beta, stream=None, splits=None, tile_n=None):
     M, K = A.shape
     N = B.shape[1]
-    t = tiling(tile_n)
+    t = tiling(width(N, tile_n))
     S, kslice = split_plan(M, N, K, splits, tile_n)
     launch(specialisations(t)[vector_operands(A, B, C)][1], _splitk_parts.grid(grid(M, N, tile_n), S),
            t.block, A, B, C, alpha, beta, stream, kslice)
