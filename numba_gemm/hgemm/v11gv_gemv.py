@@ -83,6 +83,11 @@ def rows_for(M: int) -> int:
     return next((r for r in ROWS if r >= M), MAX_M)
 
 
+def resident_ctas(M: int, N: int, K: int) -> int:
+    """CTAs an SM holds of the kernel that serves M rows (what the ledgers' waves read)."""
+    return CTAS_PER_SM[rows_for(M)]
+
+
 def smem_bytes(rows: int) -> int:
     """The 8 warps' partial tiles, rows × 256 floats each."""
     return 8 * rows * CONFIG.bn * 4
@@ -94,7 +99,7 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
     `splits` (benchmarks) is checked the same way. Pure."""
     tiles, steps = ceil_div(N, CONFIG.bn), ceil_div(K, CONFIG.bk)
     if splits is None:
-        fit = sms * CTAS_PER_SM[rows_for(M)] // tiles        # one wave: tiles·S within the slots
+        fit = sms * resident_ctas(M, N, K) // tiles       # one wave: tiles·S within the slots
         s = max(1, min(fit, MAX_SPLITS, steps // MIN_SLICE_STEPS))
     elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= min(MAX_SPLITS, steps):
         raise ValueError(f"level {LEVEL}: splits must be an int in 1..{min(MAX_SPLITS, steps)} (at most the "

@@ -364,10 +364,13 @@ class Waves:
         return -(-ctas // slots)
 
 
-def ctas_per_sm(level) -> int | None:
-    """CTAs one SM holds by the level's launch bounds: CTAS_PER_SM, or the warp-tiled
-    levels' shared MIN_BLOCKS (k7, k8); None where the level fixes none."""
+def ctas_per_sm(level, shape: tuple[int, int, int] | None = None) -> int | None:
+    """CTAs one SM holds by the level's launch bounds: resident_ctas(M, N, K) of a level whose
+    kernel depends on the shape (v11gv, k8sk), else CTAS_PER_SM, or the warp-tiled levels'
+    shared MIN_BLOCKS (k7, k8); None where the level fixes none."""
     mod = level_of(level).module
+    if shape is not None and hasattr(mod, "resident_ctas"):
+        return mod.resident_ctas(*shape)
     n = getattr(mod, "CTAS_PER_SM", None)
     if n is None:
         n = getattr(getattr(mod, "_warptile", None), "MIN_BLOCKS", None)
@@ -385,4 +388,4 @@ def waves(level, n=4096, card_: Card | str | None = None, dtype="float32") -> Wa
     g = choose.geometry(lv, M, N, K, sms=c.sms)
     ctas = math.ceil(M / g.bm) * math.ceil(N / g.bn) * g.splits
     p = choose.params(lv.name, dtype)
-    return Waves(lv.name, ctas, c.sms, ctas_per_sm(lv), p["blocks_per_sm"] if p else None)
+    return Waves(lv.name, ctas, c.sms, ctas_per_sm(lv, (M, N, K)), p["blocks_per_sm"] if p else None)

@@ -105,6 +105,11 @@ def ctas_per_sm(t: _warptile.WarpTiling) -> int:
     return _warptile.SM_THREADS // t.threads
 
 
+def resident_ctas(M: int, N: int, K: int) -> int:
+    """CTAs an SM holds of the tile k8sk runs M×N with (what the ledgers' waves read)."""
+    return ctas_per_sm(tile_for(M, N))
+
+
 def grid(M: int, N: int, tile_n: int | None = None) -> tuple[int, int]:
     return _warptile.grid(M, N, tiling(width(N, tile_n)))
 
