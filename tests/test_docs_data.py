@@ -296,10 +296,13 @@ def _auto_x_cublas(r):
 
 
 _REFIT3 = {dt: _suite_geomean({"json": f"h200_shapes_{dt}_refit3.json"}) for dt in ("fp16", "bf16")}
+_REFIT4 = {dt: _suite_geomean({"json": f"h200_shapes_{dt}_refit4.json"}) for dt in ("fp16", "bf16")}
 
 README_FIGURES = {
     "geomean auto/cuBLAS {} (fp16)": _REFIT3["fp16"],
     "(fp16) and {} (bf16)": _REFIT3["bf16"],
+    "the fourteenth run measured {} (fp16)": _REFIT4["fp16"],
+    "(fp16) and {} (bf16) with v11gv": _REFIT4["bf16"],
     "(512³ fp16: {}× cuBLAS, was": _auto_x_cublas(_TILES_SUITE["square 512"]),
     "cuBLAS, was {}×; docs/RESULTS.md": _auto_x_cublas(_SUITE_BEFORE["square 512"]),
     "SGEMM k1 {} →": _r("k1", 4096)["tflops"],

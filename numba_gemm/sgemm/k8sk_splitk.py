@@ -51,7 +51,6 @@ from . import k8_double_buffer as k8
 from ._common import SMEM_ALIGN, grid_limit, u32, u64
 from ._loaders import vector_operands     # which operands may move as float4 (k6's rule)
 from ._splitk_parts import SIGNATURE, launch   # (M, N, K, kslice, alpha, A, B, beta, C)
-from ._splitk_parts import HELPER_KERNELS  # noqa: F401  (the reduction, for the warm-up)
 
 LEVEL = "k8sk"
 PARENT = "k8"
@@ -190,9 +189,12 @@ def specialisations(t: _warptile.WarpTiling) -> dict:
 
 SPECIALISATIONS = _warptile.specialisations(LEVEL, make_kernel, TILING)
 kernel = SPECIALISATIONS[True, True][1]
-# the census and the warm-up take every kernel of both tiles
-KERNELS = {name: (k, SIGNATURE) for name, k in
-           [*SPECIALISATIONS.values(), *specialisations(TILINGS[64]).values()]}
+# the census and the warm-up take every shipped kernel and the narrow tile's aligned one; the
+# warm-up also the narrow tile's other three and the reduction (HELPER_KERNELS: not censused)
+_NARROW = specialisations(TILINGS[64])
+KERNELS = {name: (k, SIGNATURE) for name, k in [*SPECIALISATIONS.values(), _NARROW[True, True]]}
+HELPER_KERNELS = {**_splitk_parts.HELPER_KERNELS,
+                  **{name: (k, SIGNATURE) for key, (name, k) in _NARROW.items() if key != (True, True)}}
 
 
 def unsupported(M: int, N: int, K: int):
