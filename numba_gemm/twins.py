@@ -72,9 +72,15 @@ class Twin:
         return defines(self.level)
 
     @property
+    def copy_kernel(self) -> str | None:
+        """The copy kernel of a level that runs on padded copies (k8p), else None."""
+        return f"{self.level}_repitch" if hasattr(self.module, "copies") else None
+
+    @property
     def kernel_names(self) -> tuple[str, ...]:
         spec = getattr(self.module, "SPECIALISATIONS", None)
-        return tuple(name for name, _ in spec.values()) if spec else (self.level,)
+        names = tuple(name for name, _ in spec.values()) if spec else (self.level,)
+        return names + ((self.copy_kernel,) if self.copy_kernel else ())
 
     def kernel_name(self, A, B, C) -> str:
         """The kernel this call runs: the one the Numba level would pick for these operands."""
@@ -93,6 +99,8 @@ class Twin:
         fn = nvrtc.function(self.source, self.kernel_name(A, B, C), defines=self.defines)
         if hasattr(self.module, "split_plan"):
             return self._run_split(fn, A, B, C, alpha, beta, stream)
+        if hasattr(self.module, "copies"):
+            return self._run_pitched(fn, A, B, C, alpha, beta, stream)
         args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_float(alpha),
                 ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)), ctypes.c_float(beta),
                 ctypes.c_void_p(_ptr(C))]
@@ -119,6 +127,36 @@ class Twin:
             args = [ctypes.c_void_p(_ptr(out)), ctypes.c_int32(S), ctypes.c_int64(M * N),
                     ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_void_p(_ptr(C))]
             launch_native(nvrtc.function(REDUCE_SOURCE, "splitk_reduce"), (blocks,), (threads,), 0, stream, args)
+
+
+    def _run_pitched(self, fn, A, B, C, alpha, beta, stream):
+        """k8p's launches in CUDA C: the level's copies (its `copies` plan, its workspace) by the
+        twin's copy kernel, the product on the padded operands, C written back."""
+        from . import workspace
+
+        M, K = A.shape
+        N = B.shape[1]
+        mod = self.module
+        pk, pn = mod.pitch(K), mod.pitch(N)
+        pad = {"A": workspace.scratch(C, "k8p A", M * pk * 4), "B": workspace.scratch(C, "k8p B", pk * pn * 4),
+               "C": workspace.scratch(C, "k8p C", M * pn * 4)}
+        ends = {"A": (A, pad["A"]), "B": (B, pad["B"]), "C in": (C, pad["C"]), "C out": (pad["C"], C)}
+        copy = nvrtc.function(self.source, self.copy_kernel, defines=self.defines)
+
+        def launch_copy(what, rows, cols, dst_rows, dst_cols):
+            src, dst = ends[what]
+            args = [ctypes.c_void_p(_ptr(src)), ctypes.c_int32(rows), ctypes.c_int32(cols),
+                    ctypes.c_void_p(_ptr(dst)), ctypes.c_int32(dst_rows), ctypes.c_int32(dst_cols)]
+            launch_native(copy, *mod.copy_config(dst_rows, dst_cols), 0, stream, args)
+
+        *into, out = mod.copies(M, N, K, beta)
+        for c in into:
+            launch_copy(*c)
+        args = [ctypes.c_int32(M), ctypes.c_int32(pn), ctypes.c_int32(pk), ctypes.c_float(alpha),
+                ctypes.c_void_p(_ptr(pad["A"])), ctypes.c_void_p(_ptr(pad["B"])), ctypes.c_float(beta),
+                ctypes.c_void_p(_ptr(pad["C"]))]
+        launch_native(fn, mod.grid(M, N), mod.BLOCK, 0, stream, args)
+        launch_copy(*out)
 
 
 def _ptr(x) -> int:

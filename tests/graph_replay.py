@@ -1,12 +1,12 @@
 """A level's call captured in a CUDA graph with the driver's stream capture, replayed: shared by
 the tests of the levels that launch more than one kernel or keep state between launches (v11sk,
-v11sl, v11p)."""
+v11sl, v11p, v11gv in fp16; k8p in fp32)."""
 import numpy as np
 
 from numba_gemm import check
 
 
-def replays_exactly(level: str, M: int, N: int, K: int, rng, alpha=0.5, beta=-2.0) -> None:
+def replays_exactly(level: str, M: int, N: int, K: int, rng, alpha=0.5, beta=-2.0, dtype=np.float16) -> None:
     """gemm(level) on a non-blocking stream: a warm-up (which allocates what the level keeps),
     then a capture that must not run, two replays giving the eager bytes, and a replay after A
     changed in place that is exact against float64."""
@@ -19,7 +19,8 @@ def replays_exactly(level: str, M: int, N: int, K: int, rng, alpha=0.5, beta=-2.
         assert err == drv.CUresult.CUDA_SUCCESS, err
         return r[1] if isinstance(r, tuple) and len(r) > 1 else None
 
-    A, B, _ = check.random_inputs(M, N, K, np.float16, rng)
+    A, B, _ = check.random_inputs(M, N, K, dtype, rng)
+    family = "sgemm" if dtype == np.float32 else "hgemm"
     C0 = rng.uniform(-1, 1, (M, N)).astype(np.float32)
     cuda.current_context()
     stream = ok(drv.cuStreamCreate(1))                     # non-blocking
@@ -31,7 +32,7 @@ def replays_exactly(level: str, M: int, N: int, K: int, rng, alpha=0.5, beta=-2.
     ok(drv.cuStreamSynchronize(stream))
     eager = dC.copy_to_host(stream=ns)
     ns.synchronize()
-    assert check.verify(eager, A, B, C0, alpha, beta, family="hgemm").ok
+    assert check.verify(eager, A, B, C0, alpha, beta, family=family).ok
 
     def reset():
         dC.copy_to_device(C0, stream=ns)
@@ -48,12 +49,12 @@ def replays_exactly(level: str, M: int, N: int, K: int, rng, alpha=0.5, beta=-2.
         ok(drv.cuGraphLaunch(exe, stream))
         ok(drv.cuStreamSynchronize(stream))
         assert dC.copy_to_host().tobytes() == eager.tobytes()
-    A2 = rng.uniform(-1, 1, (M, K)).astype(np.float16)     # new values in the same buffer
+    A2 = rng.uniform(-1, 1, (M, K)).astype(dtype)          # new values in the same buffer
     dA.copy_to_device(A2, stream=ns)
     reset()
     ok(drv.cuGraphLaunch(exe, stream))
     ok(drv.cuStreamSynchronize(stream))
-    assert check.verify(dC.copy_to_host(), A2, B, C0, alpha, beta, family="hgemm").ok
+    assert check.verify(dC.copy_to_host(), A2, B, C0, alpha, beta, family=family).ok
     ok(drv.cuGraphExecDestroy(exe))
     ok(drv.cuGraphDestroy(graph))
     ok(drv.cuStreamDestroy(stream))

@@ -995,6 +995,7 @@ def _section_figures():
         t, shape, _ = SUITES[level, M, N, K, dtype]
         return shape["cublas_ms"] / t["kernel_ms"]
 
+    k8p = get("k8p").module
     gv = get("v11gv").module                              # v11gv at decode 1×4096×4096, fp16
     DECODE = (1, 4096, 4096)
     gv_tiles, gv_steps, gv_s = -(-DECODE[1] // gv.CONFIG.bn), -(-DECODE[2] // gv.CONFIG.bk), gv.plan_splits(*DECODE)
@@ -1077,6 +1078,16 @@ def _section_figures():
             "FFMA at R = 1, {} at R = 2.": gv.CONFIG.bn // 32 * gv.rows_for(2),
             "`smem_bytes(1)` = {} KiB": gv.smem_bytes(1) / 1024,
             "`smem_bytes(2)` = {} KiB": gv.smem_bytes(2) / 1024,
+        },
+        "k8p": {
+            "k8 took {} ms at 4096³": _r("k8", 4096)["ms"],
+            "ms at 4096³ and {} ms at 4097³": _r("k8", 4097)["ms"],
+            "pitch(4097) = {}. A:": k8p.pitch(4097),
+            "C′ and written: {} MB,": k8p.copies_bytes(4097, 4097, 4097, 0.0) / 1e6,
+            "MB, {} µs at 4.133 TB/s": k8p.copies_bytes(4097, 4097, 4097, 0.0) / choose.DEFAULT_BANDWIDTH * 1e6,
+            "The gap is {} ms": _r("k8", 4097)["ms"] - _r("k8", 4096)["ms"],
+            "the copies cost about {} % of it": 100 * k8p.copies_bytes(4097, 4097, 4097, 0.0) / choose.DEFAULT_BANDWIDTH
+            / ((_r("k8", 4097)["ms"] - _r("k8", 4096)["ms"]) * 1e-3),
         },
         "v11sk": {
             "S = min(SMs // tiles, k_tiles // {}, 16,": v11sk.MIN_SLICE_K_TILES,
