@@ -13,7 +13,10 @@ Per shape the suite checks and times auto's level and the other levels worth tim
 cost model's candidates within PRUNE of its best guess, numba_gemm.choose), each in two modes —
 isolated kernel time (a sleeping kernel queued before each call hides the host) and
 back-to-back loops (the recorded launches called LOOP_CALLS times between two events) — and
-cuBLAS on the same buffers in the same process, in both modes.
+cuBLAS on the same buffers in the same process, in both modes. The back-to-back loop is given
+against two calls of cuBLAS: nvmath-python's (the "loop: auto/cuBLAS" column; its host cost per
+call is larger than a small kernel) and torch.mm's ("loop: auto/torch.mm"), which is how most
+users reach cuBLAS from Python.
 """
 from __future__ import annotations
 
@@ -145,6 +148,7 @@ class ShapeResult:
     levels: list = field(default_factory=list)       # Timed, as measured
     cublas_ms: float | None = None
     cublas_loop_ms: float | None = None
+    torch_loop_ms: float | None = None                # torch.mm back-to-back (torch_mm)
     note: str = ""
 
     def _timed(self, level):
@@ -155,20 +159,41 @@ class ShapeResult:
         ok = [t for t in self.levels if t.ok]
         return min(ok, key=lambda t: t.kernel_ms) if ok else None
 
-    def ratio(self, level: str | None = None, loop: bool = False) -> float | None:
-        """cuBLAS time / the level's time (auto's by default): above 1 is faster than cuBLAS."""
+    def ratio(self, level: str | None = None, loop: bool = False, torch: bool = False) -> float | None:
+        """cuBLAS time / the level's time (auto's by default): above 1 is faster than cuBLAS.
+        loop: back-to-back against nvmath's cuBLAS call; torch: back-to-back against torch.mm."""
         t = self._timed(level or self.auto)
-        base = self.cublas_loop_ms if loop else self.cublas_ms
+        base = self.torch_loop_ms if torch else self.cublas_loop_ms if loop else self.cublas_ms
         if t is None or not base:
             return None
-        return base / (t.loop_ms if loop else t.kernel_ms)
+        return base / (t.loop_ms if loop or torch else t.kernel_ms)
 
     def as_dict(self):
         d = asdict(self)
         d["best"] = self.best.level if self.best else None
         d["auto_vs_cublas"] = self.ratio()
         d["auto_vs_cublas_loop"] = self.ratio(loop=True)
+        d["auto_vs_torch_loop"] = self.ratio(torch=True)
         return d
+
+
+def torch_mm(dA, dB, dtype):
+    """One call of torch.mm on the suite's device buffers with a float32 C (out_dtype for 16-bit
+    inputs, as the levels write C): cuBLAS as torch users call it, host cost included. None
+    where torch has no CUDA. fp32 is strict fp32 while torch's allow_tf32 is False (its default),
+    and None where it is not."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available() or (dtype.itemsize == 4 and torch.backends.cuda.matmul.allow_tf32):
+        return None
+    tA, tB = torch.as_tensor(dA, device="cuda"), torch.as_tensor(dB, device="cuda")
+    if dtype.itemsize == 4:
+        return lambda: torch.mm(tA, tB)
+    kind = torch.bfloat16 if dtype.name == "bfloat16" else torch.float16   # bf16 arrives as its bits
+    tA, tB = tA.view(kind), tB.view(kind)
+    return lambda: torch.mm(tA, tB, out_dtype=torch.float32)
 
 
 def _record(level, dA, dB, dC):
@@ -234,6 +259,12 @@ def run_shape(runner, name: str, M: int, N: int, K: int, dtype, levels=None,
                                   calls=LOOP_CALLS).median_ms
     except Exception as exc:  # the levels' figures stand without the baseline
         res.note += f" cuBLAS unavailable: {exc}"
+    try:
+        mm = torch_mm(dA, dB, dtype)
+        if mm is not None:
+            res.torch_loop_ms = loop(mm, calls=LOOP_CALLS).median_ms
+    except Exception as exc:  # noqa: BLE001 - as the cuBLAS baseline
+        res.note += f" torch.mm unavailable: {exc}"
     return res
 
 
@@ -244,15 +275,15 @@ def geomean(xs) -> float | None:
 
 def format_table(results: list[ShapeResult]) -> str:
     head = ["shape", "M×N×K", "auto", "auto µs", "best", "best µs", "cuBLAS µs", "auto/cuBLAS",
-            "loop: auto/cuBLAS", "roofline µs", "bound", "% roofline"]
+            "loop: auto/cuBLAS", "loop: auto/torch.mm", "roofline µs", "bound", "% roofline"]
     rows = [head]
     for r in results:
         a, b = r._timed(r.auto), r.best
         us = lambda ms: "-" if ms is None or not math.isfinite(ms) else f"{ms * 1e3:.1f}"  # noqa: E731
-        ratio, lratio = r.ratio(), r.ratio(loop=True)
+        ratio, lratio, tratio = r.ratio(), r.ratio(loop=True), r.ratio(torch=True)
         rows.append([r.name, f"{r.M}×{r.N}×{r.K}", r.auto, us(a and a.kernel_ms),
                      b.level if b else "-", us(b and b.kernel_ms), us(r.cublas_ms),
-                     f"{ratio:.3f}" if ratio else "-", f"{lratio:.3f}" if lratio else "-",
+                     *(f"{x:.3f}" if x else "-" for x in (ratio, lratio, tratio)),
                      us(r.roofline_ms), r.bound,
                      f"{100 * r.roofline_ms / a.kernel_ms:.0f}" if a and a.ok else "-"])
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
@@ -260,12 +291,16 @@ def format_table(results: list[ShapeResult]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     ratios = [r.ratio() for r in results]
     loops = [r.ratio(loop=True) for r in results]
+    torch_loops = [r.ratio(torch=True) for r in results]
     misses = [(r.name, r._timed(r.auto).kernel_ms / r.best.kernel_ms) for r in results
               if r.best and r._timed(r.auto) and r._timed(r.auto).ok]
     if any(ratios):
         worst = min((x, r.name) for x, r in zip(ratios, results) if x)
         lines.append(f"geomean auto/cuBLAS: {geomean(ratios):.3f} kernel time, "
                      f"{geomean(loops) or float('nan'):.3f} back-to-back; worst {worst[0]:.3f} ({worst[1]})")
+    if any(torch_loops):
+        lines.append(f"geomean auto/torch.mm back-to-back: {geomean(torch_loops):.3f} (cuBLAS through torch, "
+                     "its host cost per call included)")
     if misses:
         name, x = max(misses, key=lambda m: m[1])
         lines.append(f"auto vs the best level timed: worst {x:.3f}x its time ({name})")
@@ -327,7 +362,9 @@ def cli(dtype_name: str, *, explain_only: bool, simulator: bool, json_path: str 
                            method=("kernel_ms: isolated (a sleeping kernel before each call, median); "
                                    f"loop_ms: {LOOP_CALLS} back-to-back calls of the recorded launches "
                                    "between two events, median of 5; cuBLAS (nvmath-python) on the same "
-                                   f"buffers, both modes; {CHECK_ROWS} rows of C checked against float64 "
+                                   "buffers, both modes; torch_loop_ms: torch.mm on the same buffers "
+                                   "(float32 C: out_dtype for 16-bit inputs), the same back-to-back loop; "
+                                   f"{CHECK_ROWS} rows of C checked against float64 "
                                    "per level with C poisoned (NaN)"),
                            results=[r.as_dict() for r in results]), f, indent=1)
     return 1 if any(not t.ok for r in results for t in r.levels) else 0

@@ -242,6 +242,9 @@ def test_run_shape_checks_and_times_on_a_gpu():
         assert all(t.kernel_ms > 0 and t.loop_ms > 0 for t in r.levels)
         assert r.cublas_ms and r.cublas_loop_ms
         assert "geomean auto/cuBLAS" in shapes.format_table([r])
+        import torch                                      # the GPU machine has it, with CUDA
+        assert r.torch_loop_ms > 0 and r.ratio(torch=True) == r.torch_loop_ms / r._timed(r.auto).loop_ms
+        assert "geomean auto/torch.mm back-to-back" in shapes.format_table([r]), torch.__version__
 
 
 def test_explain_relates_auto_waves_to_resident_ctas():
@@ -260,3 +263,20 @@ def test_explain_relates_auto_waves_to_resident_ctas():
     small = choose.explain("float32", 1024, 1024, 1024, native=True, top=10)
     assert "k8: 2 CTAs per SM by its launch bounds = 264 resident: 1 wave of 264 = 264 slots, " \
            "not the same as auto's 1 of 132 = 132" in small
+
+
+def test_table_gives_the_loop_against_both_cublas_calls():
+    """The back-to-back column against nvmath's cuBLAS and against torch.mm, each named; a run
+    without torch leaves its column '-' and its geomean line out."""
+    r = shapes.ShapeResult("s", 64, 64, 64, "float16", 0.001, "memory", "v11", cublas_ms=0.010,
+                           cublas_loop_ms=0.030, torch_loop_ms=0.020)
+    r.levels.append(shapes.Timed("v11", True, 0.0, 0.008, 0.010, 0.009))
+    assert (r.ratio(), r.ratio(loop=True), r.ratio(torch=True)) == (0.010 / 0.008, 3.0, 2.0)
+    head, _, row, *rest = shapes.format_table([r]).splitlines()
+    assert "loop: auto/cuBLAS" in head and "loop: auto/torch.mm" in head
+    assert row.split()[7:10] == ["1.250", "3.000", "2.000"]
+    assert "geomean auto/torch.mm back-to-back: 2.000" in "\n".join(rest)
+    assert r.as_dict()["auto_vs_torch_loop"] == 2.0
+    r.torch_loop_ms = None
+    head, _, row, *rest = shapes.format_table([r]).splitlines()
+    assert row.split()[9] == "-" and "torch.mm back-to-back" not in "\n".join(rest)
