@@ -128,18 +128,14 @@ class Twin:
                     ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_void_p(_ptr(C))]
             launch_native(nvrtc.function(REDUCE_SOURCE, "splitk_reduce"), (blocks,), (threads,), 0, stream, args)
 
-
     def _run_pitched(self, fn, A, B, C, alpha, beta, stream):
         """k8p's launches in CUDA C: the level's copies (its `copies` plan, its workspace) by the
         twin's copy kernel, the product on the padded operands, C written back."""
-        from . import workspace
-
         M, K = A.shape
         N = B.shape[1]
         mod = self.module
         pk, pn = mod.pitch(K), mod.pitch(N)
-        pad = {"A": workspace.scratch(C, "k8p A", M * pk * 4), "B": workspace.scratch(C, "k8p B", pk * pn * 4),
-               "C": workspace.scratch(C, "k8p C", M * pn * 4)}
+        pad = dict(zip("ABC", mod.buffers(C, M, N, K)))
         ends = {"A": (A, pad["A"]), "B": (B, pad["B"]), "C in": (C, pad["C"]), "C out": (pad["C"], C)}
         copy = nvrtc.function(self.source, self.copy_kernel, defines=self.defines)
 

@@ -94,8 +94,6 @@ def grid(M: int, N: int) -> tuple[int, int]:
 def unsupported(M: int, N: int, K: int):
     if K % PITCH == 0 and N % PITCH == 0:
         return "K and N are multiples of 4: the rows are whole float4s already, and k8 runs without the copies"
-    if max(M * pitch(K), pitch(K) * pitch(N), M * pitch(N)) >= 2**31:
-        return "a padded copy would pass 2^31 elements (repitch's int32 sizes)"
     return grid_limit(grid(M, N))
 
 
@@ -113,6 +111,13 @@ def copies_bytes(M: int, N: int, K: int, beta: float) -> int:
     return sum(4 * (min(r, dr) * min(c, dc) + dr * dc) for _, r, c, dr, dc in copies(M, N, K, beta))
 
 
+def buffers(C, M: int, N: int, K: int):
+    """(A′, B′, C′): the padded copies' float32 buffers, flat, kept per output C (workspace)."""
+    pk, pn = pitch(K), pitch(N)
+    return tuple(workspace.scratch(C, f"{LEVEL} {what}", n * 4).view(np.float32)
+                 for what, n in (("A", M * pk), ("B", pk * pn), ("C", M * pn)))
+
+
 def run(A, B, C, alpha, beta, stream=None):
     from .. import launch as launches
     from ..launch import launch_numba
@@ -123,9 +128,7 @@ def run(A, B, C, alpha, beta, stream=None):
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
     pk, pn = pitch(K), pitch(N)
-    A2 = workspace.scratch(C, "k8p A", M * pk * 4).view(np.float32)
-    B2 = workspace.scratch(C, "k8p B", pk * pn * 4).view(np.float32)
-    C2 = workspace.scratch(C, "k8p C", M * pn * 4).view(np.float32)
+    A2, B2, C2 = buffers(C, M, N, K)
     flat = {"A": (A.reshape(M * K), A2), "B": (B.reshape(K * N), B2), "C in": (C.reshape(M * N), C2),
             "C out": (C2, C.reshape(M * N))}
 
