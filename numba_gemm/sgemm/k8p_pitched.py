@@ -142,7 +142,7 @@ def run(A, B, C, alpha, beta, stream=None):
         *into, out = copies(M, N, K, beta)
         for c in into:
             copy(*c)
-        launch(kernel, k8.grid(M, pn), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
+        launch(kernel, grid(M, N), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
                alpha, beta, stream)
         copy(*out)
 

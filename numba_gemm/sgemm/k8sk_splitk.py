@@ -94,9 +94,9 @@ def tiling(tile_n: int | None = None) -> _warptile.WarpTiling:
     return TILINGS[tile_n]
 
 
-def tile_for(M: int, N: int) -> _warptile.WarpTiling:
-    """The tile k8sk runs M×N with (what numba_gemm.choose prices)."""
-    return tiling(width(N))
+def tile_for(M: int, N: int, tile_n: int | None = None) -> _warptile.WarpTiling:
+    """The tile k8sk runs M×N with: tile_n's, else its own choice (what numba_gemm.choose prices)."""
+    return tiling(width(N, tile_n))
 
 
 def ctas_per_sm(t: _warptile.WarpTiling) -> int:
@@ -110,7 +110,7 @@ def resident_ctas(M: int, N: int, K: int) -> int:
 
 
 def grid(M: int, N: int, tile_n: int | None = None) -> tuple[int, int]:
-    return _warptile.grid(M, N, tiling(width(N, tile_n)))
+    return _warptile.grid(M, N, tile_for(M, N, tile_n))
 
 
 # plan_splits and split_plan repeat the other split level's on purpose: they are this level's
@@ -118,7 +118,7 @@ def grid(M: int, N: int, tile_n: int | None = None) -> tuple[int, int]:
 def plan_splits(M: int, N: int, K: int, sms: int = 132, tile_n: int | None = None) -> int:
     """The number of K slices for an M×N×K product on a GPU of `sms` SMs (1: no split)."""
     gx, gy = grid(M, N, tile_n)
-    return _splitk_parts.plan(gx * gy, K, TILE_K, M, N, sms, ctas_per_sm(tiling(width(N, tile_n))))
+    return _splitk_parts.plan(gx * gy, K, TILE_K, M, N, sms, ctas_per_sm(tile_for(M, N, tile_n)))
 
 
 def split_plan(M: int, N: int, K: int, splits: int | None = None,
@@ -204,7 +204,7 @@ def unsupported(M: int, N: int, K: int):
 def run(A, B, C, alpha, beta, stream=None, splits=None, tile_n=None):
     M, K = A.shape
     N = B.shape[1]
-    t = tiling(width(N, tile_n))
+    t = tile_for(M, N, tile_n)
     S, kslice = split_plan(M, N, K, splits, tile_n)
     launch(specialisations(t)[vector_operands(A, B, C)][1], _splitk_parts.grid(grid(M, N, tile_n), S),
            t.block, A, B, C, alpha, beta, stream, kslice)
