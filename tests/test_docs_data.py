@@ -297,12 +297,16 @@ def _auto_x_cublas(r):
 
 _REFIT3 = {dt: _suite_geomean({"json": f"h200_shapes_{dt}_refit3.json"}) for dt in ("fp16", "bf16")}
 _REFIT4 = {dt: _suite_geomean({"json": f"h200_shapes_{dt}_refit4.json"}) for dt in ("fp16", "bf16")}
+_FP32_REFIT5 = json.loads((ROOT / "docs" / "data" / "h200_shapes_fp32_refit5.json").read_text())["results"]
 
 README_FIGURES = {
     "geomean auto/cuBLAS {} (fp16)": _REFIT3["fp16"],
     "(fp16) and {} (bf16)": _REFIT3["bf16"],
     "the fourteenth run measured {} (fp16)": _REFIT4["fp16"],
     "(fp16) and {} (bf16) with v11gv": _REFIT4["bf16"],
+    "measured the fp32 suite at geomean {} in": _suite_geomean({"json": "h200_shapes_fp32_refit5.json"}),
+    "fp32 decode M = 1 ({}×)": next(r for r in _FP32_REFIT5 if r["name"] == "decode M=1")["auto_vs_cublas"],
+    "ragged rows ({}×).": next(r for r in _FP32_REFIT5 if r["name"] == "ragged rows")["auto_vs_cublas"],
     "(512³ fp16: {}× cuBLAS, was": _auto_x_cublas(_TILES_SUITE["square 512"]),
     "cuBLAS, was {}×; docs/RESULTS.md": _auto_x_cublas(_SUITE_BEFORE["square 512"]),
     "SGEMM k1 {} →": _r("k1", 4096)["tflops"],

@@ -20,16 +20,17 @@
 #   The GPU test suite is longer than one 10-minute call, so it runs in chunks of at most ~6
 #   minutes, grouped by what is slow on a GPU (each chunk's pytest summary line is printed):
 #     tests1  the Numba SGEMM levels: hypothesis shapes on every level, 2^31 indexing, the twins
-#             (54 s with a warm cache)
+#             (56 s after the warm step)
 #     tests2  the HGEMM levels: every native level and v8py on ragged shapes in fp16 and bf16
-#             (test_hgemm.py alone ~1.8 s a test on the H200, ~4 minutes)
+#             (186 s)
 #     tests3  v11's other tiles, the wgmma levels past 2^31 elements, TMA descriptors, NVRTC
-#             compiles, v11gv
-#     tests4  the SASS census (compiles every level), k7/k8, intrinsics, microbenchmarks
+#             compiles, v11gv (169 s)
+#     tests4  the SASS census (compiles every level), k7/k8, intrinsics, microbenchmarks (35 s)
 #     tests5  the split-K, ragged and Python-written rungs (k5sk/k8sk, v11sk, v11sl, v11p, v11r,
-#             v11py) and the on-disk kernel cache in fresh processes
+#             v11py) and the on-disk kernel cache in fresh processes (246 s)
 #     tests6  everything else (api hypothesis shapes, operands, call cache, bench, ledgers,
-#             figures, notebook): every tests/test_*.py not named above, so none is left out
+#             figures, notebook): every tests/test_*.py not named above, so none is left out (146 s)
+#     (pytest's seconds on the H200 after the warm step; docs/data/h200_gpu_suite.json)
 #   `tests` runs chunk ${TEST_CHUNK:-1} and says which to run next, or the files in TEST_FILES.
 #   LEVELS / SIZES narrow the sgemm step, HGEMM_LEVELS the hgemm step, SANITIZE_LEVELS (default:
 #   every native level) the sanitize step, HGEMM_DTYPES (default: fp16 bf16) the hgemm step,
