@@ -127,6 +127,9 @@ __device__ __forceinline__ void named_sync(u32 id, u32 threads) {
 __device__ __forceinline__ void st_shared_v2(u32 addr, float x, float y) {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
 }
+__device__ __forceinline__ void st_shared_f32(u32 addr, float x) {
+    asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(addr), "f"(x) : "memory");
+}
 __device__ __forceinline__ void st_shared_b32(u32 addr, u32 x) {
     asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(addr), "r"(x) : "memory");
 }

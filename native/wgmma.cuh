@@ -1,5 +1,5 @@
 // wgmma.cuh - warpgroup-level instructions (sm_90a): shared-memory matrix descriptors, the wgmma
-// fences, wgmma.mma_async m64nNk16 (N = 64, 128, 256) with fp32 accumulators (fp16 and bf16),
+// fences, wgmma.mma_async m64nNk16 (N = 16, 32, 64, 128, 256) with fp32 accumulators (fp16, bf16),
 // setmaxnreg, and the epilogues for wgmma's accumulator layout.
 //
 // A warpgroup is 4 consecutive warps starting at a warp index divisible by 4; all 128 threads
@@ -51,7 +51,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
 }
 
-// ---- D(64 x N, fp32) += A(64 x 16) * B(16 x N), N = 64, 128 or 256 --------------------------
+// ---- D(64 x N, fp32) += A(64 x 16) * B(16 x N), N = 16, 32, 64, 128 or 256 ------------------
 // A K-major (imm-trans-a 0), B N-major (imm-trans-b 1: B is stored k-row by k-row, n contiguous,
 // as the row-major B matrix is). scale-d (a predicate) 1: accumulate. Thread t of the warpgroup
 // holds N / 2 accumulators: for n8 block j, d[4j+0..1] = D[16(t/32) + (t%32)/4][8j + 2(t%4) + 0..1]
@@ -62,9 +62,11 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // imm-trans-b. HG_ACC_EACH_<N/2>(X) applies X to 1 .. N/2 - 1 (the numbers are written once,
 // here) and makes both lists: the registers "%0, %1, ..." in the asm string and the "+f"(d[i])
 // operands; %0 / d[0] lead, so each X can begin with its comma.
-#define HG_ACC_EACH_32(X)                                                                      \
-    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16)   \
-    X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+#define HG_ACC_EACH_8(X) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define HG_ACC_EACH_16(X) HG_ACC_EACH_8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define HG_ACC_EACH_32(X) HG_ACC_EACH_16(X)                                                    \
+    X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) \
+    X(31)
 #define HG_ACC_EACH_64(X) HG_ACC_EACH_32(X)                                                    \
     X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46)  \
     X(47) X(48) X(49) X(50) X(51) X(52) X(53) X(54) X(55) X(56) X(57) X(58) X(59) X(60) X(61)  \
@@ -79,35 +81,38 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 #define HG_ACC_OPERAND(i) , "+f"(d[i])
 
 // One m64n<n>k16 wgmma for element type `ab` ("f16" / "bf16") with `acc` = n / 2 accumulators;
-// desc_a, desc_b, scale-d and imm-trans-b are operands %acc .. %acc+3, given as numbers (the
-// preprocessor cannot add).
-#define HG_WGMMA_M64NK16(n, acc, ab, op_a, op_b, op_scale, op_trans)                          \
+// desc_a, desc_b, scale-d, imm-trans-a and imm-trans-b are operands %acc .. %acc+4, given as
+// numbers (the preprocessor cannot add).
+#define HG_WGMMA_M64NK16(n, acc, ab, op_a, op_b, op_scale, op_ta, op_tb)                      \
     asm volatile(                                                                               \
         "{\n"                                                                                   \
         ".reg .pred acc;\n"                                                                     \
         "setp.ne.b32 acc, %" #op_scale ", 0;\n"                                                 \
         "wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." ab "." ab " {%0"                      \
-        HG_ACC_EACH_##acc(HG_ACC_REG) "}, %" #op_a ", %" #op_b ", acc, 1, 1, 0, %" #op_trans ";\n" \
+        HG_ACC_EACH_##acc(HG_ACC_REG) "}, %" #op_a ", %" #op_b ", acc, 1, 1, %" #op_ta ", %" #op_tb ";\n" \
         "}\n"                                                                                   \
         : "+f"(d[0]) HG_ACC_EACH_##acc(HG_ACC_OPERAND)                                          \
-        : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TRANS_B))
+        : "l"(desc_a), "l"(desc_b), "n"(1), "n"(TRANS_A), "n"(TRANS_B))
 
-// wgmma_m64nNk16<TRANS_B>(d, desc_a, desc_b, T()): N follows d's length (N / 2), T the inputs'
-// type. TRANS_B = 1 (the levels): B is N-major as TMA writes the row-major B; 0: K-major.
-#define HG_WGMMA_DEFINE(n, acc, op_a, op_b, op_scale, op_trans)                                \
-    template <int TRANS_B = 1>                                                                  \
+// wgmma_m64nNk16<TRANS_B, TRANS_A>(d, desc_a, desc_b, T()): N follows d's length (N / 2), T the
+// inputs' type. TRANS_B = 1 (the levels): B is N-major as TMA writes the row-major B; 0: K-major.
+// TRANS_A = 0: A is K-major as the row-major A; 1: M-major (v11t, whose A operand is a panel of B).
+#define HG_WGMMA_DEFINE(n, acc, op_a, op_b, op_scale, op_ta, op_tb)                            \
+    template <int TRANS_B = 1, int TRANS_A = 0>                                                 \
     __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[acc], u64 desc_a, u64 desc_b,    \
                                                    __half) {                                    \
-        HG_WGMMA_M64NK16(n, acc, "f16", op_a, op_b, op_scale, op_trans);                        \
+        HG_WGMMA_M64NK16(n, acc, "f16", op_a, op_b, op_scale, op_ta, op_tb);                    \
     }                                                                                           \
-    template <int TRANS_B = 1>                                                                  \
+    template <int TRANS_B = 1, int TRANS_A = 0>                                                 \
     __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[acc], u64 desc_a, u64 desc_b,    \
                                                    __nv_bfloat16) {                             \
-        HG_WGMMA_M64NK16(n, acc, "bf16", op_a, op_b, op_scale, op_trans);                       \
+        HG_WGMMA_M64NK16(n, acc, "bf16", op_a, op_b, op_scale, op_ta, op_tb);                   \
     }
-HG_WGMMA_DEFINE(64, 32, 32, 33, 34, 35)
-HG_WGMMA_DEFINE(128, 64, 64, 65, 66, 67)
-HG_WGMMA_DEFINE(256, 128, 128, 129, 130, 131)
+HG_WGMMA_DEFINE(16, 8, 8, 9, 10, 11, 12)
+HG_WGMMA_DEFINE(32, 16, 16, 17, 18, 19, 20)
+HG_WGMMA_DEFINE(64, 32, 32, 33, 34, 35, 36)
+HG_WGMMA_DEFINE(128, 64, 64, 65, 66, 67, 68)
+HG_WGMMA_DEFINE(256, 128, 128, 129, 130, 131, 132)
 
 // ---- epilogue: one warpgroup's 64 x N accumulators to C -------------------------------------
 // C[row0 + r][col0 + c] = alpha * d + beta * C (beta == 0: C is not read); 64-bit offsets.

@@ -1000,6 +1000,12 @@ def _section_figures():
         return shape["cublas_ms"] / t["kernel_ms"]
 
     k8p = get("k8p").module
+    DECODE16 = (16, 8192, 8192)                           # v11t against v11sl's 64-row tile
+    v11t = get("v11t").module
+    sl16, sl16_s = v11sl.plan_splits(*DECODE16)
+    t16, t16_s = v11t.plan_splits(*DECODE16)
+    sl16_ctas, t16_ctas = -(-DECODE16[1] // sl16.bn) * sl16_s, -(-DECODE16[1] // t16.bn) * t16_s
+    sl16_b, t16_b = sl16.bn * 128 / 1024, t16.nt * 128 / 1024      # KiB of B a stage
     gv = get("v11gv").module                              # v11gv at decode 1×4096×4096, fp16
     DECODE = (1, 4096, 4096)
     gv_tiles, gv_steps, gv_s = -(-DECODE[1] // gv.CONFIG.bn), -(-DECODE[2] // gv.CONFIG.bk), gv.plan_splits(*DECODE)
@@ -1056,6 +1062,29 @@ def _section_figures():
             "over {} tiles of 128×64": tiles_of(v11sl_plan[0]),
             "v11sk writes {} MiB of partials": 4 * v11sk.plan_splits(*NARROW_N)[1] * 4096 * 128 / 2**20,
             "parks {} KiB per CTA": v11sl_plan[0].bm * (v11sl_plan[0].bn + 8) * 4 / 1024,
+        },
+        "v11t": {
+            "v11sl: {}×64 tiles": sl16.bm,
+            "v11sl: 64×64 tiles, {} stages": sl16.stages,
+            "stages of {} KiB, S = 1": sl16.stage_bytes / 1024,
+            "KiB, S = {}: 128 CTAs. Of a stage": sl16_s,
+            "S = 1: {} CTAs. Of a stage": sl16_ctas,
+            "A's box is {} KiB for 2 KiB": sl16.bm * 128 / 1024,
+            "KiB for {} KiB of A's rows": DECODE16[0] * 128 / 1024,
+            "and B is {} KiB; 6 stages": sl16_b,
+            "KiB; {} stages in flight hold 48": sl16.stages - sl16.tma_lag,
+            "hold {} KiB of B a CTA, 6 MiB": (sl16.stages - sl16.tma_lag) * sl16_b,
+            "a CTA, {} MiB over the grid. v11t": (sl16.stages - sl16.tma_lag) * sl16_b * sl16_ctas / 1024,
+            "v11t: 16×{} tiles": t16.nt,
+            "v11t: 16×128 tiles, {} stages": t16.stages,
+            "stages of {} KiB, S = 2": t16.stage_bytes / 1024,
+            "KiB, S = {}: 128 CTAs. A is": t16_s,
+            "S = 2: {} CTAs. A is": t16_ctas,
+            "A is {} KiB of a stage": t16.mt * 128 / 1024,
+            "B {} KiB; 10 stages": t16_b,
+            "KiB; {} stages in flight hold 160": t16.stages - t16.tma_lag,
+            "hold {} KiB of B a CTA, 20 MiB": (t16.stages - t16.tma_lag) * t16_b,
+            "a CTA, {} MiB over the grid. </details>": (t16.stages - t16.tma_lag) * t16_b * t16_ctas / 1024,
         },
         "v11gv": {
             "(1×4096×4096 fp16: {} MiB,": gv_b / 2**20,

@@ -4,13 +4,14 @@
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
 #   steps: env tests tests1 … tests6 sanitize sgemm hgemm curve shapes overhead micro
-#          sweep ncu profile notebook top warm firstcall gemv
+#          sweep ncu profile notebook top warm firstcall gemv skinny
 #          (default: env warm tests sanitize sgemm hgemm overhead micro)
 #   warm: python -m numba_gemm warm --census, every level's kernels compiled and its SASS census
 #   taken into NUMBA_GEMM_CACHE_DIR
 #   (default .cache/numba_gemm in the checkout, so a carried .cache skips it on the next call);
 #   firstcall: tools/first_call.py, cold and cached first calls (FIRSTCALL_LEVELS, default all)
 #   gemv: v11gv, v11sk and v11sl at M <= 8 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each
+#   skinny: v11t, v11sl and v11sk at M <= 64 in ${SKINNY_DTYPES:-fp16 bf16}, one JSON each
 #   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:name=value passes run() arguments)
 #   exact on ragged shapes (TOP_SHAPES), then timed against each other and cuBLAS in interleaved
 #   rounds (tools/hopper_top.py, TOP_SIZES; TOP_ARGS: more of its options), JSON out
@@ -24,7 +25,7 @@
 #     tests2  the HGEMM levels: every native level and v8py on ragged shapes in fp16 and bf16
 #             (186 s)
 #     tests3  v11's other tiles, the wgmma levels past 2^31 elements, TMA descriptors, NVRTC
-#             compiles, v11gv (169 s)
+#             compiles, v11gv (169 s), v11t
 #     tests4  the SASS census (compiles every level), k7/k8, intrinsics, microbenchmarks (35 s)
 #     tests5  the split-K, ragged and Python-written rungs (k5sk/k8sk, v11sk, v11sl, v11p, v11r,
 #             v11py) and the on-disk kernel cache in fresh processes (246 s)
@@ -72,7 +73,7 @@ fi
 TEST_CHUNK1="tests/test_sgemm.py tests/test_sgemm_geometry.py tests/test_twins.py"
 TEST_CHUNK2="tests/test_hgemm.py tests/test_v8py.py"
 TEST_CHUNK3="tests/test_hopper.py tests/test_wgmma_tiles.py tests/test_ptx_intrinsics.py tests/test_tma.py
-  tests/test_nvrtc.py tests/test_cache.py tests/test_v11gv.py"
+  tests/test_nvrtc.py tests/test_cache.py tests/test_v11gv.py tests/test_v11t.py"
 TEST_CHUNK4="tests/test_sass.py tests/test_k7_k8.py tests/test_intrinsics.py tests/test_microbench.py"
 TEST_CHUNK5="tests/test_splitk_sgemm.py tests/test_v11sk.py tests/test_v11sl.py tests/test_v11p.py
   tests/test_v11r.py tests/test_v11py.py tests/test_numba_cache.py tests/test_first_call.py"
@@ -134,6 +135,15 @@ if has gemv; then  # v11gv beside v11sk and v11sl at M <= 8 (bench.py JSON, what
       --shape 2,4096,4096 --shape 4,8192,8192 --shape 8,14336,4096 --shape 8,4096,11008 --shape 3,1000,776 \
       --dtype $dt --json "$OUT/gemv_$dt.json" >"$OUT/gemv_$dt.txt" 2>&1
     grep -E "^v11" "$OUT/gemv_$dt.txt"
+  done
+fi
+if has skinny; then  # v11t beside v11sl and v11sk at M <= 64 (bench.py JSON, what calibrate_auto reads)
+  for dt in ${SKINNY_DTYPES:-fp16 bf16}; do
+    timeout 240 python3 bench.py --level v11t,v11sl,v11sk --shape 4,8192,8192 --shape 8,4096,11008 \
+      --shape 16,4096,4096 --shape 16,8192,8192 --shape 16,14336,4096 --shape 32,8192,8192 \
+      --shape 64,4096,4096 --shape 64,14336,4096 --shape 3,1000,776 \
+      --dtype $dt --json "$OUT/skinny_$dt.json" >"$OUT/skinny_$dt.txt" 2>&1
+    grep -E "^ *v11" "$OUT/skinny_$dt.txt"
   done
 fi
 if has curve; then  # TFLOPS vs size, kernel time, for the top of both ladders
