@@ -83,6 +83,19 @@ def test_k2_attainment_is_far_above_the_roofline():
     assert k2.attainment(0.025815) == pytest.approx(2112.7, rel=5e-4)
 
 
+@pytest.mark.parametrize("level, parent", [("k8p", "k8"), ("v11p", "v11")])
+def test_a_pitched_level_pays_its_copies(level, parent):
+    """k8p and v11p move their padded copies before the product: the parent's bytes plus
+    copies_bytes, which the model says."""
+    from numba_gemm.registry import get
+
+    shape = (4097, 4097, 4097)
+    own, base = L.bytes_ledger(level, n=shape), L.bytes_ledger(parent, n=shape)
+    copies = get(level).module.copies_bytes(*shape)
+    assert copies > 0 and own.dram_bytes == base.dram_bytes + copies
+    assert "padded copies" in own.model and "padded copies" not in base.model
+
+
 def test_roofline_uses_the_larger_time():
     c = L.RTX4090
     k5 = seed_bytes("k5")

@@ -118,30 +118,42 @@ def tile_bytes(M, N, K, tm, tn, in_bytes=4, out_bytes=4, read_c=False) -> float:
             + out_bytes * M * N * (2 if read_c else 1))
 
 
+def _copies(lv, M, N, K) -> tuple[int, str]:
+    """(bytes, words) of the copies a level makes before its product (k8p, v11p: copies_bytes,
+    with beta = 0), or (0, "") for a level that makes none."""
+    copies = getattr(lv.module, "copies_bytes", None)
+    if copies is None:
+        return 0, ""
+    b = copies(M, N, K)
+    return b, f"; + {b / 1e9:.3f} GB of padded copies"
+
+
 def bytes_ledger(level, card_: Card | str | None = None, n=4096,
                  geom: Geometry | None = None) -> BytesLedger:
     lv = level_of(level)
     c = card(card_)
     M, N, K = (n, n, n) if isinstance(n, int) else n
     flops = 2.0 * M * N * K
+    copied, copy_words = _copies(lv, M, N, K)
     if lv.family == "sgemm":
         g = geom or geometry(lv)
         # Without shared-memory staging (tile_k == 1) nothing is shared between threads:
         # each thread is its own "block" and reads its row of A and column of B.
         tm, tn = (g.tile_m, g.tile_n) if g.staged else (g.thread_m, g.thread_n)
-        b = tile_bytes(M, N, K, tm, tn)
+        b = tile_bytes(M, N, K, tm, tn) + copied
         model = (f"each {tm}×{tn} output tile reads its A and B panels from DRAM once; "
-                 "C written once")
+                 "C written once" + copy_words)
         return BytesLedger(lv.name, M, N, K, flops, b, (tm, tn), c.fp32_flops, c.bandwidth, model)
     # Tensor-core tiles are large enough that the per-tile model (no L2 reuse) is far from
     # the truth; the launch-order L2 model below is the DRAM estimate for these levels.
     lg = l2_ledger(lv, (M, N, K), c)
     t = lg.tile
     model = (f"{t.bm}×{t.bn} tiles, fp16 A/B, fp32 C; L2 model of the launch order: A read "
-             f"{lg.a_reads}×, B read {lg.b_reads}× (no-reuse bound {lg.per_tile_bytes / 1e9:.2f} GB)")
+             f"{lg.a_reads}×, B read {lg.b_reads}× (no-reuse bound {lg.per_tile_bytes / 1e9:.2f} GB)"
+             + copy_words)
     # each level under the roof of the instruction it issues: wgmma levels under wgmma's
     roof = c.wgmma_flops if c.wgmma_flops and "HGMMA" in lv.sass_must_have else c.tensor_flops
-    return BytesLedger(lv.name, M, N, K, flops, lg.dram_bytes, (t.bm, t.bn), roof,
+    return BytesLedger(lv.name, M, N, K, flops, lg.dram_bytes + copied, (t.bm, t.bn), roof,
                        c.bandwidth, model)
 
 

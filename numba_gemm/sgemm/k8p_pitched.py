@@ -106,8 +106,9 @@ def copies(M: int, N: int, K: int, beta: float) -> list[tuple[str, int, int, int
     return out + [("C out", M, pn, M, N)]
 
 
-def copies_bytes(M: int, N: int, K: int, beta: float) -> int:
-    """Bytes the copies move: each reads its source's part and writes its destination."""
+def copies_bytes(M: int, N: int, K: int, beta: float = 0.0) -> int:
+    """Bytes the copies move: each reads its source's part and writes its destination (C is
+    copied in only when beta != 0)."""
     return sum(4 * (min(r, dr) * min(c, dc) + dr * dc) for _, r, c, dr, dc in copies(M, N, K, beta))
 
 
