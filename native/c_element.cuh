@@ -38,6 +38,23 @@ __device__ __forceinline__ void store_one(float* p, float x) { *p = x; }
 __device__ __forceinline__ void store_one(__half* p, float x) { *p = __float2half_rn(x); }
 __device__ __forceinline__ void store_one(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
 
+// out[0..1] = alpha * s + beta * out[0..1] for an fp32 C, as one 8-byte access where `vec` (an
+// aligned pair), else two; beta == 0 does not read C (NaN already there must not leak).
+__device__ __forceinline__ void axpby_pair(float* out, float2 s, float alpha, float beta, bool vec) {
+    float v0 = alpha * s.x, v1 = alpha * s.y;
+    if (vec) {
+        if (beta != 0.0f) {
+            const float2 old = load_pair(out);
+            v0 += beta * old.x;
+            v1 += beta * old.y;
+        }
+        store_pair(out, v0, v1);
+    } else {
+        out[0] = beta != 0.0f ? v0 + beta * out[0] : v0;
+        out[1] = beta != 0.0f ? v1 + beta * out[1] : v1;
+    }
+}
+
 // A pair into shared memory (the TMA-store epilogue's boxes).
 __device__ __forceinline__ void st_shared_pair(u32 addr, float x, float y, float) {
     st_shared_v2(addr, x, y);

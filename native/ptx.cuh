@@ -137,6 +137,24 @@ __device__ __forceinline__ void prefetch_tmap(const void* tmap) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<u64>(tmap)) : "memory");
 }
 
+// Thread 0, before the K loop: the stage ring's barriers, full[s] (one arrival: the loader's
+// expect_tx; TMA completes the bytes) and empty[s] (`readers` arrivals: the warps that read
+// stage s), 8 bytes apart, made visible to the async proxy, and both tensor maps prefetched.
+// The CTA (or the cluster) synchronises after it, before any barrier is used.
+template <int STAGES>
+__device__ __forceinline__ void init_stage_ring(const void* tm_a, const void* tm_b, u32 full,
+                                                u32 empty, u32 readers) {
+    prefetch_tmap(tm_a);
+    prefetch_tmap(tm_b);
+    #pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+        mbar_init(full + 8 * s, 1);
+        mbar_init(empty + 8 * s, readers);
+    }
+    fence_barrier_init();
+    fence_proxy_async();
+}
+
 // ---- the 128-byte XOR swizzle (the layout TMA's SWIZZLE_128B writes) ------------------------
 // A tile is stored as "panels" of 128-byte rows. 16-byte chunk c of row r is stored at chunk
 // c ^ (r % 8) of that row. With the panel 1024-byte aligned this is exactly SWIZZLE_128B:

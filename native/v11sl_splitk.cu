@@ -55,19 +55,7 @@ __device__ __forceinline__ void reduce_rows(u32 tile, int S, int r0, int r1, flo
             s.x += p.x;
             s.y += p.y;
         }
-        float* out = C + row * N + col;
-        float v0 = alpha * s.x, v1 = alpha * s.y;
-        if (vec_c) {
-            if (beta != 0.0f) {
-                const float2 old = load_pair(out);
-                v0 += beta * old.x;
-                v1 += beta * old.y;
-            }
-            store_pair(out, v0, v1);
-        } else {
-            out[0] = beta != 0.0f ? v0 + beta * out[0] : v0;
-            out[1] = beta != 0.0f ? v1 + beta * out[1] : v1;
-        }
+        axpby_pair(C + row * N + col, s, alpha, beta, vec_c);
     }
 }
 }  // namespace v11sl

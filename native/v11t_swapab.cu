@@ -59,17 +59,7 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
     const u32 full = base + STAGES * STAGE_BYTES, empty = full + STAGES * 8;
     const int b_panels = min(WARPGROUPS, (N - n0 + 63) / 64);
     const u32 stage_tx = b_panels * B_PANEL + A_BYTES;
-    if (tid == 0) {
-        prefetch_tmap(tm_a);
-        prefetch_tmap(tm_b);
-        #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, 1);
-            mbar_init(empty + 8 * s, WARPS);
-        }
-        fence_barrier_init();
-        fence_proxy_async();
-    }
+    if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, WARPS);
     __syncthreads();
 
     const int k_tiles = min(per, (K + BK - 1) / BK - kt0);
@@ -148,19 +138,7 @@ __device__ __forceinline__ void reduce_rows(u32 tile, int S, int r0, int r1, flo
             s.x += p.x;
             s.y += p.y;
         }
-        float* out = C + row * N + col;
-        float v0 = alpha * s.x, v1 = alpha * s.y;
-        if (vec_c) {
-            if (beta != 0.0f) {
-                const float2 old = load_pair(out);
-                v0 += beta * old.x;
-                v1 += beta * old.y;
-            }
-            store_pair(out, v0, v1);
-        } else {
-            out[0] = beta != 0.0f ? v0 + beta * out[0] : v0;
-            out[1] = beta != 0.0f ? v1 + beta * out[1] : v1;
-        }
+        axpby_pair(C + row * N + col, s, alpha, beta, vec_c);
     }
 }
 }  // namespace v11t

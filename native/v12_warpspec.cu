@@ -45,17 +45,7 @@ __device__ __forceinline__ void block_tile(const CUtensorMap* tm_a, const CUtens
     const u32 full = base + STAGES * STAGE_BYTES;
     const u32 empty = full + STAGES * 8;
 
-    if (tid == 0) {
-        prefetch_tmap(tm_a);
-        prefetch_tmap(tm_b);
-        #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, 1);
-            mbar_init(empty + 8 * s, CONSUMER_WARPS);
-        }
-        fence_barrier_init();
-        fence_proxy_async();
-    }
+    if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, CONSUMER_WARPS);
     __syncthreads();
 
     const int k_tiles = (K + BK - 1) / BK;

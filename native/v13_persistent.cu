@@ -89,17 +89,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
     const u32 empty = full + STAGES * 8;
     tma_c = TMA_STORE && tma_c && beta == 0.0f;      // beta != 0 reads C: the register epilogue
 
-    if (tid == 0) {
-        prefetch_tmap(tm_a);
-        prefetch_tmap(tm_b);
-        #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, 1);
-            mbar_init(empty + 8 * s, CLUSTER * CONSUMER_WARPS);
-        }
-        fence_barrier_init();
-        fence_proxy_async();
-    }
+    if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, CLUSTER * CONSUMER_WARPS);
     cluster_sync();
 
     if (wg == 0) {

@@ -46,17 +46,7 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
     const int b_panels = min(BN / 64, (N - n0 + 63) / 64);
     const u32 stage_tx = A_BYTES + b_panels * B_PANEL;
 
-    if (tid == 0) {
-        prefetch_tmap(tm_a);
-        prefetch_tmap(tm_b);
-        #pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, 1);
-            mbar_init(empty + 8 * s, WARPS);
-        }
-        fence_barrier_init();
-        fence_proxy_async();
-    }
+    if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, WARPS);
     __syncthreads();
 
     const int k_tiles = min(per, (K + BK - 1) / BK - kt0);

@@ -62,6 +62,21 @@ def effective_splits(k_tiles: int, splits: int) -> int:
     return ceil_div(k_tiles, slice_k_tiles(k_tiles, splits))
 
 
+def cluster_splits(level: str, tiles: int, k_tiles: int, M: int, N: int, K: int, sms: int,
+                   splits: int | None, max_splits: int, min_k_tiles: int) -> int:
+    """S for a level whose S slices of a tile run as one cluster (v11sl, v11t): choose_splits,
+    or the `splits` a caller forced, checked and at most max_splits (the portable cluster
+    size); rounded so that no slice is empty (effective_splits)."""
+    if splits is None:
+        s = choose_splits(tiles, k_tiles, M, N, sms=sms, max_splits=max_splits, min_k_tiles=min_k_tiles)
+    else:
+        s = checked_splits(level, splits, k_tiles, K, M, N)
+        if s > max_splits:
+            raise ValueError(f"level {level}: splits must be at most {max_splits} (one cluster per "
+                             f"tile, at most the portable cluster size), got {s}")
+    return effective_splits(k_tiles, s)
+
+
 # ---------------------------------------------------------------------------- the reduction
 
 REDUCE_THREADS = 256

@@ -91,15 +91,7 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
     tile = tile_for(M, N, bm, bn, stages)
     tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
     k_tiles = ceil_div(K, tile.bk)
-    if splits is None:
-        s = splitk.choose_splits(tiles, k_tiles, M, N, sms=sms, max_splits=MAX_SPLITS,
-                                 min_k_tiles=MIN_SLICE_K_TILES)
-    else:
-        s = splitk.checked_splits(LEVEL, splits, k_tiles, K, M, N)
-        if s > MAX_SPLITS:
-            raise ValueError(f"level {LEVEL}: splits must be at most {MAX_SPLITS} (one cluster per "
-                             f"tile, at most the portable cluster size), got {s}")
-    S = splitk.effective_splits(k_tiles, s)
+    S = splitk.cluster_splits(LEVEL, tiles, k_tiles, M, N, K, sms, splits, MAX_SPLITS, MIN_SLICE_K_TILES)
     if stages is None and tiles * S <= sms:
         tile = deepest(tile)
     return tile, S

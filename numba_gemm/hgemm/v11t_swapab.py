@@ -126,20 +126,12 @@ DEFINES = CONFIG.defines()
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
                 nt: int | None = None, stages: int | None = None):
     """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
-    (splitk.choose_splits, or `splits` when given, at most the portable cluster size), rounded
-    so that no slice is empty (splitk.effective_splits). Pure: no device is touched."""
+    (splitk.cluster_splits: one cluster per tile). Pure: no device is touched."""
     tile = tile_for(M, N, nt, stages)
     tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
     k_tiles = ceil_div(K, tile.bk)
-    if splits is None:
-        s = splitk.choose_splits(tiles, k_tiles, M, N, sms=sms, max_splits=MAX_SPLITS,
-                                 min_k_tiles=MIN_SLICE_K_TILES)
-    else:
-        s = splitk.checked_splits(LEVEL, splits, k_tiles, K, M, N)
-        if s > MAX_SPLITS:
-            raise ValueError(f"level {LEVEL}: splits must be at most {MAX_SPLITS} (one cluster per "
-                             f"tile, at most the portable cluster size), got {s}")
-    return tile, splitk.effective_splits(k_tiles, s)
+    return tile, splitk.cluster_splits(LEVEL, tiles, k_tiles, M, N, K, sms, splits, MAX_SPLITS,
+                                       MIN_SLICE_K_TILES)
 
 
 def launch_config(M: int, N: int, K: int, config: SwapTile | None = None, splits: int = 1):
