@@ -36,6 +36,10 @@ def _max_dims(lv):
         # 1024-thread blocks: simulator cost is threads × blocks × phases; one partial tile
         # past the first in every direction, at most.
         return tm + 8, min(tn, 32) + 8, tk + 8
+    if tm * tn >= 128 * 128:
+        # 128×128 tiles of 256 threads (k7, k8, k8p): a second, partial tile in M and N, at most
+        # 4 blocks; the GPU run draws up to 600 each way
+        return tm + 8, tn + 12, 2 * tk + 5
     return 2 * tm + 5, tn + 12, 2 * tk + 5
 
 
