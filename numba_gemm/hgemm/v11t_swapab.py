@@ -1,4 +1,4 @@
-"""read: diff native/v11sl_splitk.cu native/v11t_swapab.cu · run: python bench.py --level v11sl,v11t --shape 16,8192,8192 --dtype bf16
+"""read: diff native/v11sl_splitk.cu native/v11t_swapab.cu · run: python bench.py --level v11t --dtype fp16
 
 v11t: v11sl on the transposed product Cᵀ = Bᵀ·Aᵀ — a skinny M lands on wgmma's N (16, 32 or 64) instead of a 64-row tile mostly zero.
 
@@ -43,7 +43,7 @@ KERNEL_NAMES = {"f16": "v11t_swapab_f16", "bf16": "v11t_swapab_bf16"}
 SASS_MUST_HAVE = ("HGMMA", "UTMALDG", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "UCGABAR_ARV",
                   "UCGABAR_WAIT", "LD.E")      # the cluster barrier; loads from other CTAs' shared memory
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
-RASTER = "n-fastest"             # MT ≥ M: the tiles are one row of N
+RASTER = "n-fastest"             # MT ≥ M: one tile covers all of M, the tiles run along N
 SPLIT_IN_KERNEL = True            # numba_gemm.choose: no partials in memory, one launch
 
 MAX_M = 64                        # wgmma's N, as this level uses it
@@ -110,11 +110,11 @@ def tile_for(M: int, N: int, nt: int | None = None, stages: int | None = None) -
     """MT the smallest of MT_CHOICES holding M (M ≤ 64), NT = 128 unless forced, and as many
     stages as fit in shared memory (up to MAX_STAGES) unless forced; a ValueError names what a
     forced tile breaks."""
-    mt = next((m for m in MT_CHOICES if M <= m), MT_CHOICES[-1])
-    tile = SwapTile(mt=mt, nt=nt or 128, stages=stages or 2)
-    if stages is None:
-        fits = [s for s in range(3, MAX_STAGES + 1) if SwapTile(mt, tile.nt, s).smem() <= cm.SMEM_LIMIT]
-        tile = SwapTile(mt=mt, nt=tile.nt, stages=max(fits, default=3))
+    mt, nt = next((m for m in MT_CHOICES if M <= m), MT_CHOICES[-1]), nt or 128
+    if stages is None:     # the valid tiles fit 9 stages or more; defines() words any other
+        stages = max((s for s in range(3, MAX_STAGES + 1) if SwapTile(mt, nt, s).smem() <= cm.SMEM_LIMIT),
+                     default=3)
+    tile = SwapTile(mt=mt, nt=nt, stages=stages)
     tile.defines()                                  # raises for a tile the kernel cannot take
     return tile
 
@@ -142,10 +142,11 @@ def launch_config(M: int, N: int, K: int, config: SwapTile | None = None, splits
 
 
 def unsupported(M: int, N: int, K: int) -> str | None:
-    if M > MAX_M:
-        return (f"M = {M} > {MAX_M}: v11t puts M on wgmma's N, at most {MAX_M} here; "
-                "v11sk, v11sl and auto serve larger M")
-    return wg.tma_rule(M, N, K)
+    reason = wg.tma_rule(M, N, K)
+    if reason is None and M > MAX_M:
+        reason = (f"M = {M} > {MAX_M}: v11t puts M on wgmma's N, at most {MAX_M} here; "
+                  "v11sk, v11sl and auto serve larger M")
+    return reason
 
 
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, nt: int | None = None,
