@@ -115,9 +115,9 @@ def stubbed(monkeypatch):
                         lambda source, name, defines=(): compiled.append((source, name, defines)) or 0x77)
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(sw.cm, "sm_count", lambda: 132)
-    # v11's maps and arguments end with the super-tile order, which run() leaves out
-    monkeypatch.setattr(sw.wg, "maps_and_args", lambda level, A, B, C, alpha, beta, config: cm.pack_args(
-        ("p", C.ptr), ("f", alpha), ("f", beta), ("i", -1), ("i", -2)))
+    # v11's maps and arguments without the super-tile order (run() asks for none)
+    monkeypatch.setattr(sw.wg, "maps_and_args", lambda level, A, B, C, alpha, beta, config, super_tiles: cm.pack_args(
+        ("p", C.ptr), ("f", alpha), ("f", beta), *([("i", -1), ("i", -2)] if super_tiles else [])))
     return compiled
 
 

@@ -147,12 +147,14 @@ def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config,
         raise ValueError(f"level {level} cannot use TMA here: {e}; level {FALLBACK} has no such limit") from None
 
 
-def maps_and_args(level: str, A, B, C, alpha, beta, config, c16: bool = False, pitched=None):
+def maps_and_args(level: str, A, B, C, alpha, beta, config, c16: bool = False, pitched=None,
+                  super_tiles: bool = True):
     """Checked tensor maps of A and B, then C, M, N, K, alpha, beta, vec_c, super_m, super_n.
     `config`: a WgmmaTile, or any tile with bm, bn and bk (v10's TileConfig). c16: the level
     writes a 16-bit C (vec_c then follows its element size); otherwise C must be float32.
     pitched: ((address, pitch), (address, pitch)) of copies of A and B whose rows are `pitch`
-    elements apart, read instead of A and B (v11p)."""
+    elements apart, read instead of A and B (v11p). super_tiles=False leaves super_m and super_n
+    out (a level whose tiles run in one row, v11t)."""
     M, K = A.shape
     N = B.shape[1]
     if np.dtype(C.dtype).itemsize != 4 and not c16:
@@ -164,8 +166,10 @@ def maps_and_args(level: str, A, B, C, alpha, beta, config, c16: bool = False, p
     box_a, box_b = boxes(config)
     tm_a = tma.cached_matrix_map(dtype, pa, M, K, box_a, INNER_BYTES, pitch=pitch_a)
     tm_b = tma.cached_matrix_map(dtype, pb, K, N, box_b, INNER_BYTES, pitch=pitch_b)
-    super_m, super_n = tile_order(M, N, K, None, config)
-    return [tm_a, tm_b] + cm.pack_args(
+    args = [tm_a, tm_b] + cm.pack_args(
         ("p", pc), ("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),
-        ("i", int(cm.vec_c(pc, N, np.dtype(C.dtype).itemsize))), ("i", super_m), ("i", super_n),
-    )
+        ("i", int(cm.vec_c(pc, N, np.dtype(C.dtype).itemsize))))
+    if super_tiles:
+        super_m, super_n = tile_order(M, N, K, None, config)
+        args += cm.pack_args(("i", super_m), ("i", super_n))
+    return args

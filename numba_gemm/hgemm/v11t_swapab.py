@@ -161,9 +161,9 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, nt: int | 
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
     tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, nt=nt, stages=stages)
     per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S)
-    # v11's maps (an A box of MT rows, B in 64-column panels) and arguments, less the super-tile
-    # order: the tiles run m-fastest
-    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile)[:-2] + cm.pack_args(("i", per), ("i", S))
+    # v11's maps (an A box of MT rows, B in 64-column panels) and arguments; the tiles are one row
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile, super_tiles=False) + \
+        cm.pack_args(("i", per), ("i", S))
     kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())
     grid, block, smem = launch_config(M, N, K, tile, S)
     launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None)
