@@ -37,16 +37,19 @@ class Baseline:
         self.blas.gemm(A, B, C, alpha, beta, in_dtype=self.dtype)
 
 
-def skinny_rows(lv, M: int, N: int, K: int) -> int:
-    """M itself, or for a level that serves only a few rows (v11gv, v11t, k6gv) the largest odd
-    row count it takes, so that a list of levels runs on one shape (said on stdout)."""
+def served_shape(lv, M: int, N: int, K: int) -> tuple[int, int, int]:
+    """The shape itself, or the nearest one a level serves (said on stdout), so that a list of
+    levels runs on one shape: a few-row level (v11gv, v11t, k6gv) at the largest odd M it takes,
+    a level for unaligned rows (k8p, v11p) at N + 1 and K + 1."""
     if lv.unsupported(M, N, K) is None:
-        return M
-    for m in (63, 7, 1):
-        if m < M and lv.unsupported(m, N, K) is None:
-            print(f"{lv.name}: M = {M} refused ({lv.unsupported(M, N, K)}); runs at M = {m}")
-            return m
-    return M  # refused at every M: run() says why
+        return M, N, K
+    tries = [(m, N, K) for m in (63, 7, 1) if m < M] + [(M, N + 1, K + 1)]
+    for shape in tries:
+        if lv.unsupported(*shape) is None:
+            print(f"{lv.name}: {M}x{N}x{K} refused ({lv.unsupported(M, N, K)}); runs at "
+                  + "x".join(map(str, shape)))
+            return shape
+    return M, N, K  # refused everywhere: run() says why
 
 
 def main():
@@ -72,7 +75,7 @@ def main():
             lv = registry.get(name)
             dtype = np.dtype(np.float32) if lv.family == "sgemm" else next(
                 d for d in lv.dtypes if d.name == args.dtype)
-            M = skinny_rows(lv, M, N, K)
+            M, N, K = served_shape(lv, M, N, K)
         A, B, C = check.random_inputs(M, N, K, dtype=dtype)
         dA = cuda.to_device(A.view(transfer_dtype(dtype)))
         dB = cuda.to_device(B.view(transfer_dtype(dtype)))
