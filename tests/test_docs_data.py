@@ -281,7 +281,8 @@ def _suite_geomean(run):
 
 
 _SUITE_GEOMEAN = {json.loads((figures.RESULTS_JSON.parent / run["json"]).read_text())["dtype"]: _suite_geomean(run)
-                  for run in json.loads(figures.RESULTS_JSON.read_text())["suites"]}
+                  for run in json.loads(figures.RESULTS_JSON.read_text())["suites"]
+                  if "--only" not in run["command"]}      # a geomean is over the whole suite
 _V11PY_RUN = {(r["level"], r["M"]): r["ms"] for r in json.loads(      # v11 and v11py in one process
     (figures.RESULTS_JSON.parent / "h200_v11py_fp16.json").read_text())["results"]}
 _V11PY_SPEED = [_V11PY_RUN["v11", n] / _V11PY_RUN["v11py", n] for n in (4096, 8192)]
