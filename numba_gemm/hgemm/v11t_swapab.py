@@ -48,6 +48,7 @@ SPLIT_IN_KERNEL = True            # numba_gemm.choose: no partials in memory, on
 
 MAX_M = 64                        # wgmma's N, as this level uses it
 MT_CHOICES = (16, 32, 64)
+NARROW_AFTER = 2                  # K slices a 128-wide plan may take before 64-wide tiles serve
 MIN_SLICE_K_TILES = 8             # v11sl's
 MAX_SPLITS = 8                    # the portable cluster size
 MAX_STAGES = 16
@@ -126,12 +127,21 @@ DEFINES = CONFIG.defines()
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
                 nt: int | None = None, stages: int | None = None):
     """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
-    (splitk.cluster_splits: one cluster per tile). Pure: no device is touched."""
-    tile = tile_for(M, N, nt, stages)
-    tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
-    k_tiles = ceil_div(K, tile.bk)
-    return tile, splitk.cluster_splits(LEVEL, tiles, k_tiles, M, N, K, sms, splits, MAX_SPLITS,
-                                       MIN_SLICE_K_TILES)
+    (splitk.cluster_splits: one cluster per tile). Where 128-wide tiles would need more than
+    NARROW_AFTER slices to fill the SMs (N ≤ 4096 at M ≤ 64), 64-wide tiles with half the slices
+    instead: each CTA's K loop is twice as long, so the pipeline's fill and the cluster's
+    reduction weigh half as much (1.5× faster at 16×4096×4096, docs/RESULTS.md). Pure: no device
+    is touched."""
+    def plan(nt):
+        tile = tile_for(M, N, nt, stages)
+        tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
+        return tile, splitk.cluster_splits(LEVEL, tiles, ceil_div(K, tile.bk), M, N, K, sms, splits,
+                                           MAX_SPLITS, MIN_SLICE_K_TILES)
+
+    tile, S = plan(nt)
+    if nt is None and S > NARROW_AFTER:
+        tile, S = plan(64)
+    return tile, S
 
 
 def launch_config(M: int, N: int, K: int, config: SwapTile | None = None, splits: int = 1):
