@@ -63,8 +63,20 @@ def test_tile_rule():
 
 def test_plan_of_the_decode_shapes():
     plans = [sw.plan_splits(*shape) for shape in [(16, 8192, 8192), (16, 14336, 4096), (3, 1000, 776),
-                                                  (64, 4096, 4096)]]
-    assert [(t.mt, t.nt, s) for t, s in plans] == [(16, 128, 2), (16, 128, 1), (16, 128, 1), (64, 128, 4)]
+                                                  (64, 4096, 4096), (16, 4096, 4096)]]
+    # at N = 4096 128-wide tiles would take 4 slices: 64-wide ones take 2
+    assert [(t.mt, t.nt, s) for t, s in plans] == [(16, 128, 2), (16, 128, 1), (16, 128, 1), (64, 64, 2),
+                                                    (16, 64, 2)]
+    assert sw.plan_splits(64, 4096, 4096, nt=128)[1] == 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(M=st.integers(1, 64), n8=st.integers(1, 4096), k8=st.integers(1, 2**17), sms=st.integers(1, 264))
+def test_plan_narrows_the_tile_only_past_two_slices(M, n8, k8, sms):
+    N, K = 8 * n8, 8 * k8
+    tile, S = sw.plan_splits(M, N, K, sms=sms)
+    wide, S_wide = sw.plan_splits(M, N, K, sms=sms, nt=128)
+    assert (tile, S) == ((wide, S_wide) if S_wide <= sw.NARROW_AFTER else sw.plan_splits(M, N, K, sms=sms, nt=64))
 
 
 @settings(max_examples=300, deadline=None)

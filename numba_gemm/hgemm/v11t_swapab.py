@@ -17,8 +17,9 @@ reduction are v11sl's (a tile's S slices are one cluster, summed in the order 0â
 distributed shared memory), with the partial parked transposed so that C's rows are written
 with contiguous pair stores.
 
-The tile: MT = the smallest of 16, 32, 64 that holds M, NT = 128 (two warpgroups; run(nt=64)
-for one), stages as deep as shared memory allows (up to MAX_STAGES). Plan: `plan_splits`, pure.
+The tile: MT = the smallest of 16, 32, 64 that holds M, NT = 128 (two warpgroups), or 64 (one)
+where 128-wide tiles would need more than two K slices to fill the SMs, stages as deep as shared
+memory allows (up to MAX_STAGES). Plan: `plan_splits`, pure.
 
 Limits: M â‰¤ 64 (larger M is v11sk's, v11sl's or v11's); TMA's, as v11: 16-byte aligned bases
 and K % 8 == 0, N % 8 == 0 for 2-byte types; other shapes are refused before launch.
