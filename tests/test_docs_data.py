@@ -1033,6 +1033,12 @@ def _section_figures():
             "that is {} % more bytes than B's": 100 * 2 * partials5 / b5,
             "S = 660 // 64 = {} (K": s5,
         },
+        "k9": {
+            "64 bytes for 64 FFMA, {} byte per FMA": _lds_bytes_per_fma("k8"),
+            "96 bytes for 128 FFMA,\n{} bytes per FMA": _lds_bytes_per_fma("k9"),
+            "31.5 → {} FLOP per byte": ledgers.bytes_ledger("k9").intensity,
+            "{} → 41.8 FLOP per byte": ledgers.bytes_ledger("k8").intensity,
+        },
         "k8sk": {
             "(512×4096, S = 2: {} MB each way)": k8sk.plan_splits(512, 4096, 4096) * 512 * 4096 * 4 / 1e6,
         },
@@ -1139,6 +1145,13 @@ def _section_figures():
             "and 777×5000×3001 at {}×.": x_cublas("v11r", 777, 5000, 3001, "bfloat16"),
         },
     }
+
+
+def _lds_bytes_per_fma(level):
+    """Shared-memory bytes a lane reads per FMA: a float4 of As per 4 rows and of Bs per 4
+    columns of its thread tile, per k."""
+    t = registry()[level].module.TILING
+    return 16 * (t.sub_m + t.sub_n) / (t.thread_m * t.thread_n)
 
 
 SECTION_FIGURES = _section_figures()

@@ -1,6 +1,7 @@
-"""k7 (warp tiling) and k8 (double buffering): exact on shapes that reach every edge path,
-and compiled to what they exist for — conflict-free LDS.128 feeding a main loop that is
-mostly FFMA, no local memory, within the register cap their launch bounds set.
+"""k7 (warp tiling), k8 (double buffering) and k9 (k8 with a 256×128 block, 8 × 16 outputs per
+thread): exact on shapes that reach every edge path, and compiled to what they exist for —
+conflict-free LDS.128 feeding a main loop that is mostly FFMA, no local memory, within the
+register cap their launch bounds set.
 
 The simulator runs one Python thread per GPU thread (256 per block here), so the shapes are
 one to four blocks, chosen to hit each of the four specialisations, a partial tile in M, N
@@ -20,7 +21,8 @@ from numba_gemm.registry import get
 from numba_gemm.twins import main_loop
 from numba_gemm.sgemm._loaders import vector_operands
 
-LEVELS = ["k7", "k8"]
+LEVELS = ["k7", "k8", "k9"]
+THREAD_TILES = {"k7": (8, 8), "k8": (8, 8), "k9": (8, 16)}
 
 # (M, N, K) -> the specialisation it takes with aligned buffers
 SHAPES = {
@@ -81,14 +83,14 @@ def test_tiling_is_consistent(level):
     t = mod.TILING
     assert not t.problems()
     assert t.threads == 256 and t.block == mod.BLOCK
-    assert (t.thread_m, t.thread_n) == (8, 8)
+    assert (t.thread_m, t.thread_n) == THREAD_TILES[level]
     assert mod.GEOMETRY.threads * t.thread_m * t.thread_n == t.tile_m * t.tile_n
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_warp_step_prices_conflict_free_lds128(level):
     """The ledger view: every inner-loop shared load of every warp is one conflict-free LDS.128,
-    4 per k for 64 FMAs; global loads are float4s."""
+    4 per k for 64 FMAs (k9: 6 for 128); global loads are float4s."""
     mod = get(level).module
     t = mod.TILING
     for warp in range(t.warps):
@@ -98,7 +100,7 @@ def test_warp_step_prices_conflict_free_lds128(level):
         assert {(a.width, a.kind) for a in inner} == {(16, "lds128")}
         loads = [a for a in st.accesses if a.space == "global"]
         assert len(loads) == t.a_loads + t.b_loads and all(a.width == 16 for a in loads)
-        assert st.fmas == t.tile_k * 64
+        assert st.fmas == t.tile_k * t.thread_m * t.thread_n
 
 
 # ---- SASS census ---------------------------------------------------------------------------
@@ -110,7 +112,7 @@ def _is(instruction, opcode):
 
 @pytest.fixture(scope="module")
 def census():
-    """k7's and k8's kernels from the shared census (one compile, cached), each with its CUDA C
+    """The levels' kernels from the shared census (one compile, cached), each with its CUDA C
     twin's SASS where NVRTC is here."""
     from numba_gemm import sass, twins
 
@@ -134,21 +136,25 @@ def census():
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_census(census, level):
-    tk = get(level).module.TILE_K               # k per phase: k7 16, k8 8
+    mod = get(level).module
+    t, tk = mod.TILING, mod.TILE_K               # k per phase: k7 16, k8 and k9 8
+    lds = t.sub_m + t.sub_n                      # float4s a lane reads per k: 4 (k9: 6)
+    blocks = getattr(mod, "CTAS_PER_SM", 2)      # k7, k8: 2 blocks per SM, k9: 1
     for name in (level, level + "_edge"):
         c = census[name]
         ops = c["opcodes"]
-        # 4 LDS.128 per k, tile_k k per phase, fully unrolled; nothing narrower
-        assert ops.get("LDS.128", 0) == 4 * tk, name
-        assert sum(n for op, n in ops.items() if op.startswith("LDS")) == 4 * tk, name
+        # lds LDS.128 per k, tile_k k per phase, fully unrolled; nothing narrower
+        assert ops.get("LDS.128", 0) == lds * tk, name
+        assert sum(n for op, n in ops.items() if op.startswith("LDS")) == lds * tk, name
         assert not any(op.startswith(("LDL", "STL")) for op in ops), f"{name}: local memory"
         assert c["spills"] == [0, 0], name
-        # the launch bounds (256 threads, 2 blocks per SM) cap registers at 128
-        assert c["bounds"] == [256, 2] and 0 < c["registers"] <= 128, (name, c["registers"])
+        # the launch bounds (256 threads, `blocks` per SM) cap registers at 128 (k9: 255)
+        cap = min(255, 65536 // (256 * blocks))
+        assert c["bounds"] == [256, blocks] and 0 < c["registers"] <= cap, (name, c["registers"])
         assert not any(op.startswith(("DFMA", "DMUL", "DADD")) for op in ops), name
         loop = main_loop(c["sass"])
         ffma = sum(op == "FFMA" for op in loop)
-        assert ffma == 64 * tk, (name, ffma)               # tile_k k × 64 FMAs per phase
+        assert ffma == t.thread_m * t.thread_n * tk, (name, ffma)   # tile_k k × a thread's outputs
         assert ffma / len(loop) >= 0.8, f"{name}: FFMA {ffma} of {len(loop)} in the main loop"
         body = main_loop(c["sass"], operands=True)
         # A and B through the read-only path (load4_readonly / load_readonly), as in the twins

@@ -71,19 +71,21 @@ def thread_operands(level: str, lane: int = 0, warp: int = 0, k: int = 0) -> dic
             "loads": loads, "geometry": g}
 
 
-def warp_tiling(k: int = 0) -> dict:
-    """k7's block → warp → thread tiling, decoded from the LDS.128 addresses of its warp_step at
-    one k: {"owner": {(m, n): [(warp, lane), ...]} over the block tile (one owner each),
-    "loads": {warp: [(array, distinct float4s, wavefronts)]}, "tiling": k7.TILING}.
+def warp_tiling(k: int = 0, level: str = "k7") -> dict:
+    """A warp-tiled level's block → warp → thread tiling (k7's, or k9's), decoded from the
+    LDS.128 addresses of its warp_step at one k: {"owner": {(m, n): [(warp, lane), ...]} over the
+    block tile (one owner each), "loads": {warp: [(array, distinct float4s, wavefronts)]},
+    "tiling": the level's TILING}.
 
     As is [tile_k][a_stride] (A transposed, rows padded), Bs is [tile_k][tile_n] after As; a
     lane accumulates the outer product of the rows it reads from As and the columns from Bs."""
     from ..registry import get
 
-    t = get("k7").module.TILING
-    b_base = t.tile_k * t.a_stride * ledgers.F32
+    mod = get(level).module
+    t = mod.TILING
+    b_base = getattr(mod, "BUFFERS", 1) * t.tile_k * t.a_stride * ledgers.F32   # Bs follows all of As
     owner, loads = {}, {}
-    for warp, step in enumerate(ledgers.warp_steps("k7", 4096, block_xy=(0, 0), ph=0)):
+    for warp, step in enumerate(ledgers.warp_steps(level, 4096, block_xy=(0, 0), ph=0)):
         rows, cols = [set() for _ in range(ledgers.WARP)], [set() for _ in range(ledgers.WARP)]
         loads[warp] = []
         for a in step.accesses:

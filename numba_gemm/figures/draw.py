@@ -176,14 +176,19 @@ def _pieces(cells) -> list[tuple[int, int, int, int]]:
     return [(m0, n0, h, w) for m0, h in runs({m for m, _ in cells}) for n0, w in runs({n for _, n in cells})]
 
 
-def draw_warp_tiling(path):
-    """k7: the block tile split into warp tiles, warp 0's tile split into its lanes' 4×4 pieces,
-    and what warp 0 reads from As and Bs at one k."""
+PIECES = {4: "four", 8: "eight"}   # a thread tile's 4×4 pieces, in words
+
+
+def draw_warp_tiling(path, level: str = "k7"):
+    """k7 (or k9): the block tile split into warp tiles, warp 0's tile split into its lanes' 4×4
+    pieces, and what warp 0 reads from As and Bs at one k."""
     plt = _plt()
     import numpy as np
     from matplotlib.patches import Rectangle
 
-    d = warp_tiling()
+    from ..registry import get
+
+    d = warp_tiling(level=level)
     t, owner = d["tiling"], d["owner"]
     colors = plt.get_cmap("tab10").colors
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 7.2), layout="constrained",
@@ -209,7 +214,7 @@ def draw_warp_tiling(path):
     left.set_ylabel("m (row)")
     left.set_title(f"block tile {t.tile_m}×{t.tile_n}: {t.tile_m // t.warp_m} × {t.warps_n} warps of "
                    f"{t.warp_m}×{t.warp_n} ({t.threads} threads)\nred: lane 0 of each warp, an "
-                   f"{t.thread_m}×{t.thread_n} thread tile in four 4×4 pieces", fontsize=10)
+                   f"{t.thread_m}×{t.thread_n} thread tile in {PIECES[t.sub_m * t.sub_n]} 4×4 pieces", fontsize=10)
 
     strip = 3.0                                           # As[k, :] left of the tile, Bs[k, :] above
     for lane in range(ledgers.WARP):
@@ -248,8 +253,9 @@ def draw_warp_tiling(path):
                     f"{4 * t.lanes_m}×{4 * t.lanes_n}, lanes {t.lanes_m} × {t.lanes_n} in 4×4 pieces\n"
                     f"at one k the warp issues {len(a)} LDS.128 of As ({a[0][1]} distinct float4s each) "
                     f"and {len(b)} of Bs ({b[0][1]} each)", fontsize=10)
-    bl = ledgers.bytes_ledger("k7")
-    fig.suptitle(f"k7's tiling (numba_gemm/sgemm/k7_warptile.py TILING, decoded from warp_step): per k a "
+    bl = ledgers.bytes_ledger(level)
+    source = get(level).module.__name__.replace(".", "/") + ".py"
+    fig.suptitle(f"{level}'s tiling ({source} TILING, decoded from warp_step): per k a "
                  f"lane turns {len(loads)} conflict-free LDS.128 into {t.thread_m * t.thread_n} FFMA;\n"
                  f"the block stages {t.tile_m} + {t.tile_n} floats per k for {t.tile_m * t.tile_n} FMA "
                  f"(bytes ledger at 4096: {bl.intensity:.1f} FLOP/byte)", fontsize=11)
