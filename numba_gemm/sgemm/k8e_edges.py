@@ -63,6 +63,7 @@ ROWS = 2                                       # rows of A′ per warp in edge_c
 EDGE_WARPS = 8
 EDGE_BLOCK = (32, EDGE_WARPS)
 EDGE_COLS = 8                                  # the right strip: at most two float4s of B′
+EDGE_OUT = ROWS * EDGE_COLS                    # outputs per warp: one lane adds each
 kernel = k8p.kernel                            # k8's kernel with every operand as float4
 
 
@@ -107,7 +108,7 @@ def edge_columns(M, K, ldb, n0, alpha, A, B, beta, C):
     1 or 2 float4s of columns. A warp takes ROWS rows; lane l reads k = 4l, 4l + 128, ... of
     them, one float4 per row, and the float4s of B's four k rows beside it. The lanes' sums
     meet in shared memory and lane j adds output j over lanes 0 .. 31 in that order."""
-    Red = cuda.shared.array((EDGE_WARPS, 32, ROWS * EDGE_COLS), float32, alignment=SMEM_ALIGN)
+    Red = cuda.shared.array((EDGE_WARPS, 32, EDGE_OUT), float32, alignment=SMEM_ALIGN)
     lane = u32(cuda.threadIdx.x)
     warp = u32(cuda.threadIdx.y)
     row0 = u64(cuda.blockIdx.x) * u64(ROWS * EDGE_WARPS) + u64(warp * ROWS)
@@ -136,7 +137,7 @@ def edge_columns(M, K, ldb, n0, alpha, A, B, beta, C):
         for c in range(EDGE_COLS):
             Red[warp, lane, r * EDGE_COLS + c] = acc[r, c]
     cuda.syncthreads()                        # every warp reaches it: none returned early
-    if lane < u32(ROWS * EDGE_COLS):
+    if lane < u32(EDGE_OUT):
         s = Red[warp, 0, lane]
         j = u32(1)
         while j < u32(32):                    # lane order: the same bits every run
