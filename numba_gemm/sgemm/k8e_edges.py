@@ -44,7 +44,8 @@ from . import k6gv_skinny as k6gv
 from . import k8_double_buffer as k8
 from . import k8p_pitched as k8p
 from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, int32, launch, u32, u64
-from .k8p_pitched import buffers, copies, copies_bytes, copy_config, pitch, repitch, row_lengths  # noqa: F401
+# k8p's copies and their hooks (the twin, the ledgers), re-exported: k8e makes the same copies
+from .k8p_pitched import buffers, copies, copies_bytes, copy_config, pitch, row_lengths  # noqa: F401
 
 LEVEL = "k8e"
 PARENT = "k8p"
@@ -169,41 +170,25 @@ def bottom(A2, B2, C2, M: int, N: int, K: int):
 
 
 def run(A, B, C, alpha, beta, stream=None):
-    from .. import launch as launches
+    k8p.pitched(LEVEL, unsupported, product, A, B, C, alpha, beta, stream)
+
+
+def product(A2, B2, C2, M, N, K, alpha, beta, stream):
+    """The interior, then the strips, on the copies. The launches hold A2, B2, C2 (k8p.pitched)
+    and so the strips' views of them; k6gv's split keeps its own partials."""
     from ..launch import launch_numba
 
-    M, K = A.shape
-    N = B.shape[1]
-    reason = unsupported(M, N, K)
-    if reason:
-        raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
     pk, pn = pitch(K), pitch(N)
     m, n = plan(M, N, K)
-    A2, B2, C2 = buffers(C, M, N, K)
-    flat = {"A": (A.reshape(M * K), A2), "B": (B.reshape(K * N), B2), "C in": (C.reshape(M * N), C2),
-            "C out": (C2, C.reshape(M * N))}
-
-    def copy(what, rows, cols, dst_rows, dst_cols):
-        src, dst = flat[what]
-        launch_numba(repitch, *copy_config(dst_rows, dst_cols),
-                     (src, np.int32(rows), np.int32(cols), dst, np.int32(dst_rows), np.int32(dst_cols)), stream)
-
-    # a recorded Numba launch keeps only its packed parameters: they hold the copies (and the
-    # strips' views of them) as well; k6gv's split keeps its own partials
-    with launches.keeping((A2, B2, C2), stream):
-        *into, out = copies(M, N, K, beta)
-        for c in into:
-            copy(*c)
-        launch(kernel, grid(M, N), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
-               alpha, beta, stream)
-        strip = bottom(A2, B2, C2, M, N, K)
-        if strip:
-            k6gv.run(*strip, alpha, beta, stream)
-        if n < pn:
-            launch_numba(edge_columns, *edge_config(M, N),
-                         (np.int32(m), np.int32(pk), np.int32(pn), np.int32(n), np.float32(alpha),
-                          A2, B2, np.float32(beta), C2), stream)
-        copy(*out)
+    launch(kernel, grid(M, N), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
+           alpha, beta, stream)
+    strip = bottom(A2, B2, C2, M, N, K)
+    if strip:
+        k6gv.run(*strip, alpha, beta, stream)
+    if n < pn:
+        launch_numba(edge_columns, *edge_config(M, N),
+                     (np.int32(m), np.int32(pk), np.int32(pn), np.int32(n), np.float32(alpha),
+                      A2, B2, np.float32(beta), C2), stream)
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
