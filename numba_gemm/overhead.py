@@ -81,9 +81,11 @@ def operand_dtype(level) -> np.dtype:
 
 def operand_shape(level) -> tuple[int, int, int]:
     """(M, N, K) of the level's operands: N³, with fewer rows for a level that serves only skinny
-    M (k6gv: 8) and K = N - 1 for one that serves only rows TMA cannot take (v11p)."""
+    M (k6gv: 8), K = N - 1 for one that serves only rows TMA cannot take (v11p) and one row past
+    a 128-row tile besides for one that serves only a thin border past whole tiles (k8e)."""
     M = min(N, getattr(level.module, "MAX_M", N))
-    return M, N, N if level.unsupported(M, N, N) is None else N - 1
+    shapes = [(M, N, N), (M, N, N - 1), (129, N, N - 1)]
+    return next((s for s in shapes if level.unsupported(*s) is None), shapes[1])
 
 
 def _operands(dtype, torch, M: int = N, K: int = N):

@@ -77,10 +77,15 @@ class Twin:
         return f"{self.level}_repitch" if hasattr(self.module, "copies") else None
 
     @property
+    def edge_kernel(self) -> str | None:
+        """The right strip's kernel of a level that computes its border apart (k8e), else None."""
+        return f"{self.level}_edge_columns" if hasattr(self.module, "edge_columns") else None
+
+    @property
     def kernel_names(self) -> tuple[str, ...]:
         spec = getattr(self.module, "SPECIALISATIONS", None)
         names = tuple(name for name, _ in spec.values()) if spec else (self.level,)
-        return names + ((self.copy_kernel,) if self.copy_kernel else ())
+        return names + tuple(k for k in (self.copy_kernel, self.edge_kernel) if k)
 
     def kernel_name(self, A, B, C) -> str:
         """The kernel this call runs: the one the Numba level would pick for these operands."""
@@ -129,8 +134,9 @@ class Twin:
             launch_native(nvrtc.function(REDUCE_SOURCE, "splitk_reduce"), (blocks,), (threads,), 0, stream, args)
 
     def _run_pitched(self, fn, A, B, C, alpha, beta, stream):
-        """k8p's launches in CUDA C: the level's copies (its `copies` plan, its workspace) by the
-        twin's copy kernel, the product on the padded operands, C written back."""
+        """k8p's and k8e's launches in CUDA C: the level's copies (its `copies` plan, its
+        workspace) by the twin's copy kernel, the product on the padded operands (k8e: its
+        interior, then the bottom strip by k6gv's twin and the right strip), C written back."""
         M, K = A.shape
         N = B.shape[1]
         mod = self.module
@@ -152,7 +158,23 @@ class Twin:
                 ctypes.c_void_p(_ptr(pad["A"])), ctypes.c_void_p(_ptr(pad["B"])), ctypes.c_float(beta),
                 ctypes.c_void_p(_ptr(pad["C"]))]
         launch_native(fn, mod.grid(M, N), mod.BLOCK, 0, stream, args)
+        if self.edge_kernel:
+            self._run_strips(pad, M, N, K, alpha, beta, stream)
         launch_copy(*out)
+
+    def _run_strips(self, pad, M, N, K, alpha, beta, stream):
+        mod = self.module
+        m, n = mod.plan(M, N, K)
+        pk, pn = mod.pitch(K), mod.pitch(N)
+        strip = mod.bottom(pad["A"], pad["B"], pad["C"], M, N, K)
+        if strip:
+            twin("k6gv").run(*strip, alpha, beta, stream)
+        if n < pn:
+            args = [ctypes.c_int32(m), ctypes.c_int32(pk), ctypes.c_int32(pn), ctypes.c_int32(n),
+                    ctypes.c_float(alpha), ctypes.c_void_p(_ptr(pad["A"])), ctypes.c_void_p(_ptr(pad["B"])),
+                    ctypes.c_float(beta), ctypes.c_void_p(_ptr(pad["C"]))]
+            edge = nvrtc.function(self.source, self.edge_kernel, defines=self.defines)
+            launch_native(edge, *mod.edge_config(M, N), 0, stream, args)
 
 
 def _ptr(x) -> int:

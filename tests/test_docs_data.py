@@ -1001,6 +1001,10 @@ def _section_figures():
         return shape["cublas_ms"] / t["kernel_ms"]
 
     k8p = get("k8p").module
+    k8e = get("k8e").module
+    waves = 132 * 2                                       # k8's CTAs resident on the H200's SMs
+    interior = {(r["M"], r["N"], r["K"]): r["ms"] for r in json.loads(
+        (ROOT / "docs" / "data" / "h200_k8_interior.json").read_text()) if r["level"] == "k8"}
     DECODE16 = (16, 8192, 8192)                           # v11t against v11sl's 64-row tile
     v11t = get("v11t").module
     sl16, sl16_s = v11sl.plan_splits(*DECODE16)
@@ -1128,6 +1132,17 @@ def _section_figures():
             "The gap is {} ms": _r("k8", 4097)["ms"] - _r("k8", 4096)["ms"],
             "the copies cost about {} % of it": 100 * k8p.copies_bytes(4097, 4097, 4097, 0.0) / choose.DEFAULT_BANDWIDTH
             / ((_r("k8", 4097)["ms"] - _r("k8", 4096)["ms"]) * 1e-3),
+        },
+        "k8e": {
+            "k8p: 33 × 33 = {} tiles,": k8p.grid(4097, 4097)[0] * k8p.grid(4097, 4097)[1],
+            "tiles, {} waves; k8e:": k8p.grid(4097, 4097)[0] * k8p.grid(4097, 4097)[1] / waves,
+            "k8e: 32 × 32 = {} tiles,": k8e.grid(4097, 4097)[0] * k8e.grid(4097, 4097)[1],
+            "tiles, {} waves, so the fifth": k8e.grid(4097, 4097)[0] * k8e.grid(4097, 4097)[1] / waves,
+            "The strips read {} MB of B′": k8p.pitch(4097) ** 2 * 4 / 1e6,
+            "MB of B′ and {} MB of A′": k8e.plan(4097, 4097, 4097)[0] * k8p.pitch(4097) * 4 / 1e6,
+            "A′: {} µs at 4.133 TB/s": (k8p.pitch(4097) + k8e.plan(4097, 4097, 4097)[0]) * k8p.pitch(4097) * 4
+            / choose.DEFAULT_BANDWIDTH * 1e6,
+            "against the {} ms by which": interior[4097, 4097, 4097] - interior[4096, 4096, 4097],
         },
         "v11sk": {
             "S = min(SMs // tiles, k_tiles // {}, 16,": v11sk.MIN_SLICE_K_TILES,

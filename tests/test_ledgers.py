@@ -96,6 +96,13 @@ def test_a_pitched_level_pays_its_copies(level, parent):
     assert "padded copies" in own.model and "padded copies" not in base.model
 
 
+def test_k8e_bytes_are_k8ps():
+    """k8e launches fewer tiles but reads A′ and B′ as often as k8p's 33 × 33 tiles at 4097³
+    (32 times by the interior, once more by a strip): the per-tile model's bytes are k8p's."""
+    shape = (4097, 4097, 4097)
+    assert L.bytes_ledger("k8e", n=shape).dram_bytes == L.bytes_ledger("k8p", n=shape).dram_bytes
+
+
 def test_roofline_uses_the_larger_time():
     c = L.RTX4090
     k5 = seed_bytes("k5")

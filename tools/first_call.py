@@ -59,8 +59,10 @@ def plan(levels: str | None, size: int) -> list[dict]:
             # the first size from --size up, in steps of 128, that the level serves
             sizes = [size] + [s for s in range(128 * (size // 128 + 1), 4 * size + 1, 128)]
             # then one row (M = 1) at those sizes, for a level that serves skinny M only (k6gv),
-            # then K = size + 1, for one that serves only rows TMA cannot take (v11p)
-            shapes = [(s, s, s) for s in sizes] + [(1, s, s) for s in sizes] + [(size, size, size + 1)]
+            # then K = size + 1, for one that serves only rows TMA cannot take (v11p), then one
+            # past those sizes, for one that serves only a thin border past whole tiles (k8e)
+            shapes = ([(s, s, s) for s in sizes] + [(1, s, s) for s in sizes] + [(size, size, size + 1)]
+                      + [(s + 1, s + 1, s + 1) for s in sizes])
             ok = next((s for s in shapes if lv.unsupported(*s) is None), None)
             row = {"level": lv.name, "dtype": dt.name}
             row.update({"shape": list(ok)} if ok else {"skipped": lv.unsupported(size, size, size)})

@@ -120,15 +120,27 @@ def buffers(C, M: int, N: int, K: int):
 
 
 def run(A, B, C, alpha, beta, stream=None):
+    pitched(LEVEL, unsupported, product, A, B, C, alpha, beta, stream)
+
+
+def product(A2, B2, C2, M, N, K, alpha, beta, stream):
+    """k8's aligned kernel on the copies (M × pitch(K) times pitch(K) × pitch(N))."""
+    pk, pn = pitch(K), pitch(N)
+    launch(kernel, grid(M, N), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
+           alpha, beta, stream)
+
+
+def pitched(level, refusal, compute, A, B, C, alpha, beta, stream):
+    """A level on padded copies (k8p, k8e): the copies in, `compute` on them, C written back;
+    `refusal` is the level's `unsupported`."""
     from .. import launch as launches
     from ..launch import launch_numba
 
     M, K = A.shape
     N = B.shape[1]
-    reason = unsupported(M, N, K)
+    reason = refusal(M, N, K)
     if reason:
-        raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
-    pk, pn = pitch(K), pitch(N)
+        raise ValueError(f"level {level} cannot run M={M}, N={N}, K={K}: {reason}")
     A2, B2, C2 = buffers(C, M, N, K)
     flat = {"A": (A.reshape(M * K), A2), "B": (B.reshape(K * N), B2), "C in": (C.reshape(M * N), C2),
             "C out": (C2, C.reshape(M * N))}
@@ -143,8 +155,7 @@ def run(A, B, C, alpha, beta, stream=None):
         *into, out = copies(M, N, K, beta)
         for c in into:
             copy(*c)
-        launch(kernel, grid(M, N), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
-               alpha, beta, stream)
+        compute(A2, B2, C2, M, N, K, alpha, beta, stream)
         copy(*out)
 
 

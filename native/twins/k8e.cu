@@ -1,0 +1,69 @@
+// k8e twin: k8p's kernels, k8's launched on the whole tiles only, and the right strip's kernel
+// (rows [0, M'), columns [N', pn)); the bottom strip is k6gv's twin on views of the copies. The
+// host (numba_gemm.twins) launches them in the Numba level's order, on the level's workspace.
+#include "double_buffer.cuh"
+
+template <bool AV, bool BV>
+__device__ __forceinline__ void k8e_body(SGEMM_ARGS) {
+    wt::double_buffered<AV, BV>(M, N, K, 0, K, alpha, A, B, beta, C);
+}
+
+WT_KERNEL k8e(SGEMM_ARGS) { k8e_body<true, true>(M, N, K, alpha, A, B, beta, C); }
+
+// dst (dst_rows x dst_cols) = the top-left dst_rows x dst_cols of src (rows x cols), zero where
+// src has no element: a thread per column, COPY_ROWS rows each, grid y strided past 65535.
+constexpr u64 COPY_ROWS = 32;
+extern "C" __global__ void k8e_repitch(const float* __restrict__ src, int rows, int cols,
+                                       float* __restrict__ dst, int dst_rows, int dst_cols) {
+    const u64 c = u64(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (c >= u64(dst_cols)) return;
+    for (u64 r0 = u64(blockIdx.y) * COPY_ROWS; r0 < u64(dst_rows); r0 += u64(gridDim.y) * COPY_ROWS)
+        for (u64 r = r0; r < r0 + COPY_ROWS && r < u64(dst_rows); ++r)
+            dst[r * dst_cols + c] = r < u64(rows) && c < u64(cols) ? src[r * cols + c] : 0.0f;
+}
+
+// C[:M, n0:ldb] = alpha*A @ B[:, n0:ldb] + beta*C[:M, n0:ldb] for 1 or 2 float4s of columns: a
+// warp per ROWS rows of A (K floats each, K % 4 == 0), lane l at k = 4l, 4l + 128, ...; the lanes'
+// sums meet in shared memory and lane j adds output j over lanes 0..31 in that order.
+constexpr int EDGE_ROWS = 2, EDGE_WARPS = 8, EDGE_COLS = 8, EDGE_OUT = EDGE_ROWS * EDGE_COLS;
+extern "C" __global__ void __launch_bounds__(32 * EDGE_WARPS)
+k8e_edge_columns(int M, int K, int ldb, int n0, float alpha, const float* __restrict__ A,
+                 const float* __restrict__ B, float beta, float* __restrict__ C) {
+    __shared__ float Red[EDGE_WARPS][32][EDGE_OUT];
+    const u32 lane = threadIdx.x, warp = threadIdx.y;
+    const u64 row0 = u64(blockIdx.x) * (EDGE_ROWS * EDGE_WARPS) + warp * EDGE_ROWS;
+    const bool wide = ldb - n0 > 4;             // two float4s of B per k row, else one
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    float acc[EDGE_ROWS][EDGE_COLS] = {};
+    for (u64 kk = lane * 4; kk < u64(K); kk += 128) {
+        float rb[4][EDGE_COLS];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {           // B's k rows kk .. kk+3, zero past the strip
+            const u64 b_off = (kk + i) * ldb + n0;
+            const float4 lo = twin::ld4(B, b_off), hi = wide ? twin::ld4(B, b_off + 4) : zero;
+            const float v[EDGE_COLS] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+            for (int c = 0; c < EDGE_COLS; ++c) rb[i][c] = v[c];
+        }
+#pragma unroll
+        for (int r = 0; r < EDGE_ROWS; ++r) {  // the warp's rows past M add zeros
+            const float4 a4 = row0 + r < u64(M) ? twin::ld4(A, (row0 + r) * K + kk) : zero;
+            const float a[4] = {a4.x, a4.y, a4.z, a4.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int c = 0; c < EDGE_COLS; ++c) acc[r][c] += a[i] * rb[i][c];
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < EDGE_ROWS; ++r)
+#pragma unroll
+        for (int c = 0; c < EDGE_COLS; ++c) Red[warp][lane][r * EDGE_COLS + c] = acc[r][c];
+    __syncthreads();                            // every warp reaches it: none returned early
+    if (lane < u32(EDGE_OUT)) {
+        float s = Red[warp][0][lane];
+        for (int j = 1; j < 32; ++j) s += Red[warp][j][lane];    // lane order: the same bits every run
+        const u64 row = row0 + lane / EDGE_COLS, col = u64(n0) + lane % EDGE_COLS;
+        if (row < u64(M) && col < u64(ldb)) twin::store_c(C, row * ldb + col, s, alpha, beta);
+    }
+}

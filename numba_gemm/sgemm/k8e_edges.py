@@ -1,0 +1,196 @@
+"""read: diff native/twins/k8p.cu native/twins/k8e.cu · run: python bench.py --level k8e
+
+k8e — k8p without its last wave: a thin border row and column as matrix-vector products.
+
+At 4097³ k8p tiles the padded 4097 × 4100 output with k8's 128 × 128 tiles: 33 × 33 = 1089 of
+them, 4.1 waves of the 264 CTAs an H200 holds (2 per SM), where 4096³ is 1024 tiles, 3.9 waves.
+The fifth wave computes one row and four columns of C at the price of a whole one: k8 takes
+3.760 ms at 4097³ against 3.080 ms at 4096 × 4096 × 4097 (docs/data/h200_k8_interior.json), and
+k8p, its loads aligned, still 3.468 ms, 0.90× cuBLAS's 3.123. A row of C is a row of A times B,
+a column of C is A times a column of B: matrix-vector products that read B and A once, about
+67 MB each at 4097³, some 16 µs each at 4.1 TB/s. So k8e does k8p's copies, then:
+
+    interior   k8's aligned kernel over the padded buffers on the grid of whole tiles only
+               (rows [0, M'), columns [0, N')): the border tiles are never launched
+    bottom     rows [M', M), every padded column: k6gv (M ≤ 8) on views of the copies
+    right      rows [0, M'), columns [N', pn): `edge_columns`, a warp per ROWS rows of A′
+               walking K in float4s, B′'s one or two float4s of each k row beside it, the
+               lanes' sums added in a fixed order through shared memory (no atomics)
+    C          = the first N columns of C′, as k8p
+
+with M' = M − M mod 128 where 1 ≤ M mod 128 ≤ EDGE, and N' = N − N mod 128 where the padded
+columns past it, pn − N', are 1 or 2 float4s (EDGE = 8 columns). The pad columns of B′ are
+zeros, so computing C′'s pad is harmless: it is never copied out. k8's kernel takes its tile
+from blockIdx (row0 = blockIdx.y·128, col0 = blockIdx.x·128), so the smaller grid is the
+interior. Every full tile keeps k8's float4 loads; only the border is computed another way.
+
+Which ledger moved: waves. The bytes ledger is k8p's, and honestly so at the per-tile model's
+grain: the interior reads A′ and B′ once per column and row of tiles it launches (32 each at
+4097³), and the strips read B′ (bottom) and A′ (right) once more: the 33 of k8p's 33 × 33 tiles.
+What the model does not see, for k8e as for every level, is the strips' L2 traffic (the bottom
+strip's rows of A′ per column block, the right strip's columns of B′ per CTA).
+
+Shapes with no thin border (k8p's 33rd tile row or column is not nearly empty) are k8p's, and
+shapes whose rows are whole float4s k8's: k8e refuses both, naming the level to use.
+
+Measured: not yet (docs/LADDER.md).
+"""
+import numpy as np
+from numba import cuda
+
+from ..intrinsics import load4_global
+from . import _splitk_parts
+from . import k6gv_skinny as k6gv
+from . import k8_double_buffer as k8
+from . import k8p_pitched as k8p
+from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, int32, launch, u32, u64
+# k8p's copies and their hooks (the twin, the ledgers), re-exported: k8e makes the same copies
+from .k8p_pitched import buffers, copies, copies_bytes, copy_config, pitch, row_lengths  # noqa: F401
+
+LEVEL = "k8e"
+PARENT = "k8p"
+TITLE = "k8p with its thin border row and column as matrix-vector products"
+DELTA = ("k8e = k8p + no tiles for a border of 1 to 8 rows or columns: k8's kernel on the whole "
+         "tiles only, the bottom rows by k6gv and the right columns by a warp-per-rows kernel")
+DTYPES = (np.float32,)
+SASS_MUST_HAVE = k8.SASS_MUST_HAVE             # k8's aligned kernel, and float4 loads of A′ at the edge
+
+TILING, GEOMETRY, BLOCK = k8.TILING, k8.GEOMETRY, k8.BLOCK
+TILE_M, TILE_N, TILE_K = k8.TILE_M, k8.TILE_N, k8.TILE_K
+THREAD_M, THREAD_N = k8.THREAD_M, k8.THREAD_N
+THREADS = k8.THREADS
+EDGE = k6gv.MAX_M                              # the thickest border computed as a strip: 8
+ROWS = 2                                       # rows of A′ per warp in edge_columns
+EDGE_WARPS = 8
+EDGE_BLOCK = (32, EDGE_WARPS)
+EDGE_COLS = 8                                  # the right strip: at most two float4s of B′
+EDGE_OUT = ROWS * EDGE_COLS                    # outputs per warp: one lane adds each
+kernel = k8p.kernel                            # k8's kernel with every operand as float4
+
+
+def plan(M: int, N: int, K: int) -> tuple[int, int]:
+    """(M', N'): the rows and padded columns the interior's whole tiles cover. M' < M leaves a
+    bottom strip of 1 to EDGE rows, N' < pitch(N) a right strip of 1 or 2 float4s."""
+    rm, pn = M % TILE_M, pitch(N)
+    m = M - rm if M > TILE_M and 1 <= rm <= EDGE else M
+    n = N - N % TILE_N
+    return m, (n if N > TILE_N and 0 < pn - n <= EDGE_COLS else pn)
+
+
+def grid(M: int, N: int) -> tuple[int, int]:
+    """k8's grid over the interior: the whole tiles of the padded output, none of the border."""
+    m, n = plan(M, N, 0)
+    return k8.grid(m, n)
+
+
+def edge_config(M: int, N: int) -> tuple[tuple[int], tuple[int, int]]:
+    """(grid, block) of edge_columns over the right strip's M' rows: ROWS rows per warp."""
+    m, _ = plan(M, N, 0)
+    return (max(1, -(-m // (ROWS * EDGE_WARPS))),), EDGE_BLOCK
+
+
+def unsupported(M: int, N: int, K: int):
+    reason = k8p.unsupported(M, N, K)
+    if reason:
+        return reason
+    m, n = plan(M, N, K)
+    if m == M and n == pitch(N):
+        return (f"no thin border: M mod {TILE_M} = {M % TILE_M} and N mod {TILE_N} = {N % TILE_N} "
+                f"leave no strip of 1 to {EDGE} rows or columns past whole tiles; use k8p")
+    return grid_limit(k8p.grid(M, N))
+
+
+ZERO4 = (float32(0.0), float32(0.0), float32(0.0), float32(0.0))
+
+
+@cuda.jit
+def edge_columns(M, K, ldb, n0, alpha, A, B, beta, C):
+    """C[:M, n0:ldb] = alpha·A @ B[:, n0:ldb] + beta·C[:M, n0:ldb] (rows of ldb floats) for
+    1 or 2 float4s of columns. A warp takes ROWS rows; lane l reads k = 4l, 4l + 128, ... of
+    them, one float4 per row, and the float4s of B's four k rows beside it. The lanes' sums
+    meet in shared memory and lane j adds output j over lanes 0 .. 31 in that order."""
+    Red = cuda.shared.array((EDGE_WARPS, 32, EDGE_OUT), float32, alignment=SMEM_ALIGN)
+    lane = u32(cuda.threadIdx.x)
+    warp = u32(cuda.threadIdx.y)
+    row0 = u64(cuda.blockIdx.x) * u64(ROWS * EDGE_WARPS) + u64(warp * ROWS)
+    wide = ldb - n0 > 4                       # two float4s of B per k row, else one
+    acc = cuda.local.array((ROWS, EDGE_COLS), float32)
+    for r in range(ROWS):
+        for c in range(EDGE_COLS):
+            acc[r, c] = float32(0.0)
+    rb = cuda.local.array((4, EDGE_COLS), float32)
+    kk = u64(lane * 4)
+    while kk < u64(K):
+        for i in range(4):                    # B's k rows kk .. kk+3, zero past the strip
+            b_off = (kk + u64(i)) * u64(ldb) + u64(n0)
+            lo = load4_global(B, b_off)
+            hi = load4_global(B, b_off + u64(4)) if wide else ZERO4
+            for c in range(4):
+                rb[i, c] = lo[c]
+                rb[i, c + 4] = hi[c]
+        for r in range(ROWS):                 # the warp's rows past M add zeros
+            a = load4_global(A, (row0 + u64(r)) * u64(K) + kk) if row0 + u64(r) < u64(M) else ZERO4
+            for i in range(4):
+                for c in range(EDGE_COLS):
+                    acc[r, c] += a[i] * rb[i, c]
+        kk += u64(128)
+    for r in range(ROWS):
+        for c in range(EDGE_COLS):
+            Red[warp, lane, r * EDGE_COLS + c] = acc[r, c]
+    cuda.syncthreads()                        # every warp reaches it: none returned early
+    if lane < u32(EDGE_OUT):
+        s = Red[warp, 0, lane]
+        j = u32(1)
+        while j < u32(32):                    # lane order: the same bits every run
+            s += Red[warp, j, lane]
+            j += u32(1)
+        row = row0 + u64(lane // EDGE_COLS)
+        col = u64(n0) + u64(lane % EDGE_COLS)
+        if row < u64(M) and col < u64(ldb):
+            off = row * u64(ldb) + col
+            if beta == float32(0.0):          # beta == 0 never reads C (BLAS: NaN must not leak)
+                C[off] = alpha * s
+            else:
+                C[off] = alpha * s + beta * C[off]
+
+
+EDGE_SIGNATURE = (int32, int32, int32, int32, float32, float32[::1], float32[::1], float32, float32[::1])
+KERNELS = {LEVEL: (kernel, SIGNATURE), "k8e_edge_columns": (edge_columns, EDGE_SIGNATURE)}
+# launched besides KERNELS, censused with their own levels: compiled ahead with them
+HELPER_KERNELS = {**k8p.HELPER_KERNELS, "k6gv": k6gv.KERNELS["k6gv"], **_splitk_parts.HELPER_KERNELS}
+
+
+def bottom(A2, B2, C2, M: int, N: int, K: int):
+    """(A′, B′, C′) of the bottom strip: views of the copies' rows [M', M), or None."""
+    m, _ = plan(M, N, K)
+    if m == M:
+        return None
+    pk, pn = pitch(K), pitch(N)
+    return A2[m * pk:M * pk].reshape(M - m, pk), B2.reshape(pk, pn), C2[m * pn:M * pn].reshape(M - m, pn)
+
+
+def run(A, B, C, alpha, beta, stream=None):
+    k8p.pitched(LEVEL, unsupported, product, A, B, C, alpha, beta, stream)
+
+
+def product(A2, B2, C2, M, N, K, alpha, beta, stream):
+    """The interior, then the strips, on the copies. The launches hold A2, B2, C2 (k8p.pitched)
+    and so the strips' views of them; k6gv's split keeps its own partials."""
+    from ..launch import launch_numba
+
+    pk, pn = pitch(K), pitch(N)
+    m, n = plan(M, N, K)
+    launch(kernel, grid(M, N), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
+           alpha, beta, stream)
+    strip = bottom(A2, B2, C2, M, N, K)
+    if strip:
+        k6gv.run(*strip, alpha, beta, stream)
+    if n < pn:
+        launch_numba(edge_columns, *edge_config(M, N),
+                     (np.int32(m), np.int32(pk), np.int32(pn), np.int32(n), np.float32(alpha),
+                      A2, B2, np.float32(beta), C2), stream)
+
+
+def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
+    """k8's accesses on the padded operands, as k8p's (the interior's tiles are k8p's tiles)."""
+    return k8p.warp_step(M, N, K, bx, by, warp, ph, g)

@@ -1,0 +1,106 @@
+"""k8e (k8p with its thin border row and column as matrix-vector products).
+
+CI (no GPU): the refusals (aligned rows: k8's; no thin border: k8p's); the plan as pure
+functions (M', N', the interior's grid, the right strip's grid); run()'s launches with the
+launcher stubbed (the copies, k8's kernel on the whole tiles, k6gv on the bottom rows,
+edge_columns on the right columns, the copy back, in that order); exactness in the simulator on
+small shapes with either strip or both, beta != 0 and beta == 0 over a NaN-poisoned C.
+GPU: exact on ragged shapes, bit-identical reruns, a captured graph replaying the same bits.
+The registry-driven tests (test_sgemm, test_twins, test_sass) cover the rest of the contract.
+    python -m pytest -q tests/test_k8e.py -m gpu
+"""
+import numpy as np
+import pytest
+
+from numba_gemm import check, launch
+from numba_gemm.registry import registry
+from numba_gemm.sgemm import k6gv_skinny as k6gv
+from numba_gemm.sgemm import k8_double_buffer as k8
+from numba_gemm.sgemm import k8e_edges as k8e
+from numba_gemm.sgemm import k8p_pitched as k8p
+from tests.graph_replay import replays_exactly
+
+
+def test_contract_and_refusals():
+    assert registry()["k8e"].parent == "k8p"
+    assert "k8 runs without the copies" in k8e.unsupported(4096, 4096, 4096)
+    assert "k8 runs without the copies" in k8e.unsupported(4097, 4096, 4096)   # k8p's refusal first
+    assert "use k8p" in k8e.unsupported(4096, 4096, 4097)                      # no border at all
+    assert "use k8p" in k8e.unsupported(4105, 4105, 4097)                      # 9 rows, 12 padded columns
+    assert "use k8p" in k8e.unsupported(100, 7, 5)                             # one partial tile: no interior
+    for shape in [(4097, 4097, 4097), (4100, 4100, 4097), (4097, 4096, 4097), (4096, 4097, 4096),
+                  (130, 133, 9), (5, 130, 7), (2**16 + 1, 2**15 + 1, 3)]:    # past 2^31: u64
+        assert k8e.unsupported(*shape) is None, shape
+
+
+def test_plan_at_4097_cubed_and_around_it():
+    assert k8e.plan(4097, 4097, 4097) == (4096, 4096) and k8e.grid(4097, 4097) == (32, 32)
+    assert k8p.grid(4097, 4097) == (33, 33)                  # the tiles k8e does not launch
+    assert k8e.edge_config(4097, 4097) == ((256,), (32, 8))  # 2 rows a warp, 8 warps a CTA
+    assert k8e.plan(4104, 4104, 4097) == (4096, 4096)        # 8 rows; 8 columns, two float4s
+    assert k8e.plan(4097, 4096, 4097) == (4096, 4096) and k8e.grid(4097, 4096) == (32, 32)
+    assert k8e.plan(4105, 4097, 4097) == (4105, 4096)        # 9 rows: a 33rd row of tiles
+    assert k8e.grid(4105, 4097) == (32, 33)
+    assert k8e.plan(129, 5, 7) == (128, 8) and k8e.grid(129, 5) == (1, 1)
+    assert k8e.plan(5, 130, 7) == (5, 128) and k8e.grid(5, 130) == (1, 1)
+    assert k8e.EDGE == k6gv.MAX_M and k8e.copies_bytes is k8p.copies_bytes
+
+
+def test_run_launches_copies_interior_bottom_right_then_the_copy_back(monkeypatch):
+    calls = []
+    monkeypatch.setattr(launch, "launch_numba", lambda fn, grid, block, args, stream=None:
+                        calls.append((fn, grid, block, args)))
+    from numba import cuda
+
+    A, B = cuda.device_array((130, 9), np.float32), cuda.device_array((9, 133), np.float32)
+    for beta, copies in ((0.0, 2), (1.5, 3)):
+        calls.clear()
+        k8e.run(A, B, cuda.device_array((130, 133), np.float32), 0.5, beta)
+        assert [c[0] for c in calls] == ([k8p.repitch] * copies + [k8p.kernel, k6gv.SPECIALISATIONS[True, True][1],
+                                         k8e.edge_columns, k8p.repitch])
+        fn, grid, block, args = calls[copies]
+        assert grid == (1, 1) and block == k8.BLOCK                                    # the one whole tile
+        assert [int(a) for a in args[:3]] == [130, 136, 12] and float(args[6]) == beta  # M, pitch(N), pitch(K)
+        _, grid, _, args = calls[copies + 1]
+        assert grid[:2] == (2, 1) and [int(a) for a in args[:3]] == [2, 136, 12]        # rows 128, 129
+        _, grid, block, args = calls[copies + 2]
+        assert (grid, block) == ((8,), (32, 8)) and [int(a) for a in args[:4]] == [128, 12, 136, 128]
+    with pytest.raises(ValueError, match="use k8p"):
+        k8e.run(cuda.device_array((4, 7), np.float32), cuda.device_array((7, 4), np.float32), None, 1.0, 0.0)
+
+
+def _case(M, N, K, alpha, beta, rng):
+    from numba import cuda
+
+    A, B, C = check.random_inputs(M, N, K, np.float32, rng)
+    C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
+    outs = []
+    for _ in range(2):
+        dC = cuda.to_device(C_in)
+        k8e.run(cuda.to_device(A), cuda.to_device(B), dC, alpha, beta)
+        outs.append(dC.copy_to_host())
+    v = check.verify(outs[0], A, B, C, alpha, beta)
+    assert v.ok, f"k8e M={M} N={N} K={K} a={alpha} b={beta}: {v}"
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+
+def test_exact_on_small_shapes_with_strips():
+    """In the simulator too: the right strip alone (beta != 0 reads C through its copy), the
+    bottom strip alone and both (beta == 0 never reads C: the NaN must not reach the result)."""
+    rng = np.random.default_rng()
+    _case(5, 130, 7, -0.75, 2.5, rng)
+    _case(129, 5, 7, 1.0, 0.0, rng)
+    _case(130, 133, 9, 0.5, 0.0, rng)
+
+
+@pytest.mark.gpu
+def test_exact_on_ragged_shapes():
+    rng = np.random.default_rng()
+    for M, N, K in [(129, 131, 133), (1025, 1031, 999), (300, 2049, 2051), (2049, 2050, 7), (4100, 129, 65)]:
+        _case(M, N, K, 0.5, -1.5, rng)
+        _case(M, N, K, 1.0, 0.0, rng)
+
+
+@pytest.mark.gpu
+def test_captured_graph_replays_the_same_bits():
+    replays_exactly("k8e", 257, 259, 261, np.random.default_rng(), dtype=np.float32)
