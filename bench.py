@@ -31,13 +31,13 @@ import json
 import os
 import sys
 
-from numba_gemm.gpu import use_simulator_if_no_gpu
+from numba_gemm.runtime.gpu import use_simulator_if_no_gpu
 
 def epilog():
     """The level listing, from the registry (importing the levels imports Numba: the simulator
     choice comes first)."""
     use_simulator_if_no_gpu()
-    from numba_gemm.bench import level_listing
+    from numba_gemm.measure.bench import level_listing
 
     return level_listing() + "\nFigures and how they were measured: docs/RESULTS.md."
 
@@ -162,7 +162,7 @@ def parse_args(argv=None):
         if path and _writable(path):
             p.error(f"--{flag} {path}: {_writable(path)}")
     if args.only is not None:
-        from numba_gemm.shapes import SUITE
+        from numba_gemm.measure.shapes import SUITE
 
         names = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = [n for n in names if n not in {s[0] for s in SUITE}]
@@ -182,7 +182,7 @@ def shapes_from(args, simulator):
     if args.size:
         shapes += [(n, n, n) for n in args.size]
     if not shapes:
-        from numba_gemm.bench import SIM_SHAPE
+        from numba_gemm.measure.bench import SIM_SHAPE
         shapes = [SIM_SHAPE] if simulator else [(4096, 4096, 4096)]
     return shapes
 
@@ -194,7 +194,7 @@ def _fmt(shape):
 def ledgers_only(args, simulator, shapes) -> bool:
     """--explain without a GPU where running is not worth it: no size given (explain the real
     one, 4096³; the simulator's times mean nothing), or a size beyond the simulator."""
-    from numba_gemm.bench import too_big_for_simulator
+    from numba_gemm.measure.bench import too_big_for_simulator
 
     return (args.explain and simulator
             and (not (args.size or args.shape) or any(too_big_for_simulator(*s) for s in shapes)))
@@ -202,7 +202,7 @@ def ledgers_only(args, simulator, shapes) -> bool:
 
 def refusal(args, levels, shapes, simulator) -> str | None:
     """Why this command cannot deliver what it asks, in one line, before anything runs."""
-    from numba_gemm import bench
+    from numba_gemm.measure import bench
 
     if simulator and args.plot:
         return ("--plot draws measured TFLOPS and timings need a GPU (none here); without --plot "
@@ -238,8 +238,8 @@ def notes(args, levels) -> list[str]:
 
 
 def explain_from_ledgers(levels, shapes, given: bool) -> None:
-    from numba_gemm import ledgers
-    from numba_gemm.bench import too_big_for_simulator
+    from numba_gemm.explain import ledgers
+    from numba_gemm.measure.bench import too_big_for_simulator
 
     if given:
         big = [s for s in shapes if too_big_for_simulator(*s)]
@@ -285,7 +285,7 @@ def main(argv=None):
     simulator = use_simulator_if_no_gpu()    # before numba is imported
 
     if args.suite:
-        from numba_gemm import shapes as suite
+        from numba_gemm.measure import shapes as suite
 
         return suite.cli(args.dtype or "bf16", explain_only=args.explain, simulator=simulator,
                          json_path=args.json, reps=args.reps, seed=args.seed,
@@ -294,7 +294,7 @@ def main(argv=None):
         sys.exit("bench.py: --dtype fp32 is for --suite (the SGEMM levels are float32 already; "
                  "--dtype picks the HGEMM levels' input type: fp16 or bf16)")
 
-    from numba_gemm import bench
+    from numba_gemm.measure import bench
 
     try:
         levels = bench.parse_levels(args.level or ("all" if args.overhead else "k4"))
@@ -304,7 +304,7 @@ def main(argv=None):
         print(line, file=sys.stderr)
 
     if args.sass:
-        from numba_gemm import sass
+        from numba_gemm.explain import sass
         try:
             sass.find_nvdisasm()
         except sass.CensusUnavailable as e:
@@ -318,7 +318,7 @@ def main(argv=None):
         sys.exit(f"bench.py: {why}")
 
     if args.overhead:
-        from numba_gemm import overhead
+        from numba_gemm.measure import overhead
         print(overhead.report(levels, command=command_line(argv)))
         return 0
 
@@ -343,7 +343,7 @@ def main(argv=None):
     bench.link_speedups(results)
 
     if args.explain:
-        from numba_gemm import ledgers
+        from numba_gemm.explain import ledgers
         for r in results:
             timed = {q.level: q.ms for q in results if (q.M, q.N, q.K) == (r.M, r.N, r.K) and q.ms}
             print(ledgers.explain(r.level, "h200", measured_ms=timed or None, n=(r.M, r.N, r.K)))
@@ -363,7 +363,7 @@ def main(argv=None):
     if args.plot:   # the docs' ladder chart, of this run
         from datetime import date
 
-        from numba_gemm.figures import ladder_chart
+        from numba_gemm.explain.figures import ladder_chart
         from numba_gemm.util import commit
         timed = [r.as_dict() for r in results if r.tflops]
         if not timed:
@@ -374,7 +374,7 @@ def main(argv=None):
     times = {(r.level, r.M): r.ms for r in results if r.ms and r.M == r.N == r.K}
     pair = [times.get(key) for key in (("k1", 4096), ("k2", 4096), ("k1", 4097), ("k2", 4097))]
     if all(pair):   # the seed's power-of-two experiment: split k1/k2 into its two causes
-        from numba_gemm import ledgers
+        from numba_gemm.explain import ledgers
         print()
         print(ledgers.stride_experiment(*pair, "this GPU"))
     if all(r.ok is None and r.ms is None for r in results):

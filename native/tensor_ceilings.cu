@@ -1,5 +1,5 @@
 // tensor_ceilings.cu - how fast the tensor cores go when nothing else is in the way: the
-// ceilings the HGEMM levels are measured against (numba_gemm.microbench, "tensor" ceilings).
+// ceilings the HGEMM levels are measured against (numba_gemm.measure.microbench, "tensor" ceilings).
 //
 //   mma_sync_loop: mma.sync.m16n8k16 (f16 x f16 -> f32), the instruction of v8-v10, from
 //     registers only: each warp runs CHAINS independent accumulator chains over fragments that
@@ -20,7 +20,7 @@
 // Each block's thread 0 records its clock64 span and SM, so the host gets both the rate per SM
 // cycle and the clock the SMs ran at. The sums written to `out` keep every result live.
 //
-// The host gives the loop shapes (numba_gemm.microbench.TENSOR_DEFINES), so the FLOP and byte
+// The host gives the loop shapes (numba_gemm.measure.tensor_ceilings.TENSOR_DEFINES), so the FLOP and byte
 // counts it divides by have one source: -DMMA_CHAINS (independent accumulators per warp, enough
 // to cover the mma latency), -DWG_BATCH (wgmma per commit group) and -DLDSM_BATCH (ldmatrix per
 // loop iteration).
@@ -28,7 +28,7 @@
 #include "wgmma.cuh"   // wgmma_fence / commit / wait, wgmma_m64nNk16
 
 #if !defined(MMA_CHAINS) || !defined(WG_BATCH) || !defined(LDSM_BATCH)
-#error "compile with -DMMA_CHAINS, -DWG_BATCH and -DLDSM_BATCH (numba_gemm.microbench.TENSOR_DEFINES)"
+#error "compile with -DMMA_CHAINS, -DWG_BATCH and -DLDSM_BATCH (numba_gemm.measure.tensor_ceilings.TENSOR_DEFINES)"
 #endif
 
 // Thread 0 writes its block's clock64 span and the SM it ran on: cyc[3b .. 3b+2].

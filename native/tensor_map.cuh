@@ -2,7 +2,7 @@
 //
 // As cuda.h declares it: 128 opaque bytes, 64-byte aligned. cuda.h itself is a host header
 // that pulls in <stdlib.h>, which NVRTC does not have, so the layout is restated here. The
-// maps are encoded on the host (numba_gemm.tma) and passed by value as
+// maps are encoded on the host (numba_gemm.runtime.tma) and passed by value as
 // `const __grid_constant__ CUtensorMap`; TMA takes their generic address.
 #pragma once
 

@@ -30,7 +30,7 @@
 // in flight ahead of the one being multiplied (STAGES = 4). HG_TMA_LAG=1 refills the stage read
 // at kt-1 instead: one more tile in flight, but warp 0 then waits for the slowest warp's kt-1.
 //
-// The tensor maps are built on the host (numba_gemm.tma) and passed by value as
+// The tensor maps are built on the host (numba_gemm.runtime.tma) and passed by value as
 // __grid_constant__ parameters (tensor_map.cuh). Requirements (checked on the host before
 // launch): 16-byte aligned base, rows a multiple of 16 bytes (K % 8 == 0 and N % 8 == 0 for
 // 2-byte types), inner box exactly 128 bytes (the swizzle span the XOR walk assumes).

@@ -11,7 +11,7 @@ Importing this package does not import Numba; that happens at the first gemm()/l
 so a program can still choose the CUDA simulator first (use_simulator_if_no_gpu(), before
 anything imports numba.cuda; after that it raises NoGPUError on a machine without a GPU).
 """
-from .gpu import NoGPUError, use_simulator_if_no_gpu
+from .runtime.gpu import NoGPUError, use_simulator_if_no_gpu
 
 __version__ = "0.1.0"
 

@@ -1,7 +1,7 @@
 """python -m numba_gemm warm [--level k7,v11] [--jobs N] [--census]
 
 warm: compile every level's kernels into the on-disk caches, so that a level's first call in a
-new process loads them instead of compiling (Numba levels: numba_gemm.numba_cache, for the
+new process loads them instead of compiling (Numba levels: numba_gemm.runtime.numba_cache, for the
 local GPU, or for sm_90a on a machine without one; native levels: the NVRTC cache, sm_90a).
 Kernels compile in parallel worker processes; a line per kernel as it finishes, then the
 time per level. --census also takes each level's SASS census into its cache (what bench.py
@@ -16,6 +16,8 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
+
+from .warm import kernels_of, warm_one
 
 
 def _levels(spec: str | None):
@@ -36,17 +38,17 @@ def warm(argv) -> int:
                    help="also take every level's SASS census into the census cache")
     args = p.parse_args(argv)
 
-    from . import gpu, nvrtc
+    from .runtime import gpu, nvrtc
 
     if gpu.simulator_requested():
         sys.exit("warm compiles for the real GPU target: unset NUMBA_ENABLE_CUDASIM")
-    from . import numba_cache
     from .registry import registry
+    from .runtime import numba_cache
 
     levels = _levels(args.level)
     cc = numba_cache.local_cc()
     where = "this GPU" if gpu.has_gpu() else "no GPU here"
-    work = [(lv.name, k) for lv in levels for k in numba_cache.kernels_of(lv)]
+    work = [(lv.name, k) for lv in levels for k in kernels_of(lv)]
     print(f"warm: {len(levels)} levels, {len(work)} kernels; Numba for {numba_cache.cc_label(cc)} ({where}), "
           f"native for {nvrtc.DEFAULT_ARCH}; cache {nvrtc.cache_dir()}; {args.jobs} jobs", flush=True)
 
@@ -56,7 +58,7 @@ def warm(argv) -> int:
     # spawn: a worker must not inherit a CUDA context
     # (each reads the registry first, so that no kernel's time includes importing the levels)
     with ProcessPoolExecutor(max(1, args.jobs), mp_context=get_context("spawn"), initializer=registry) as pool:
-        futures = {pool.submit(numba_cache.warm_one, lv, k, cc): (lv, k) for lv, k in work}
+        futures = {pool.submit(warm_one, lv, k, cc): (lv, k) for lv, k in work}
         for i, fut in enumerate(as_completed(futures), 1):
             lv, k = futures[fut]
             try:
@@ -88,7 +90,7 @@ def warm(argv) -> int:
 def _census(levels) -> list[str]:
     """Take the levels' SASS censuses into the census cache (Numba levels in child processes,
     one per CPU); the problems, one line per level."""
-    from . import sass
+    from .explain import sass
 
     start = time.perf_counter()
     got = sass.census_levels(levels)

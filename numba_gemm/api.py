@@ -2,9 +2,9 @@
 
 One pipeline serves both (bench.py --overhead measures the host cost of each stage).
 `prepare()` checks level, alpha and beta, reads each operand once into a record
-(numba_gemm.operands: pointer, shape, strides, dtype incl. bfloat16, device, owning library),
+(numba_gemm.runtime.operands: pointer, shape, strides, dtype incl. bfloat16, device, owning library),
 validates the records, chooses the level, and for device operands makes C when none is given
-and records the launches the level's run() makes (numba_gemm.launch). What it returns holds a
+and records the launches the level's run() makes (numba_gemm.runtime.launch). What it returns holds a
 `Submission`: the device, the recorded launches and the inputs' producers. Submitting picks the
 stream (`stream=` if given, else the one the inputs' library considers current: torch's or
 CuPy's current stream, Numba's default stream otherwise), checks CUDA graph capture, waits with
@@ -39,10 +39,10 @@ import warnings
 
 import numpy as np
 
-from . import driver, gpu, launch, operands
 from . import registry as _levels
-from .gpu import NoGPUError
-from .operands import BFLOAT16
+from .runtime import driver, gpu, launch, operands
+from .runtime.gpu import NoGPUError
+from .runtime.operands import BFLOAT16
 
 AUTO = "auto"
 SIM_WARN_FLOPS = 2 * 64**3 * 8   # above this the simulator takes minutes
@@ -189,57 +189,6 @@ _F32 = np.dtype(np.float32)
 _INPUT_DTYPES = tuple(np.dtype(d) for d in (np.float32, np.float16, BFLOAT16) if d is not None)
 
 
-# ---------------------------------------------------------------------------- auto level
-
-_native_ok: dict = {}
-
-
-def native_usable(device: int) -> bool:
-    """Whether the native levels can run on `device`: a real GPU of the architecture NVRTC
-    compiles them for."""
-    ok = _native_ok.get(device)
-    if ok is None:
-        from numba import cuda
-
-        from .nvrtc import DEFAULT_ARCH
-
-        with driver.on_device(device), cuda.gpus[device]:
-            ok = driver.device_arch() == DEFAULT_ARCH
-        _native_ok[device] = ok
-    return ok
-
-
-def auto_candidates(dtype, M: int, N: int, K: int, native: bool) -> list:
-    """The levels auto may pick for this dtype and shape, best first: fastest predicted by
-    numba_gemm.choose's cost model (a calibrated tile of v11 as the Level variant that runs it,
-    e.g. v11:bm=64:bn=64), then the uncalibrated ones highest rung first. native: whether
-    native levels can run here."""
-    from . import choose
-
-    return [_levels.get(q.level).variant(q.kwargs) for q in choose.candidates(dtype, M, N, K, native)]
-
-
-def _no_level(dtype, M, N, K, native, c_dtype=_F32):
-    if c_dtype != _F32:
-        writers = [lv.name for lv in _levels.registry().values() if lv.writes(c_dtype, dtype)]
-        return ValueError(f"no level writes {c_dtype.name} C for M={M}, N={N}, K={K} here (levels "
-                          f"that write it: {', '.join(writers) or 'none'}; "
-                          f"{'the native levels need a GPU of arch sm_90a; ' if not native else ''}"
-                          "a float32 C is served by every level)")
-    takers = [lv.name for lv in _levels.registry().values() if np.dtype(dtype) in lv.dtypes]
-    why = ""
-    if not native:
-        why = " (the native levels need a GPU of arch sm_90a"
-        named = [lv.name for lv in _levels.registry().values() if np.dtype(dtype) in lv.dtypes
-                 and not lv.native and not getattr(lv.module, "AUTO", True)
-                 and lv.unsupported(M, N, K) is None]
-        if named:        # Numba levels auto leaves out on a GPU: they run here when named
-            why += "; " + ", ".join(f"level={n!r}" for n in named) + " is a Numba level: name it to run it"
-        why += ")"
-    return ValueError(f"no level serves {np.dtype(dtype).name} M={M}, N={N}, K={K} here{why}; "
-                      f"levels taking {np.dtype(dtype).name}: {', '.join(takers) or 'none'}")
-
-
 # ---------------------------------------------------------------------------- device path
 
 _launch_cache: dict = {}    # (level, alpha, beta, the records' fields) -> (Level, [Launch])
@@ -284,10 +233,12 @@ def _record_launches(lv, a, b, c, alpha, beta, M, N, K, c_dtype):
     if lv is not None:
         cands = [lv]
     else:
-        native = native_usable(a.device)
-        cands = [x for x in auto_candidates(a.dtype, M, N, K, native) if x.writes(c_dtype, a.dtype)]
+        from . import choose
+
+        native = choose.native_usable(a.device)
+        cands = [x for x in choose.auto_candidates(a.dtype, M, N, K, native) if x.writes(c_dtype, a.dtype)]
         if not cands:
-            raise _no_level(a.dtype, M, N, K, native, c_dtype)
+            raise choose.no_level(a.dtype, M, N, K, native, c_dtype)
     err = None
     for cand in cands:
         try:
@@ -300,7 +251,7 @@ def _record_launches(lv, a, b, c, alpha, beta, M, N, K, c_dtype):
             continue
         if not rec.launches:    # it launched some other way (and so, eagerly): never cache that
             raise driver.LaunchError(f"level {cand.name} launched its kernel outside "
-                                     "numba_gemm.launch (launch_native / launch_numba): gemm() "
+                                     "numba_gemm.runtime.launch (launch_native / launch_numba): gemm() "
                                      "cannot record it")
         return cand, rec.launches
     raise err
@@ -486,28 +437,20 @@ def _host_level(lv, a, M, N, K, simulated, c_dtype=_F32):
             raise NoGPUError(f"level {lv.name} is a native CUDA level and needs a GPU; without one "
                              "only the Numba levels run (in the CUDA simulator)")
         return lv
+    from . import choose
+
     native = False
     if not simulated:
         from numba import cuda
 
-        native = native_usable(cuda.get_current_device().id)
-    cands = auto_candidates(a.dtype, M, N, K, native)
+        native = choose.native_usable(cuda.get_current_device().id)
+    cands = choose.auto_candidates(a.dtype, M, N, K, native)
     if not cands and simulated:
-        cands = _simulator_candidates(a.dtype, M, N, K)
+        cands = choose.simulator_candidates(a.dtype, M, N, K)
     cands = [x for x in cands if x.writes(c_dtype, a.dtype)]
     if not cands:
-        raise _no_level(a.dtype, M, N, K, native, c_dtype)
+        raise choose.no_level(a.dtype, M, N, K, native, c_dtype)
     return cands[0]
-
-
-def _simulator_candidates(dtype, M, N, K) -> list:
-    """In the simulator, when auto's ranking has nothing that runs (fp16/bf16: only native
-    levels rank), the Numba levels that take the dtype and serve the shape, AUTO = False ones
-    included (v8py and v11py stay out of auto on a GPU because native levels run there),
-    ranked as auto ranks: the calibrated first."""
-    from . import choose
-
-    return [_levels.get(q.level) for q in choose.rank(dtype, M, N, K, native=False, opted_out=True)]
 
 
 # ---------------------------------------------------------------------------- public
@@ -609,7 +552,7 @@ class Plan:
             return head + ": the level was named (auto did not choose)"
         from . import choose
 
-        native = mode() == "gpu" and native_usable(max(self.device, 0))
+        native = mode() == "gpu" and choose.native_usable(max(self.device, 0))
         ranked = choose.explain(self.dtype, self.M, self.N, self.K, native, self.beta)
         if ranked.split("\n")[0].endswith(": " + self.level.name):
             return head + "\n" + ranked

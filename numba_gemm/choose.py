@@ -52,7 +52,8 @@ from pathlib import Path
 import numpy as np
 
 from . import registry as _levels
-from .operands import as_dtype
+from .runtime import driver
+from .runtime.operands import as_dtype
 from .util import ceil_div
 
 CALIBRATION = Path(__file__).resolve().parent / "data" / "h200_auto.json"
@@ -251,6 +252,68 @@ def candidates(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
     return [q for q in rank(dtype, M, N, K, native, beta, sms, tiles=True) if not q.kwargs or q.ms is not None]
 
 
+# ---------------------------------------------------------------------------- what auto runs here
+# The Levels gemm() and plan() try in order (numba_gemm.api), and the error when none serves.
+
+_F32 = np.dtype(np.float32)
+_native_ok: dict = {}
+
+
+def native_usable(device: int) -> bool:
+    """Whether the native levels can run on `device`: a real GPU of the architecture NVRTC
+    compiles them for."""
+    ok = _native_ok.get(device)
+    if ok is None:
+        from numba import cuda
+
+        from .runtime.nvrtc import DEFAULT_ARCH
+
+        with driver.on_device(device), cuda.gpus[device]:
+            ok = driver.device_arch() == DEFAULT_ARCH
+        _native_ok[device] = ok
+    return ok
+
+
+def auto_candidates(dtype, M: int, N: int, K: int, native: bool) -> list:
+    """The levels auto may pick for this dtype and shape, best first: fastest predicted by the
+    cost model (a calibrated tile of v11 as the Level variant that runs it, e.g.
+    v11:bm=64:bn=64), then the uncalibrated ones highest rung first. native: whether native
+    levels can run here."""
+    return [_levels.get(q.level).variant(q.kwargs) for q in candidates(dtype, M, N, K, native)]
+
+
+def simulator_candidates(dtype, M, N, K) -> list:
+    """In the simulator, when auto's ranking has nothing that runs (fp16/bf16: only native
+    levels rank), the Numba levels that take the dtype and serve the shape, AUTO = False ones
+    included (v8py and v11py stay out of auto on a GPU because native levels run there),
+    ranked as auto ranks: the calibrated first."""
+    return [_levels.get(q.level) for q in rank(dtype, M, N, K, native=False, opted_out=True)]
+
+
+def no_level(dtype, M, N, K, native, c_dtype=_F32) -> ValueError:
+    """The error when no level serves this dtype, C dtype and shape here: it names the levels
+    that take (or write) it and, where native levels cannot run, the Numba levels auto leaves
+    out, which run when named."""
+    if c_dtype != _F32:
+        writers = [lv.name for lv in _levels.registry().values() if lv.writes(c_dtype, dtype)]
+        return ValueError(f"no level writes {c_dtype.name} C for M={M}, N={N}, K={K} here (levels "
+                          f"that write it: {', '.join(writers) or 'none'}; "
+                          f"{'the native levels need a GPU of arch sm_90a; ' if not native else ''}"
+                          "a float32 C is served by every level)")
+    takers = [lv.name for lv in _levels.registry().values() if np.dtype(dtype) in lv.dtypes]
+    why = ""
+    if not native:
+        why = " (the native levels need a GPU of arch sm_90a"
+        named = [lv.name for lv in _levels.registry().values() if np.dtype(dtype) in lv.dtypes
+                 and not lv.native and not getattr(lv.module, "AUTO", True)
+                 and lv.unsupported(M, N, K) is None]
+        if named:        # Numba levels auto leaves out on a GPU: they run here when named
+            why += "; " + ", ".join(f"level={n!r}" for n in named) + " is a Numba level: name it to run it"
+        why += ")"
+    return ValueError(f"no level serves {np.dtype(dtype).name} M={M}, N={N}, K={K} here{why}; "
+                      f"levels taking {np.dtype(dtype).name}: {', '.join(takers) or 'none'}")
+
+
 def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top: int = 3) -> str:
     """Auto's choice for this shape and the runners-up, with predicted times and why."""
     ranked = candidates(dtype, M, N, K, native, beta)
@@ -274,20 +337,73 @@ def tile_notes(levels, dtype, M: int, N: int, K: int, native: bool, beta: float 
             "below, exists):"] + ["     " + str(q) for q in others]
 
 
+# ---------------------------------------------------------------------------- waves
+# One launch in waves: explain() prints them (wave_notes), the ledgers price them on a card
+# (numba_gemm.explain.ledgers.waves), so they live here, below both.
+
+@dataclass(frozen=True)
+class Waves:
+    """One launch against the SMs, counted two ways.
+
+    resident: the CTAs the SMs hold at once, sms × ctas_per_sm, ctas_per_sm the level's own
+    launch bound (None where the level fixes none). auto_slots: what auto's cost model counts
+    as one wave, sms × its fitted blocks_per_sm, a constant fitted to measured times, not an
+    occupancy (None where the level has no calibration). A wave of either is that many CTAs at
+    once; both price every slot of every wave, so where ceil(ctas / resident) · resident equals
+    ceil(ctas / auto_slots) · auto_slots the two counts price the same work."""
+    level: str
+    ctas: int
+    sms: int
+    ctas_per_sm: int | None
+    auto_blocks_per_sm: int | None
+
+    @property
+    def resident(self) -> int | None:
+        return self.sms * self.ctas_per_sm if self.ctas_per_sm else None
+
+    @property
+    def auto_slots(self) -> int | None:
+        return self.sms * self.auto_blocks_per_sm if self.auto_blocks_per_sm else None
+
+    @staticmethod
+    def rounds(ctas: int, slots: int) -> int:
+        return -(-ctas // slots)
+
+
+def ctas_per_sm(lv, shape: tuple[int, int, int] | None = None) -> int | None:
+    """CTAs one SM holds by the level's launch bounds: resident_ctas(M, N, K) of a level whose
+    kernel depends on the shape (v11gv, k8sk), else CTAS_PER_SM, or the warp-tiled levels'
+    shared MIN_BLOCKS (k7, k8); None where the level fixes none."""
+    mod = lv.module
+    if shape is not None and hasattr(mod, "resident_ctas"):
+        return mod.resident_ctas(*shape)
+    n = getattr(mod, "CTAS_PER_SM", None)
+    if n is None:
+        n = getattr(getattr(mod, "_warptile", None), "MIN_BLOCKS", None)
+    return n
+
+
+def waves(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS, dtype="float32") -> Waves:
+    """The level's CTAs at M×N×K (its tile and K split, as auto sees them), the CTAs the SMs
+    hold by its launch bounds, and auto's fitted slots per wave."""
+    g = geometry(lv, M, N, K, sms=sms)
+    ctas = ceil_div(M, g.bm) * ceil_div(N, g.bn) * g.splits
+    p = params(lv.name, dtype)
+    return Waves(lv.name, ctas, sms, ctas_per_sm(lv, (M, N, K)), p["blocks_per_sm"] if p else None)
+
+
 def wave_notes(levels, dtype, M: int, N: int, K: int) -> list[str]:
     """How the "N waves of S" above relate to the CTAs the SMs hold: auto's S is SMs × a
     blocks_per_sm fitted to measured times (a constant of the cost model, not an occupancy);
     a level whose launch bounds fix its CTAs per SM (k7, k8, ...) holds SMs × that many at once,
     and both counts price every slot of every wave, so where the slots agree they price the
     same work. One line for the model, one per such level."""
-    from . import ledgers
-
     out = []
     for name in levels:
-        w = ledgers.waves(name, (M, N, K), dtype=as_dtype(dtype).name)
+        w = waves(_levels.get(name), M, N, K, dtype=as_dtype(dtype).name)
         if w.resident is None or w.auto_slots is None:
             continue
-        r, a = ledgers.Waves.rounds(w.ctas, w.resident), ledgers.Waves.rounds(w.ctas, w.auto_slots)
+        r, a = Waves.rounds(w.ctas, w.resident), Waves.rounds(w.ctas, w.auto_slots)
         same = "the same" if r * w.resident == a * w.auto_slots else "not the same"
         out.append(f"     {name}: {w.ctas_per_sm} CTAs per SM by its launch bounds = {w.resident} resident: "
                    f"{r} wave{'s' * (r != 1)} of {w.resident} = {r * w.resident} slots, {same} as "

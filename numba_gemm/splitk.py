@@ -4,7 +4,7 @@ deterministic reduction of their partial products.
 A shape with few output tiles (M·N small against 132 SMs, e.g. 16×8192 with 128×256 tiles: 32
 tiles) leaves most SMs idle, and nothing else splits the work: K is the only long axis left.
 A split-K level gives each of S CTAs per tile one contiguous slice of K (a whole number of
-its K tiles), writes each slice's fp32 product to a workspace (numba_gemm.workspace: S × M × N
+its K tiles), writes each slice's fp32 product to a workspace (numba_gemm.runtime.workspace: S × M × N
 floats), then one more kernel reduces the S partials **in a fixed order** (z = 0, 1, …, S-1)
 and applies the epilogue once: C = alpha·Σ + beta·C, with C never read when beta == 0. No
 float atomics: the result has the same bits on every run, and a captured call replays
@@ -106,7 +106,7 @@ def reduce_partials(P, splits, MN, alpha, beta, C):
 def reduce(P, C, splits: int, M: int, N: int, alpha: float, beta: float, stream=None) -> None:
     """Launch reduce_partials for partials P (workspace) into C (M×N, a device array or an
     operand record)."""
-    from .launch import launch_numba
+    from .runtime.launch import launch_numba
 
     MN = M * N
     blocks = max(1, min(ceil_div(MN, REDUCE_THREADS * REDUCE_PER_THREAD), 2**31 - 1))

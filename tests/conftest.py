@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from numba_gemm.gpu import has_gpu, use_simulator_if_no_gpu
+from numba_gemm.runtime.gpu import has_gpu, use_simulator_if_no_gpu
 
 SIMULATOR = use_simulator_if_no_gpu()
 GPU = has_gpu() and not SIMULATOR
@@ -17,7 +17,7 @@ def sgemm_case(M, N, K, beta, seed=0):
     gemm()'s NumPy path does not even upload it, the device path hands it to the kernel)."""
     import numpy as np
 
-    from numba_gemm import check
+    from numba_gemm.measure import check
 
     A, B, C = check.random_inputs(M, N, K, rng=np.random.default_rng(seed))
     C_in = C.copy()

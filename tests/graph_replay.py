@@ -3,7 +3,7 @@ the tests of the levels that launch more than one kernel or keep state between l
 v11sl, v11p, v11gv in fp16; k8p and k8e in fp32)."""
 import numpy as np
 
-from numba_gemm import check
+from numba_gemm.measure import check
 
 
 def replays_exactly(level: str, M: int, N: int, K: int, rng, alpha=0.5, beta=-2.0, dtype=np.float16) -> None:

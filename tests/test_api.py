@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import numba_gemm
-from numba_gemm import check
 from numba_gemm import registry as L
+from numba_gemm.measure import check
 
 
 def _mats(M=5, N=6, K=7, dtype=np.float32):
@@ -150,7 +150,7 @@ def test_read_only_c_refused():
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from numba_gemm import api, choose  # noqa: E402
-from numba_gemm.operands import BFLOAT16  # noqa: E402
+from numba_gemm.runtime.operands import BFLOAT16  # noqa: E402
 
 DIMS = st.one_of(st.integers(1, 300), st.integers(1, 2**34))
 
@@ -159,7 +159,7 @@ DIMS = st.one_of(st.integers(1, 300), st.integers(1, 2**34))
 @given(M=DIMS, N=DIMS, K=DIMS, dtype=st.sampled_from([np.float32, np.float16, BFLOAT16]),
        native=st.booleans())
 def test_auto_never_picks_a_level_that_refuses(M, N, K, dtype, native):
-    cands = api.auto_candidates(dtype, M, N, K, native)
+    cands = choose.auto_candidates(dtype, M, N, K, native)
     eligible = [lv for lv in numba_gemm.levels() if np.dtype(dtype) in lv.dtypes
                 and (native or not lv.native) and getattr(lv.module, "AUTO", True)]
     # the candidates are exactly the eligible levels that serve the shape (and a level's
@@ -178,13 +178,13 @@ def test_auto_never_picks_a_level_that_refuses(M, N, K, dtype, native):
 
 def test_auto_on_todays_ladder():
     # v10+ need K and N multiples of 8; v9 serves any shape
-    odd = [lv.name for lv in api.auto_candidates(BFLOAT16, 65, 63, 61, True)]
+    odd = [lv.name for lv in choose.auto_candidates(BFLOAT16, 65, 63, 61, True)]
     assert "v10" not in odd and "v9" in odd
-    assert api.auto_candidates(np.float16, 64, 64, 64, False) == []
+    assert choose.auto_candidates(np.float16, 64, 64, 64, False) == []
     # the measured H200 suite (h200_shapes_fp32.json): at 512^3 k5's tile split 4 ways over K
     # (k5sk, 18.2 µs) beats k5 (30.3 µs) and k6; k8 or k8sk (the same kernel unsplit) at 4096^3
-    assert api.auto_candidates(np.float32, 512, 512, 512, True)[0].name == "k5sk"
-    assert api.auto_candidates(np.float32, 4096, 4096, 4096, True)[0].name in ("k8", "k8sk")
+    assert choose.auto_candidates(np.float32, 512, 512, 512, True)[0].name == "k5sk"
+    assert choose.auto_candidates(np.float32, 4096, 4096, 4096, True)[0].name in ("k8", "k8sk")
 
 
 def test_a_new_level_is_ranked_without_an_edit(monkeypatch):
@@ -202,21 +202,21 @@ def test_a_new_level_is_ranked_without_an_edit(monkeypatch):
     order.insert(i + 1, new)
     monkeypatch.setattr(R, "_REGISTRY", {lv.name: lv for lv in order})
     # not yet measured: a candidate, after every calibrated level
-    names = [lv.name for lv in api.auto_candidates(np.float32, 8, 8, 8, True)]
+    names = [lv.name for lv in choose.auto_candidates(np.float32, 8, 8, 8, True)]
     assert "k99" in names and all(choose.params(n, np.float32) for n in names[:names.index("k99")])
     # calibrated fast: first
     cal = {"levels": dict(choose.calibration()["levels"],
                           k99={"float32": {"blocks_per_sm": 8, "bw_eff": 1.0, "tflops": 1e6, "t0_us": 0.1}})}
     monkeypatch.setattr(choose, "_calibration", cal)
-    assert api.auto_candidates(np.float32, 8, 8, 8, True)[0].name == "k99"
-    assert "k99" not in [lv.name for lv in api.auto_candidates(np.float32, 8, 7, 8, True)]
+    assert choose.auto_candidates(np.float32, 8, 8, 8, True)[0].name == "k99"
+    assert "k99" not in [lv.name for lv in choose.auto_candidates(np.float32, 8, 7, 8, True)]
     mod.AUTO = False
-    assert "k99" not in [lv.name for lv in api.auto_candidates(np.float32, 8, 8, 8, True)]
+    assert "k99" not in [lv.name for lv in choose.auto_candidates(np.float32, 8, 8, 8, True)]
 
 
 # --- without a GPU (the simulator, or one clear error)
 
-needs_simulator = pytest.mark.skipif(not numba_gemm.gpu.simulating(), reason="simulator only")
+needs_simulator = pytest.mark.skipif(not numba_gemm.runtime.gpu.simulating(), reason="simulator only")
 
 
 @needs_simulator
@@ -254,9 +254,9 @@ def test_fp16_auto_runs_v8py_in_the_simulator():
 def test_no_level_message_names_the_numba_hgemm_level():
     """A GPU without sm_90a has no fp16 level in auto's ranking: the error names v8py, which
     runs when named."""
-    msg = str(api._no_level(np.float16, 64, 64, 64, native=False))
+    msg = str(choose.no_level(np.float16, 64, 64, 64, native=False))
     assert "sm_90a" in msg and "level='v8py'" in msg
-    assert "v8py" not in str(api._no_level(np.float16, 64, 64, 64, native=True)).split(";")[0]
+    assert "v8py" not in str(choose.no_level(np.float16, 64, 64, 64, native=True)).split(";")[0]
 
 
 @needs_simulator
@@ -277,7 +277,7 @@ def test_no_gpu_and_no_simulator_is_one_clear_error(tmp_path):
     import subprocess
     import sys
 
-    if numba_gemm.gpu.has_gpu():
+    if numba_gemm.runtime.gpu.has_gpu():
         pytest.skip("this machine has a GPU")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     code = ("import numba, numpy as np, numba_gemm\n"
@@ -285,10 +285,10 @@ def test_no_gpu_and_no_simulator_is_one_clear_error(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 1
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("numba_gemm.gpu.NoGPUError") and "NUMBA_ENABLE_CUDASIM=1" in last
+    assert last.startswith("numba_gemm.runtime.gpu.NoGPUError") and "NUMBA_ENABLE_CUDASIM=1" in last
     assert "use_simulator_if_no_gpu() first" in last      # numba.cuda not imported: still possible
     assert "CudaSupportError" not in out.stderr
-    assert api.NoGPUError is numba_gemm.gpu.NoGPUError is numba_gemm.NoGPUError
+    assert api.NoGPUError is numba_gemm.runtime.gpu.NoGPUError is numba_gemm.NoGPUError
 
 
 def _fresh_python(code):
@@ -298,7 +298,7 @@ def _fresh_python(code):
     import subprocess
     import sys
 
-    if numba_gemm.gpu.has_gpu():
+    if numba_gemm.runtime.gpu.has_gpu():
         pytest.skip("this machine has a GPU")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -335,7 +335,7 @@ def test_simulator_after_numba_cuda_import_raises_and_says_why():
     assert first.startswith("raised:") and "numba.cuda was imported before" in first
     assert "NUMBA_ENABLE_CUDASIM=1" in first
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("numba_gemm.gpu.NoGPUError") and "already imported" in last
+    assert last.startswith("numba_gemm.runtime.gpu.NoGPUError") and "already imported" in last
 
 
 # ============================================================================ on a GPU
@@ -405,8 +405,8 @@ def test_torch_auto(dtype, shape):
     torch.cuda.synchronize()
     fam = "sgemm" if dtype == "float32" else "hgemm"
     assert check.verify(_host64(out), _host64(A), _host64(B), None, 1.0, 0.0, family=fam).ok
-    assert numba_gemm.plan(A, B).level.name == api.auto_candidates(np.dtype(np.float32) if fam == "sgemm"
-                                                                   else np.dtype(np.float16), *shape, True)[0].name
+    assert numba_gemm.plan(A, B).level.name == choose.auto_candidates(np.dtype(np.float32) if fam == "sgemm"
+                                                                      else np.dtype(np.float16), *shape, True)[0].name
 
 
 @pytest.mark.gpu
@@ -527,7 +527,7 @@ def test_capture_refuses_an_eager_launch_on_another_stream():
     side = torch.cuda.Stream()
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
-    from numba_gemm.driver import LaunchError
+    from numba_gemm.runtime.driver import LaunchError
 
     with torch.cuda.graph(g):
         with pytest.raises(LaunchError, match="capturing"):
@@ -646,7 +646,7 @@ def test_simulator_warns_for_big_shapes(monkeypatch):
 
 
 def test_validate_refuses_a_shape_the_named_level_cannot_serve():
-    from numba_gemm.operands import Operand
+    from numba_gemm.runtime.operands import Operand
 
     f16 = np.dtype(np.float16)
     a = Operand(0x1000, (16, 12), None, f16, 0, "t", None)
@@ -661,7 +661,7 @@ def test_validate_refuses_a_shape_the_named_level_cannot_serve():
 def test_validate_takes_a_16bit_c_only_for_the_levels_that_write_it():
     """C may be A's own float16/bfloat16 for a C16 level (v13) or auto; every other level, and
     any other C dtype, is refused before launch with the levels that write it named."""
-    from numba_gemm.operands import Operand
+    from numba_gemm.runtime.operands import Operand
 
     f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
     a = Operand(0x1000, (16, 64), None, f16, 0, "t", None)
@@ -686,7 +686,7 @@ def test_validate_takes_a_16bit_c_only_for_the_levels_that_write_it():
 
 
 def test_out_dtype_accepts_numpy_names_and_torch_dtypes():
-    from numba_gemm.operands import as_dtype
+    from numba_gemm.runtime.operands import as_dtype
 
     assert as_dtype("float16") == np.float16 and as_dtype(np.float32) == np.float32
     if BFLOAT16 is not None:

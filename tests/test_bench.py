@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import bench
-from numba_gemm import bench as nb
+from numba_gemm.measure import bench as nb
 from numba_gemm.registry import FAMILIES, registry
 from tests.conftest import GPU
 
@@ -136,7 +136,7 @@ def test_c_is_poisoned_with_nan_when_beta_is_zero(monkeypatch):
 
 
 def test_bench_without_warmup(monkeypatch):
-    from numba_gemm.timing import bench as time_it
+    from numba_gemm.measure.timing import bench as time_it
 
     calls = []
     t = time_it(lambda: calls.append(1), warmup=0, reps=2)
@@ -155,7 +155,7 @@ def test_bench_holds_the_gpu_until_the_call_is_enqueued(monkeypatch):
 
     from numba import config, cuda
 
-    from numba_gemm import timing
+    from numba_gemm.measure import timing
 
     holds_ns = []
 
@@ -194,7 +194,7 @@ def test_the_holds_occupancy_warning_is_silenced_and_only_it():
 
     from numba.cuda.core.errors import NumbaPerformanceWarning as Perf
 
-    from numba_gemm import timing
+    from numba_gemm.measure import timing
 
     low = "Grid size {} will likely result in GPU under-utilization due to low occupancy."
     with warnings.catch_warnings(record=True) as seen:
@@ -208,7 +208,7 @@ def test_the_holds_occupancy_warning_is_silenced_and_only_it():
 
 def test_plot_draws_the_docs_ladder_chart(tmp_path):
     pytest.importorskip("matplotlib")
-    from numba_gemm.figures import ladder_chart
+    from numba_gemm.explain.figures import ladder_chart
 
     rs = [nb.Result("k2", 4096, 4096, 4096, "float32", "gpu", ms=23.6, tflops=5.8, cublas_tflops=50.4),
           nb.Result("k3", 4096, 4096, 4096, "float32", "gpu", ms=16.3, tflops=8.4, cublas_tflops=50.4),
@@ -226,7 +226,7 @@ def test_overhead_header_names_card_date_commit_and_command(monkeypatch):
     """bench.py --overhead's table can be reproduced from its header line alone."""
     import re
 
-    from numba_gemm import overhead
+    from numba_gemm.measure import overhead
 
     row = {"level": "k2", "dtype": "float32", "library": "torch", "read": 3.0, "validate": 1.0,
            "launch": 5.0, "kernel": 2.5, "gemm": 12.0, "plan": 8.0, "torch.mm": 11.0}
@@ -245,7 +245,7 @@ def test_explain_without_a_gpu_explains_4096_without_a_run(capsys):
     assert bench.main(["--level", "k1,v9", "--explain"]) == 0
     out = capsys.readouterr().out
     assert "k1 on H200, M=N=K=4096" in out and "v9 on H200, M=N=K=4096" in out
-    from numba_gemm import ledgers
+    from numba_gemm.explain import ledgers
 
     roof = 1e3 * ledgers.bytes_ledger("k1", "h200", 4096).roofline_s
     assert f"roofline {roof:.3f} ms" in out and "0.000 ms" not in out and "missing" not in out
@@ -256,7 +256,9 @@ def test_explain_without_a_gpu_explains_4096_without_a_run(capsys):
 def test_overhead_gives_each_level_operands_of_its_own_dtype(lv):
     """bench.py --overhead builds every level's operands (NumPy to Numba arrays here, as on a GPU
     without torch); each must pass that level's validation (v8py is Numba yet takes fp16)."""
-    from numba_gemm import api, operands, overhead
+    from numba_gemm import api
+    from numba_gemm.measure import overhead
+    from numba_gemm.runtime import operands
 
     dtype = overhead.operand_dtype(lv)
     assert dtype in lv.dtypes
@@ -294,7 +296,7 @@ class Timed:
     MS = {"k2": 4.0, "k3": 2.0, "cuBLAS": 1.0, "k2 twin": 3.0, "k3 twin": 1.5}
 
     def __init__(self, monkeypatch, cublas_fails=None):
-        from numba_gemm import timing, twins
+        from numba_gemm.measure import timing, twins
 
         self.log, self.timing = [], False
         for name in ("k2", "k3"):
@@ -332,7 +334,7 @@ class Timed:
         return run
 
     def bench(self, fn, *, reps=None, warmup=1, flush_l2=False):
-        from numba_gemm.timing import Timing
+        from numba_gemm.measure.timing import Timing
 
         self.timing = True
         fn()
@@ -346,7 +348,7 @@ class Timed:
 
 
 def test_interleaved_checks_every_level_then_times_them_in_rotating_rounds(monkeypatch):
-    from numba_gemm import timing
+    from numba_gemm.measure import timing
 
     t = Timed(monkeypatch)
     runner = nb.Runner(simulator=False, reps=6, twins=False)
@@ -364,7 +366,7 @@ def test_interleaved_checks_every_level_then_times_them_in_rotating_rounds(monke
 
 
 def test_the_twins_are_competitors_too(monkeypatch):
-    from numba_gemm import timing
+    from numba_gemm.measure import timing
 
     t = Timed(monkeypatch)
     rows = nb.Runner(simulator=False, reps=2).run_shape(nb.parse_levels("k2,k3"), 6, 5, 4)

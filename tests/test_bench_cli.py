@@ -19,7 +19,7 @@ def test_bad_flags_are_argparse_errors(argv, capsys):
 
 
 def test_output_paths_checked_before_running(tmp_path, capsys, monkeypatch):
-    from numba_gemm import bench as nb
+    from numba_gemm.measure import bench as nb
 
     monkeypatch.setattr(nb.Runner, "run_shape", lambda *a, **k: pytest.fail("a level ran"))
     for flag in ("--json", "--csv"):
@@ -53,7 +53,7 @@ def test_all_skipped_exits_nonzero(capsys):
 
 
 def test_sass_without_nvdisasm_is_one_line(monkeypatch):
-    from numba_gemm import sass
+    from numba_gemm.explain import sass
 
     def missing():
         raise sass.CensusUnavailable("nvdisasm not found: pip install nvidia-cuda-nvdisasm")
@@ -66,7 +66,8 @@ def test_sass_without_nvdisasm_is_one_line(monkeypatch):
 
 
 def test_census_cached_per_level_on_disk(tmp_path, monkeypatch):
-    from numba_gemm import census_cache, registry, sass
+    from numba_gemm import registry
+    from numba_gemm.explain import census_cache, sass
 
     monkeypatch.setenv("NUMBA_GEMM_CACHE_DIR", str(tmp_path))
     calls = []
@@ -88,7 +89,7 @@ def test_census_cached_per_level_on_disk(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("flag, attr", [("--no-twins", "twins"), ("--no-interleave", "interleave")])
 def test_no_flags_reach_the_runner(monkeypatch, flag, attr):
-    from numba_gemm import bench as nb
+    from numba_gemm.measure import bench as nb
 
     seen = []
     real = nb.Runner.__init__
@@ -108,7 +109,7 @@ def test_no_flags_reach_the_runner(monkeypatch, flag, attr):
 def test_help_explains_interleaving_and_the_clock_and_power_columns(capsys):
     import dataclasses
 
-    from numba_gemm import bench as nb
+    from numba_gemm.measure import bench as nb
 
     with pytest.raises(SystemExit):
         bench.parse_args(["--help"])
@@ -123,13 +124,13 @@ def test_help_explains_interleaving_and_the_clock_and_power_columns(capsys):
 # ---------------------------------------------------------------------------- refused or explained up front
 
 def _no_run(monkeypatch):
-    from numba_gemm import bench as nb
+    from numba_gemm.measure import bench as nb
 
     monkeypatch.setattr(nb.Runner, "run_shape", lambda *a, **k: pytest.fail("a level ran"))
 
 
 def _refusal(argv, simulator=True):
-    from numba_gemm import bench as nb
+    from numba_gemm.measure import bench as nb
 
     args = bench.parse_args(argv)
     levels = nb.parse_levels(args.level or "k4")
@@ -138,7 +139,7 @@ def _refusal(argv, simulator=True):
 
 def test_the_simulator_limit_is_one_rule_with_gemms_warning():
     from numba_gemm import api
-    from numba_gemm import bench as nb
+    from numba_gemm.measure import bench as nb
 
     assert nb.SIM_MAX_FLOPS == api.SIM_WARN_FLOPS == 2 * 128**3
     assert _refusal(["--size", "128"]) is None
@@ -187,7 +188,7 @@ def test_no_check_on_a_cpu_runs_nothing(monkeypatch):
 
 
 def test_memory_needed_counts_the_float64_check_and_the_simulators_device():
-    from numba_gemm import bench as nb
+    from numba_gemm.measure import bench as nb
 
     M, N, K = 4, 1000, 1000
     host, dev = nb.memory_needed(M, N, K, 4, simulator=False)
@@ -200,7 +201,7 @@ def test_memory_needed_counts_the_float64_check_and_the_simulators_device():
 def test_a_size_that_does_not_fit_in_host_memory_is_one_line(monkeypatch):
     import math
 
-    from numba_gemm import bench as nb
+    from numba_gemm.measure import bench as nb
 
     avail = nb.host_memory_available()
     if avail is None:
@@ -216,7 +217,7 @@ def test_a_size_that_does_not_fit_in_host_memory_is_one_line(monkeypatch):
 
 
 def test_dtype_with_sgemm_levels_only_is_a_note():
-    from numba_gemm import bench as nb
+    from numba_gemm.measure import bench as nb
 
     args = bench.parse_args(["--level", "k2,k3", "--dtype", "bf16"])
     (note,) = bench.notes(args, nb.parse_levels(args.level))
@@ -234,7 +235,7 @@ def test_dtype_note_is_printed_and_the_run_goes_on(capsys):
 
 
 def test_suite_explain_runs_nothing_and_lists_every_shape(monkeypatch, capsys):
-    from numba_gemm import bench as nb, shapes
+    from numba_gemm.measure import bench as nb, shapes
 
     monkeypatch.setattr(nb.Runner, "run_shape", lambda *a, **k: pytest.fail("a level ran"))
     monkeypatch.setattr(shapes, "run_shape", lambda *a, **k: pytest.fail("a shape ran"))

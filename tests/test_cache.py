@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-from numba_gemm import nvrtc
+from numba_gemm.runtime import nvrtc
 
 TINY = 'extern "C" __global__ void tiny(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 
@@ -107,7 +107,7 @@ def test_read_only_cache_directory(tiny, monkeypatch):
 CHILD = textwrap.dedent("""
     import hashlib, os, sys, time
     from pathlib import Path
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
     nvrtc.native_dir = lambda: Path(sys.argv[1])
     compiled = []
     real = nvrtc._nvrtc_compile

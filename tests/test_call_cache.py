@@ -14,7 +14,8 @@ import types
 import numpy as np
 import pytest
 
-from numba_gemm import api, driver, gpu, launch, operands
+from numba_gemm import api
+from numba_gemm.runtime import driver, gpu, launch, operands
 from numba_gemm.sgemm import _common as sg
 
 TORCH_STREAM = 0x5000           # torch's current stream, unless a test changes it

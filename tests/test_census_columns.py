@@ -1,11 +1,11 @@
-"""The census table (bench.py --sass, python -m numba_gemm.sass) shows the instructions each
+"""The census table (bench.py --sass, python -m numba_gemm.explain.sass) shows the instructions each
 level exists for: a column for every class its SASS_MUST_HAVE names, and Hopper's (HGMMA,
 WARPGROUP.*, USETMAXREG.*, UTMALDG multicast) whenever a kernel has them. CPU only."""
 import dataclasses
 
 import pytest
 
-from numba_gemm import sass
+from numba_gemm.explain import sass
 from numba_gemm.registry import get
 
 HOPPER = {"HGMMA.64x128x16.F32.BF16": 64, "WARPGROUP.ARRIVE": 16, "WARPGROUP.DEPBAR.LE": 8,

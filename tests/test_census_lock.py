@@ -6,10 +6,10 @@ import sys
 import time
 from pathlib import Path
 
-from numba_gemm import census_cache
+from numba_gemm.explain import census_cache
 
 ROOT = Path(__file__).resolve().parent.parent
-WANT = ("from numba_gemm import census_cache\nprint('asking', flush=True)\n"
+WANT = ("from numba_gemm.explain import census_cache\nprint('asking', flush=True)\n"
         "with census_cache.one_taker(): print('in', flush=True)\n")
 
 

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from numba_gemm import figures, ledgers
+from numba_gemm.explain import figures, ledgers
 from numba_gemm.registry import registry
 
 ROOT = figures.ROOT
@@ -258,7 +258,7 @@ def skip_unless_the_quoted_compilers():
     quoted = re.search(r"The counts these docs quote come from CUDA (\d+)\.(\d+)'s compilers", CONCEPTS)
     assert quoted, "CONCEPTS no longer says which CUDA release the quoted SASS counts are from"
     try:
-        from numba_gemm import nvrtc
+        from numba_gemm.runtime import nvrtc
 
         here = nvrtc.nvrtc_version()
     except Exception as e:       # no NVRTC here: the census itself skips
@@ -668,7 +668,7 @@ def test_excerpt_is_the_source(path, name, body):
 def test_every_marked_excerpt_is_shown():
     used = {(p, n) for p, n, _ in DOC_EXCERPTS}
     for path in ("native/v10_tma.cu", "native/ptx.cuh", "numba_gemm/hgemm/v8py_mma.py",
-                 "numba_gemm/ptx/mma_sync.py", "numba_gemm/ptx/hopper.py", "numba_gemm/model.py",
+                 "numba_gemm/ptx/mma_sync.py", "numba_gemm/ptx/hopper.py", "numba_gemm/explain/model.py",
                  "numba_gemm/hgemm/_wgmma.py"):
         for name in re.findall(r"\[excerpt:([\w-]+)\]", (ROOT / path).read_text()):
             assert (path, name) in used, f"{path}#{name} is marked but not in LADDER.md or DETAILS.md"
@@ -707,7 +707,7 @@ FIGURE_LINE = re.compile(r"(?m)^!\[(?P<caption>.+)\]\(figures/(?P<name>[^)\s/]+\
 
 
 def drawn_figures() -> set[str]:
-    """The PNGs of docs/figures/ that an entry of numba_gemm.figures.FIGURES draws."""
+    """The PNGs of docs/figures/ that an entry of numba_gemm.explain.figures.FIGURES draws."""
     return {name for name, _ in figures.FIGURES.values() if (figures.FIGURES_DIR / name).is_file()}
 
 
@@ -723,10 +723,10 @@ def section_problems(level: str, body: str | None, drawn: set[str] | None = None
     if not EXCERPT_DOC.search(body):
         out.append(f"{level}: no code excerpt (<!-- excerpt: path#name --> and a fenced block)")
     names = [m.group("name") for m in FIGURE_LINE.finditer(body)]
-    out += [f"{level}: figures/{n} is not a figure of numba_gemm.figures.FIGURES in docs/figures/"
+    out += [f"{level}: figures/{n} is not a figure of numba_gemm.explain.figures.FIGURES in docs/figures/"
             for n in names if n not in drawn]
     if not any(n in drawn for n in names):
-        out.append(f"{level}: no figure (a line ![caption](figures/NAME.png), drawn by numba_gemm.figures)")
+        out.append(f"{level}: no figure (a line ![caption](figures/NAME.png), drawn by numba_gemm.explain.figures)")
     if not ("**Exercise" in body and re.search(r"<summary>Answers?</summary>", body)):
         out.append(f"{level}: no exercise with an answer")
     return out
@@ -747,7 +747,7 @@ def test_section_check_can_fail():
     assert section_problems("v99", no_code) == ["v99: no code excerpt (<!-- excerpt: path#name --> and a fenced block)"]
     assert section_problems("v99", body.replace("<summary>Answers</summary>", "")
                             .replace("<summary>Answer</summary>", "")) == ["v99: no exercise with an answer"]
-    no_figure = ["v99: no figure (a line ![caption](figures/NAME.png), drawn by numba_gemm.figures)"]
+    no_figure = ["v99: no figure (a line ![caption](figures/NAME.png), drawn by numba_gemm.explain.figures)"]
     assert FIGURE_LINE.search(body)
     assert section_problems("v99", FIGURE_LINE.sub("", body)) == no_figure
     # a figure inline in a sentence is not an image line; one not drawn by FIGURES does not count
@@ -756,7 +756,7 @@ def test_section_check_can_fail():
     drawn = drawn_figures()
     names = {m.group("name") for m in FIGURE_LINE.finditer(body)}
     assert names <= drawn and section_problems("v99", body, drawn - names) == [
-        *(f"v99: figures/{n} is not a figure of numba_gemm.figures.FIGURES in docs/figures/"
+        *(f"v99: figures/{n} is not a figure of numba_gemm.explain.figures.FIGURES in docs/figures/"
           for m in FIGURE_LINE.finditer(body) for n in [m.group("name")]), *no_figure]
     stray = FIGURE_LINE.sub("![a drawing](figures/no_such_figure.png)", body)
     assert section_problems("v99", stray)[-1] == no_figure[0]
@@ -778,7 +778,7 @@ def test_definition_excerpt_cuts_whole_definitions():
 def test_descriptor_model_and_cluster_exercise_answers():
     """The answers of the NumPy model's exercise and v11's second (LBO/SBO from the layout),
     recomputed with the package's code, and the words written in LADDER."""
-    from numba_gemm import model
+    from numba_gemm.explain import model
     from numba_gemm.hgemm import _wgmma as wg
     from numba_gemm.ptx import decode_smem_desc
 
@@ -1343,7 +1343,7 @@ def ladder_sass_tables():
 
     skip_unless_the_quoted_compilers()
     groups = sorted({lv for lv, _ in sass_promises(LADDER + "\n\n" + DETAILS)})
-    code = ("import json, sys\nfrom numba_gemm import sass\nfrom numba_gemm.registry import get\n"
+    code = ("import json, sys\nfrom numba_gemm.explain import sass\nfrom numba_gemm.registry import get\n"
             f"print(json.dumps({{g: sass.census_table([get(x) for x in g.split(',')]) for g in {groups!r}}}))")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
@@ -1394,8 +1394,8 @@ def test_k2_loop_snippet_prints_what_the_text_says():
     import subprocess
     import sys
 
-    snippet = re.search(r"```python\n(from numba import cuda\nfrom numba_gemm import sass, twins\n.*?)```",
-                        PROSE["k2"], re.S).group(1)
+    snippet = re.search(r"```python\n(from numba import cuda\nfrom numba_gemm.explain import sass\n"
+                        r"from numba_gemm.measure import twins\n.*?)```", PROSE["k2"], re.S).group(1)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     out = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, env=env, cwd=ROOT)
@@ -1457,7 +1457,7 @@ def k8_wave_problems(section: str) -> list[str]:
     4096³, auto's "N CTAs in W waves of S" as --explain prints it, its fitted blocks_per_sm, and
     the slots both price at 4096³ and at 1024³, each from the package."""
     from numba_gemm import choose
-    from numba_gemm.ledgers import Waves
+    from numba_gemm.explain.ledgers import Waves
 
     text = " ".join(section[section.index("**Waves.**"):].split("\n\n")[0].split())
     bad = []
@@ -1543,7 +1543,7 @@ def v7_bf16_problems(section: str, f16: dict, bf16: dict, tot16: int, totbf: int
 
 @pytest.fixture(scope="module")
 def v7_census():
-    from numba_gemm import sass
+    from numba_gemm.explain import sass
 
     skip_unless_the_quoted_compilers()
     try:
@@ -1568,7 +1568,7 @@ def test_v7_bf16_check_can_fail(v7_census):
 def test_v7_wmma_loads_in_the_ptx():
     """The paragraph's PTX: fp16's WMMA loads name the shared state space, bf16's none."""
     nv = pytest.importorskip("cuda.bindings.nvrtc")
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     src = nvrtc.native_dir() / "v7_wmma.cu"
     opts = [o for o in nvrtc.options_for("compute_90a") if "ptxas" not in o]

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from numba_gemm import figures
+from numba_gemm.explain import figures
 from numba_gemm.registry import registry
 
 ROOT = figures.ROOT

@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from numba_gemm import figures, ledgers, nvrtc
-from numba_gemm.figures.measured import _prov_line
+from numba_gemm.explain import figures, ledgers
+from numba_gemm.explain.figures.measured import _prov_line
+from numba_gemm.runtime import nvrtc
 
 
 def test_k1_k2_segments_match_the_request_ledger():
@@ -171,7 +172,7 @@ def test_committed_input_has_provenance_and_every_level():
 
 def test_every_figure_is_committed():
     for name, (fname, _) in figures.FIGURES.items():
-        assert (figures.FIGURES_DIR / fname).is_file(), f"{fname}: run python -m numba_gemm.figures"
+        assert (figures.FIGURES_DIR / fname).is_file(), f"{fname}: run python -m numba_gemm.explain.figures"
 
 
 def test_draw_every_figure(tmp_path):

@@ -48,7 +48,7 @@ def test_levels_are_measured_at_a_shape_they_serve():
 
 
 def test_without_a_gpu_it_says_so(tmp_path):
-    from numba_gemm.gpu import has_gpu
+    from numba_gemm.runtime.gpu import has_gpu
 
     if has_gpu():
         pytest.skip("a GPU is here")

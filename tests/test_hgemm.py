@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numba_gemm import check
-from numba_gemm.sass import disassemble
+from numba_gemm.explain.sass import disassemble
 from numba_gemm.hgemm import _common as cm
+from numba_gemm.measure import check
 from numba_gemm.registry import registry
 from tools import hgemm_sweep
 
@@ -56,7 +56,7 @@ def test_shipped_tile_is_valid_and_fully_specified(lv):
 
 
 def test_v7_config_states_the_tile_its_source_hard_codes():
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     v7 = LEVEL["v7"]
     src = (nvrtc.native_dir() / v7.SOURCE).read_text()
@@ -293,7 +293,8 @@ def test_the_sweep_candidates_are_valid_and_hold_every_shipped_tile():
 
 @pytest.mark.parametrize("level", ["v8", "v10"])   # a cp.async and a TMA pipeline
 def test_a_two_block_per_sm_tile_compiles_within_128_registers(level):
-    from numba_gemm import nvrtc, sass
+    from numba_gemm.explain import sass
+    from numba_gemm.runtime import nvrtc
 
     source, kernel = LEVEL[level].SOURCE, LEVEL[level].KERNEL_NAMES["f16"]
     t = SWEEP_TILES[1]

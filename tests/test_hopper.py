@@ -14,10 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, nvrtc
-from numba_gemm.sass import disassemble
+from numba_gemm.explain.sass import disassemble
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma, v11_wgmma, v12_warpspec, v13_persistent
+from numba_gemm.measure import check
+from numba_gemm.runtime import nvrtc
 
 LEVELS = [v11_wgmma, v12_warpspec, v13_persistent]
 ids = [lv.LEVEL for lv in LEVELS]
@@ -128,7 +129,7 @@ def test_source_refuses_to_compile_without_the_tile(lv):
     """No source default can stand in for the tile: without the -D options, or with any one of
     them missing, the .cu stops at #error; a tile the kernel body cannot take fails its
     static_asserts. (Front-end errors: nothing reaches ptxas, nothing is cached.)"""
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     with pytest.raises(nvrtc.CompileError, match="-DHG_"):
         nvrtc.compile_variant(lv.SOURCE, ())
@@ -190,7 +191,8 @@ def census_ops(source, defines, kernel_names, must_have, must_not_have, wgmma_n=
     """Compile `source` with `defines`; assert its kernels, no spills, no ignored setmaxnreg or
     serialised wgmma, the instructions it must and must not have, every HGMMA 64 x wgmma_n;
     return the opcodes."""
-    from numba_gemm import nvrtc, sass
+    from numba_gemm.explain import sass
+    from numba_gemm.runtime import nvrtc
 
     cubin = nvrtc.compile_variant(source, defines)
     log = nvrtc.compile_log(source, defines=defines)

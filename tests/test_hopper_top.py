@@ -53,7 +53,7 @@ def test_verdicts_catch_a_result_that_reads_c_when_beta_is_zero():
     import numpy as np
     from numba import cuda
 
-    from numba_gemm import check
+    from numba_gemm.measure import check
 
     A, B, C = check.random_inputs(24, 20, 16, dtype=np.float32)
     dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.device_array((24, 20), np.float32)

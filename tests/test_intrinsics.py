@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from numba import cuda, float32
 
-from numba_gemm import check
-from numba_gemm.intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_readonly,
+from numba_gemm.measure import check
+from numba_gemm.ptx.intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_readonly,
                                    store4_global, store4_shared)
 from numba_gemm.sgemm import k6_vectorized as k6
 from tests.conftest import gpu_only
@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PTX = r'''
 import json
 from numba import cuda, float32, int32, uint32
-from numba_gemm.intrinsics import load4_global, load4_shared, store4_global, store4_shared
+from numba_gemm.ptx.intrinsics import load4_global, load4_shared, store4_global, store4_shared
 
 def copy(X, Y, i):
     S = cuda.shared.array((4, 32), float32, alignment=16)
@@ -49,7 +49,7 @@ def test_intrinsics_compile_to_v4_ptx():
 READONLY_PTX = r'''
 import json
 from numba import cuda, float32, int32
-from numba_gemm.intrinsics import load4_readonly, load_readonly, store4_global
+from numba_gemm.ptx.intrinsics import load4_readonly, load_readonly, store4_global
 
 def copy(X, Y, i):
     x, y, z, w = load4_readonly(X, 4 * i)
@@ -111,7 +111,7 @@ def test_twins_agree_with_plain_indexing():
 
 @pytest.mark.skipif(not SIMULATOR, reason="simulator twins only")
 def test_twins_refuse_misaligned_and_out_of_row():
-    from numba_gemm.intrinsics import _sim_load4, _sim_store4
+    from numba_gemm.ptx.intrinsics import _sim_load4, _sim_store4
 
     buf = np.zeros(64, np.float32)
     base = buf[(-buf.__array_interface__["data"][0] // 4) % 4:][:32]   # a 16-byte-aligned view

@@ -8,7 +8,9 @@ import pytest
 from tests.conftest import GPU, sgemm_case
 
 import numba_gemm
-from numba_gemm import check, choose, sass, shapes
+from numba_gemm import choose
+from numba_gemm.explain import sass
+from numba_gemm.measure import check, shapes
 from numba_gemm.sgemm import k6gv_skinny as gv
 
 SIM_SHAPES = [(1, 1, 1), (1, 131, 37), (3, 128, 64), (3, 5, 70), (8, 129, 33), (8, 260, 65)]

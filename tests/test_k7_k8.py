@@ -16,9 +16,9 @@ import pytest
 from tests.conftest import GPU, sgemm_case
 
 import numba_gemm
-from numba_gemm import check
+from numba_gemm.measure import check
+from numba_gemm.measure.twins import main_loop
 from numba_gemm.registry import get
-from numba_gemm.twins import main_loop
 from numba_gemm.sgemm._loaders import vector_operands
 
 LEVELS = ["k7", "k8", "k9"]
@@ -114,7 +114,8 @@ def _is(instruction, opcode):
 def census():
     """The levels' kernels from the shared census (one compile, cached), each with its CUDA C
     twin's SASS where NVRTC is here."""
-    from numba_gemm import sass, twins
+    from numba_gemm.explain import sass
+    from numba_gemm.measure import twins
 
     try:
         got = sass.kernel_censuses(*LEVELS)

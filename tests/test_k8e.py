@@ -12,7 +12,8 @@ The registry-driven tests (test_sgemm, test_twins, test_sass) cover the rest of 
 import numpy as np
 import pytest
 
-from numba_gemm import check, launch
+from numba_gemm.measure import check
+from numba_gemm.runtime import launch
 from numba_gemm.registry import registry
 from numba_gemm.sgemm import k6gv_skinny as k6gv
 from numba_gemm.sgemm import k8_double_buffer as k8

@@ -12,8 +12,9 @@ the rest of the level contract.
 import numpy as np
 import pytest
 
-from numba_gemm import check, launch
+from numba_gemm.measure import check
 from numba_gemm.registry import registry
+from numba_gemm.runtime import launch
 from numba_gemm.sgemm import k8_double_buffer as k8
 from numba_gemm.sgemm import k8p_pitched as k8p
 from tests.graph_replay import replays_exactly

@@ -7,8 +7,8 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numba_gemm import ledgers as L
-from numba_gemm.ledgers import Geometry, HTile
+from numba_gemm.explain import ledgers as L
+from numba_gemm.explain.ledgers import Geometry, HTile
 from numba_gemm.registry import registry
 
 N = 4096

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import GPU, gpu_only
-from numba_gemm import ledgers as L
-from numba_gemm import load_costs as lc
-from numba_gemm import microbench as mb
-from numba_gemm import tensor_ceilings as tc
+from numba_gemm.explain import ledgers as L
+from numba_gemm.measure import load_costs as lc
+from numba_gemm.measure import microbench as mb
+from numba_gemm.measure import tensor_ceilings as tc
 from numba_gemm.registry import registry
 
 SGEMM = [lv.name for lv in registry().values() if lv.family == "sgemm"]
@@ -69,7 +69,8 @@ def test_measured_costs_are_sane(tmp_path):
 def test_tensor_ceilings_compile_to_the_instructions_they_measure():
     """NVRTC for sm_90a, no GPU: HMMA in the mma.sync loop, HGMMA (and its fences) in the wgmma
     loop, no local memory, and no wgmma serialised by ptxas (which would measure the wrong thing)."""
-    from numba_gemm import nvrtc, sass
+    from numba_gemm.explain import sass
+    from numba_gemm.runtime import nvrtc
 
     cubin = tc.tensor_cubin()
     census = {c.kernel: c for c in sass.census_cubin(cubin, "ceilings")}

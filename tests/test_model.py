@@ -1,4 +1,4 @@
-"""numba_gemm.model: the NumPy blocked algorithm is exact against A @ B for ragged shapes, its
+"""numba_gemm.explain.model: the NumPy blocked algorithm is exact against A @ B for ragged shapes, its
 tilings are the levels' own, and its thread tiles are the ones the kernels compute."""
 from dataclasses import replace
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numba_gemm import model as md
+from numba_gemm.explain import model as md
 
 SMALL = md.Tiling(tile_m=32, tile_n=16, tile_k=4, warp_m=32, warp_n=16)    # one warp of 4×4 tiles
 SMALL2 = md.Tiling(tile_m=64, tile_n=32, tile_k=8, warp_m=32, warp_n=16, stages=3)   # 4 warps

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from numba_gemm import registry as reg
-from numba_gemm import sass
+from numba_gemm.explain import sass
 
 from conftest import GPU
 
@@ -167,8 +167,8 @@ def test_sass_census_of_the_copies(outside):
 
 def test_plot_with_the_copies(outside, tmp_path):
     pytest.importorskip("matplotlib")
-    from numba_gemm.bench import Result
-    from numba_gemm.figures import ladder_chart
+    from numba_gemm.explain.figures import ladder_chart
+    from numba_gemm.measure.bench import Result
 
     rs = [Result(SG, 4096, 4096, 4096, "float32", "gpu", ms=23.6, tflops=5.8, cublas_tflops=50.4),
           Result(HG, 4096, 4096, 4096, "float16", "gpu", ms=0.3, tflops=460.0, cublas_tflops=700.0)]

@@ -1,4 +1,4 @@
-"""Numba kernels cached on disk (numba_gemm.numba_cache) and the warm-up command.
+"""Numba kernels cached on disk (numba_gemm.runtime.numba_cache) and the warm-up command.
 
 Without a GPU: the entry format and its damage (in this process), and in child processes with
 the simulator off (Numba compiles without a GPU): keys from a copied level before and after an
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from numba_gemm import numba_cache, nvrtc
+from numba_gemm.runtime import numba_cache, nvrtc
 
 ROOT = Path(__file__).resolve().parent.parent
 K1 = ROOT / "numba_gemm" / "sgemm" / "k1_naive.py"
@@ -122,7 +122,7 @@ def test_an_unwritable_cache_warns_once_and_goes_on(tmp_path, a_cubin, monkeypat
 def test_the_reduction_is_warmed_with_the_types_its_launch_gives():
     """splitk.reduce's arguments, typed as launch_numba types them, are the signature the
     warm-up compiles (another signature would be a second, cold compile at the first call)."""
-    from numba_gemm import launch
+    from numba_gemm.runtime import launch
     from numba_gemm.sgemm import _splitk_parts
 
     P, C = np.zeros(24, np.float32), np.zeros((4, 3), np.float32)
@@ -134,7 +134,7 @@ def test_the_reduction_is_warmed_with_the_types_its_launch_gives():
 
 COPY_KEY = """
 import json, sys, importlib
-from numba_gemm import numba_cache
+from numba_gemm.runtime import numba_cache
 m = importlib.import_module("k1copy")
 key = numba_cache.kernel_key(m.kernel, m.SIGNATURE, (9, 0, "a"))
 entry, cubin, compiled = numba_cache.cubin(m.kernel, m.SIGNATURE, (9, 0, "a"))
@@ -146,7 +146,7 @@ def _copy_k1(where: Path, edit=None, helper_edit=None) -> Path:
     """k1 copied out of the package as module `k1copy` (its helper _common.py beside it as
     `k1helpers`), relative imports made absolute; `edit`/`helper_edit`: (old, new) in either."""
     where.mkdir()
-    src = K1.read_text().replace("from ..ledgers.access", "from numba_gemm.ledgers.access")
+    src = K1.read_text().replace("from ._access", "from numba_gemm.sgemm._access")
     src = src.replace("from ._common import", "from k1helpers import")
     helpers = (K1.parent / "_common.py").read_text().replace("from ..util", "from numba_gemm.util")
     for text, change in ((src, edit), (helpers, helper_edit)):
@@ -178,7 +178,7 @@ def test_an_edited_constant_in_a_copied_level_or_its_helper_changes_the_key(tmp_
 
 CORRUPT = """
 import json, warnings
-from numba_gemm import numba_cache
+from numba_gemm.runtime import numba_cache
 from numba_gemm.sgemm import k1_naive as k1
 cc = (9, 0, "a")
 _, good, compiled_first = numba_cache.cubin(k1.kernel, k1.SIGNATURE, cc)
@@ -202,7 +202,7 @@ def test_a_corrupt_entry_is_compiled_again_with_a_warning(tmp_path):
 
 RACE = """
 import json, sys, time
-from numba_gemm import numba_cache
+from numba_gemm.runtime import numba_cache
 from numba_gemm.sgemm import k1_naive as k1
 start = float(sys.argv[1])
 while time.time() < start:
@@ -234,7 +234,9 @@ SAME_AS_NUMBA = """
 import json, types
 from unittest import mock
 from numba.cuda import codegen, dispatcher
-from numba_gemm import numba_cache, sass, splitk
+from numba_gemm import splitk
+from numba_gemm.explain import sass
+from numba_gemm.runtime import numba_cache
 from numba_gemm.sgemm import k1_naive as k1, _splitk_parts
 cc = (9, 0, "a")
 out = {}
@@ -262,13 +264,14 @@ def test_the_cached_cubin_is_the_code_numba_would_load(tmp_path):
 
 EVERY_KEY = """
 import json
-from numba_gemm import numba_cache
+from numba_gemm import warm
 from numba_gemm.registry import registry
+from numba_gemm.runtime import numba_cache
 keys = {}
 for lv in registry().values():
     if not lv.native:
-        for name in numba_cache.kernels_of(lv):
-            k, sig = numba_cache._numba_kernel(lv.module, lv.name, name)
+        for name in warm.kernels_of(lv):
+            k, sig = warm._numba_kernel(lv.module, lv.name, name)
             keys[f"{lv.name}:{name}"] = numba_cache.kernel_key(k, sig, (9, 0, "a"))
 print(json.dumps(keys))
 """
@@ -293,7 +296,7 @@ def test_every_numba_kernel_has_a_key_the_same_in_every_process(tmp_path):
 REFUSED = """
 import json
 from numba import cuda, float32
-from numba_gemm import driver, numba_cache
+from numba_gemm.runtime import driver, numba_cache
 
 @cuda.jit(debug=True, opt=False)
 def with_debug_info(x):
@@ -343,7 +346,7 @@ def test_warm_command_fills_both_caches_then_finds_them(tmp_path):
     assert len(list((tmp_path / "cache").glob("k1_naive.kernel.sm_90a.*.numba"))) == 1
     assert len(list((tmp_path / "cache").glob("v7_wmma.sm_90a.*.cubin"))) == 1
     assert "census" not in text and not (tmp_path / "cache" / "census").exists()
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     if nvrtc.nvdisasm_path() is None:
         pytest.skip("no nvdisasm here: the census cannot be taken")
@@ -360,7 +363,7 @@ import json, time
 import numpy as np
 from numba import cuda
 import numba_gemm
-from numba_gemm import numba_cache
+from numba_gemm.runtime import numba_cache
 compiles = []
 real = numba_cache.compile_kernel
 numba_cache.compile_kernel = lambda *a: compiles.append(1) or real(*a)
@@ -393,19 +396,20 @@ def test_a_cached_kernel_loads_and_computes_in_a_fresh_process(tmp_path):
 def test_warm_compiles_the_native_variants_run_may_need(monkeypatch):
     """A native level's warm-up names its shipped source and each WARM_VARIANTS entry (v11's five
     other tiles, v13's 16-bit C) and compiles each with that variant's defines."""
-    from numba_gemm import nvrtc
+    from numba_gemm import warm
     from numba_gemm.hgemm import v11_wgmma, v13_persistent
     from numba_gemm.registry import get
+    from numba_gemm.runtime import nvrtc
 
-    names = numba_cache.kernels_of(get("v11"))
+    names = warm.kernels_of(get("v11"))
     assert names[0] == "v11_wgmma.cu" and len(names) == 1 + len(v11_wgmma.TILE_CHOICES) - 1
     assert "v11_wgmma.cu:bm=64,bn=64" in names
-    assert numba_cache.kernels_of(get("v13")) == ["v13_persistent.cu", "v13_persistent.cu:c16"]
+    assert warm.kernels_of(get("v13")) == ["v13_persistent.cu", "v13_persistent.cu:c16"]
     seen = []
     monkeypatch.setattr(nvrtc, "compile_variant", lambda src, d, *a: seen.append((src, tuple(d))))
-    numba_cache.warm_one("v13", "v13_persistent.cu:c16", None)
-    numba_cache.warm_one("v11", "v11_wgmma.cu:bm=64,bn=64", None)
-    numba_cache.warm_one("v11", "v11_wgmma.cu", None)
+    warm.warm_one("v13", "v13_persistent.cu:c16", None)
+    warm.warm_one("v11", "v11_wgmma.cu:bm=64,bn=64", None)
+    warm.warm_one("v11", "v11_wgmma.cu", None)
     assert seen == [("v13_persistent.cu", v13_persistent.defines(c16=1)),
                     ("v11_wgmma.cu", v11_wgmma.tile(64, 64).defines()),
                     ("v11_wgmma.cu", tuple(v11_wgmma.DEFINES))]

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from numba_gemm import nvrtc
-from numba_gemm.sass import disassemble
+from numba_gemm.explain.sass import disassemble
 from numba_gemm.registry import registry
+from numba_gemm.runtime import nvrtc
 
 LEVELS = [lv.module for lv in registry().values() if lv.native]
 BY_NAME = {m.LEVEL: m for m in LEVELS}
@@ -98,7 +98,7 @@ def test_show_compile(tmp_path, monkeypatch, capsys):
 
 
 def test_census_cli_prints_each_kernels_sass(capsys):
-    from numba_gemm import sass
+    from numba_gemm.explain import sass
 
     assert sass.main(["v7", "--sass"]) == 0
     out = capsys.readouterr().out

@@ -5,8 +5,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from numba_gemm import driver, launch, operands
-from numba_gemm.operands import BFLOAT16, HOST, Operand
+from numba_gemm.runtime import driver, launch, operands
+from numba_gemm.runtime.operands import BFLOAT16, HOST, Operand
 
 
 class DLPackOnly:
@@ -278,7 +278,7 @@ def test_recorded_numba_launch_carries_the_flattened_arguments(monkeypatch):
 
     from numba import cuda
 
-    from numba_gemm import gpu
+    from numba_gemm.runtime import gpu
     from numba_gemm.sgemm import k1_naive as k1
 
     monkeypatch.setattr(gpu, "simulating", lambda: False)
@@ -299,8 +299,8 @@ def test_recorded_numba_launch_carries_the_flattened_arguments(monkeypatch):
 
 
 def test_recorded_native_launch_carries_its_arguments(monkeypatch):
-    from numba_gemm import nvrtc
     from numba_gemm.hgemm import v8_mma as v8
+    from numba_gemm.runtime import nvrtc
 
     monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x99)
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
@@ -320,8 +320,8 @@ def test_recorded_native_launch_carries_its_arguments(monkeypatch):
 
 def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
     """v13 launches clusters (cuLaunchKernelEx): through launch_native, so it is recorded too."""
-    from numba_gemm import nvrtc, tma
     from numba_gemm.hgemm import _wgmma, v13_persistent as v13
+    from numba_gemm.runtime import nvrtc, tma
 
     monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x77)
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
@@ -341,8 +341,8 @@ def test_cluster_launch_of_v13_is_recorded_not_issued(monkeypatch):
 def test_v13_tma_store_epilogue_only_where_tma_can_store(monkeypatch, c_ptr, beta, tma_c):
     """v13's TMA-store epilogue (tma_store=1) gets C's map and tma_c = 1 only for beta == 0 and a
     16-byte aligned C; otherwise the kernel's register epilogue (tma_c = 0, a stand-in map)."""
-    from numba_gemm import nvrtc, tma
     from numba_gemm.hgemm import _wgmma, v13_persistent as v13
+    from numba_gemm.runtime import nvrtc, tma
 
     monkeypatch.setattr(nvrtc, "function", lambda *a, **k: 0x77)
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
@@ -367,7 +367,7 @@ def test_v13_tma_store_epilogue_only_where_tma_can_store(monkeypatch, c_ptr, bet
 def test_keeping_holds_an_object_in_each_launch_and_passes_them_on():
     """Launches made under launch.keeping(obj) carry obj in `keep` and reach the outer
     recording in order; nothing is issued when the block raises."""
-    from numba_gemm import launch
+    from numba_gemm.runtime import launch
 
     workspace = object()
     with launch.recording() as outer:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from numba_gemm import sass
+from numba_gemm.explain import sass
 from numba_gemm.registry import registry
 
 LEVELS = list(registry().values())
@@ -69,8 +69,8 @@ def test_k6_both_specialisations(censuses):
 TINY = r'''
 import json, sys
 from numba import cuda, float32
-from numba_gemm import sass
-from numba_gemm.intrinsics import load4_global, load4_shared, store4_global, store4_shared
+from numba_gemm.explain import sass
+from numba_gemm.ptx.intrinsics import load4_global, load4_shared, store4_global, store4_shared
 
 def tiny(X, Y, a):
     S = cuda.shared.array(64, float32, alignment=16)
@@ -98,7 +98,7 @@ def _without_simulator(code):
 BOUNDS = r'''
 import json, types
 from numba import cuda, float32
-from numba_gemm import sass
+from numba_gemm.explain import sass
 
 n = 80   # 80 values live at once: more registers than a 1024-thread block may give a thread
 src = "def hungry(X, Y):\n    i = cuda.grid(1)\n"
@@ -223,7 +223,7 @@ extern "C" __global__ void framed(float* x, int i) {     // a local array indexe
 
 @pytest.fixture
 def two_kernels(tmp_path, monkeypatch):
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     (tmp_path / "two.cu").write_text(FRAME)
     monkeypatch.setattr(nvrtc, "native_dir", lambda: tmp_path)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.conftest import GPU, gpu_only, sgemm_case
 
 import numba_gemm
-from numba_gemm import check
+from numba_gemm.measure import check
 
 SGEMM = [lv for lv in numba_gemm.levels() if lv.family == "sgemm"]
 IDS = [lv.name for lv in SGEMM]

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, ledgers
-from numba_gemm.ledgers.access import WARP
+from numba_gemm.explain import ledgers
+from numba_gemm.measure import check
 from numba_gemm.registry import registry
+from numba_gemm.sgemm._access import WARP
 
 SGEMM = [lv for lv in registry().values() if lv.family == "sgemm"]
 IDS = [lv.name for lv in SGEMM]
@@ -17,7 +18,7 @@ F32 = 4
 
 def _launch(module, M, N, K):
     """(grid, block) that module.run() launches for an M×N×K product (nothing runs)."""
-    from numba_gemm import launch
+    from numba_gemm.runtime import launch
 
     seen = []
     mp = pytest.MonkeyPatch()

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from numba_gemm import choose, registry, shapes
-from numba_gemm.ledgers.card import DATA_DIR
+from numba_gemm import choose, registry
+from numba_gemm.explain.ledgers.card import DATA_DIR
+from numba_gemm.measure import shapes
 
 DOCS_DATA = DATA_DIR.parent.parent / "docs" / "data"
 
@@ -234,7 +235,7 @@ def test_explain_runs_nothing_and_names_every_shape():
 def test_run_shape_checks_and_times_on_a_gpu():
     """The suite's runner on one small skinny shape: every candidate checked exact (C poisoned),
     timed in both modes, cuBLAS beside it; auto is one of the levels timed."""
-    from numba_gemm.bench import Runner
+    from numba_gemm.measure.bench import Runner
 
     for dtype in ("float32", "bfloat16"):
         r = shapes.run_shape(Runner(False, seed=1), "small skinny", 16, 1024, 2048, dtype)
@@ -252,7 +253,7 @@ def test_explain_relates_auto_waves_to_resident_ctas():
     """auto's "N waves of S" says what S is (SMs × the fitted blocks_per_sm), and a level whose
     launch bounds fix its CTAs per SM gets a line setting its waves against the resident CTAs:
     k8 at 4096³ holds 264, 4 waves of 264 = 8 waves of 132 = 1056 slots."""
-    from numba_gemm import ledgers
+    from numba_gemm.explain import ledgers
 
     text = choose.explain("float32", 4096, 4096, 4096, native=True)
     w = ledgers.waves("k8", 4096)

@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 from tests.conftest import gpu_only, sgemm_case
 
 import numba_gemm
-from numba_gemm import check, splitk, workspace
+from numba_gemm import splitk
+from numba_gemm.measure import check
+from numba_gemm.measure.twins import main_loop
 from numba_gemm.registry import get
-from numba_gemm.twins import main_loop
+from numba_gemm.runtime import workspace
 
 LEVELS = ["k5sk", "k8sk"]
 
@@ -216,7 +218,7 @@ def test_bad_forced_splits_are_refused(level):
 @pytest.fixture(scope="module")
 def census():
     """k8's and the split levels' kernels, from the shared census (one compile, cached)."""
-    from numba_gemm import sass
+    from numba_gemm.explain import sass
 
     try:
         got = sass.kernel_censuses("k8", *LEVELS)
@@ -375,7 +377,7 @@ def test_gpu_twin_with_forced_splits(level, splits, monkeypatch):
     """The CUDA C twin runs the same plan (partials + splitk_reduce.cu) exactly."""
     from numba import cuda
 
-    from numba_gemm import twins
+    from numba_gemm.measure import twins
 
     monkeypatch.setattr(_mod(level), "SPLITS", splits)
     for M, N, K in [(130, 129, 1001), (16, 1000, 4096)]:
@@ -393,7 +395,7 @@ def test_gpu_recorded_launches_hold_the_workspace(level):
     into a buffer the workspace cache has since dropped."""
     from numba import cuda
 
-    from numba_gemm import launch
+    from numba_gemm.runtime import launch
 
     M, N, K = 9, 10, 300
     dA, dB, dC = (cuda.to_device(x) for x in check.random_inputs(M, N, K))

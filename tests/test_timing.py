@@ -1,4 +1,4 @@
-"""Interleaved timing (numba_gemm.timing): the rotation of competitors over rounds, the median
+"""Interleaved timing (numba_gemm.measure.timing): the rotation of competitors over rounds, the median
 per competitor over the rounds, and the NVML readings beside them; none of it needs a GPU (the
 timer and the reading are stubbed)."""
 import statistics
@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 from hypothesis import given, strategies as st
 
-from numba_gemm import timing
-from numba_gemm.timing import Timing
+from numba_gemm.measure import timing
+from numba_gemm.measure.timing import Timing
 
 names = st.lists(st.text("ABCDEFGHIJ", min_size=1, max_size=3), min_size=1, max_size=12, unique=True)
 

@@ -1,4 +1,4 @@
-"""numba_gemm.tma: the documented cuTensorMapEncodeTiled rules, checked without a driver.
+"""numba_gemm.runtime.tma: the documented cuTensorMapEncodeTiled rules, checked without a driver.
 
 `_driver_accepts` restates the rules independently (straight from the driver documentation);
 hypothesis draws arguments around every boundary and the checker must agree with it exactly.
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import tma
 from numba_gemm.hgemm import _wgmma
+from numba_gemm.runtime import tma
 
 
 def _driver_accepts(addr, dims, strides, box, elem, es, swizzle):

@@ -1,4 +1,4 @@
-"""The CUDA C twins (numba_gemm.twins): one per SGEMM level, compiled by NVRTC to the same
+"""The CUDA C twins (numba_gemm.measure.twins): one per SGEMM level, compiled by NVRTC to the same
 instructions the level exists for, and exact like the level on a GPU."""
 from pathlib import Path
 
@@ -7,7 +7,9 @@ import pytest
 from tests.conftest import GPU, gpu_only, sgemm_case
 
 import numba_gemm
-from numba_gemm import check, nvrtc, sass, twins
+from numba_gemm.explain import sass
+from numba_gemm.measure import check, twins
+from numba_gemm.runtime import nvrtc
 from numba_gemm.sgemm import _warptile
 
 SGEMM = [lv.name for lv in numba_gemm.levels() if lv.family == "sgemm"]
@@ -30,7 +32,7 @@ def test_docstring_header_names_the_twins_to_diff_and_the_run(level):
         assert read.startswith(f"read: {own} ")
     else:
         assert read == f"read: diff native/{twins.source(lv.parent)} {own}"
-    assert (Path(twins.__file__).resolve().parent.parent / own).is_file()
+    assert (Path(twins.__file__).resolve().parents[2] / own).is_file()
 
 
 def test_only_sgemm_levels_have_twins():
@@ -90,7 +92,7 @@ def test_twin_options_are_the_levels_constants(level):
 
 @pytest.mark.parametrize("level", SGEMM)
 def test_twin_does_not_compile_without_its_tile(level):
-    with pytest.raises(nvrtc.CompileError, match="numba_gemm.twins.defines"):
+    with pytest.raises(nvrtc.CompileError, match="numba_gemm.measure.twins.defines"):
         _compile(level, {})
 
 
@@ -98,7 +100,7 @@ def test_twin_does_not_compile_without_its_tile(level):
 def test_each_tile_option_is_required(level):
     options = _options(level)
     for name in options:
-        with pytest.raises(nvrtc.CompileError, match="numba_gemm.twins.defines"):
+        with pytest.raises(nvrtc.CompileError, match="numba_gemm.measure.twins.defines"):
             _compile(level, {k: v for k, v in options.items() if k != name})
 
 

@@ -17,10 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, driver, launch, splitk
+from numba_gemm import splitk
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import v11gv_gemv as gv
+from numba_gemm.measure import check
 from numba_gemm.registry import registry
+from numba_gemm.runtime import driver, launch
 from numba_gemm.util import ceil_div
 from tests.graph_replay import replays_exactly
 
@@ -73,7 +75,8 @@ def test_forced_splits_checked():
 # ---------------------------------------------------------------------------- NVRTC + census
 
 def test_compiles_with_its_census():
-    from numba_gemm import nvrtc, sass
+    from numba_gemm.explain import sass
+    from numba_gemm.runtime import nvrtc
 
     cubin = nvrtc.compile_variant(gv.SOURCE, gv.DEFINES)
     log = nvrtc.compile_log(gv.SOURCE, defines=gv.DEFINES)
@@ -104,7 +107,7 @@ class _Array:
 
 @pytest.fixture
 def stubbed(monkeypatch):
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     names = []
     monkeypatch.setattr(nvrtc, "function",
@@ -214,7 +217,7 @@ def test_captured_graph_replays_the_same_bits():
 
 def test_ledgers_say_what_limits_it():
     """--explain: no tensor-core wording for a level that has no tensor-core instruction."""
-    from numba_gemm import ledgers
+    from numba_gemm.explain import ledgers
 
     text = ledgers.explain("v11gv", "h200", n=(1, 4096, 4096))
     assert "straight into registers" in text and "bytes in flight" in text

@@ -12,11 +12,12 @@ K and N from 1 to 7, bit-identical reruns, gemm() captured in a CUDA graph repla
 import numpy as np
 import pytest
 
-from numba_gemm import check, driver, launch, tma
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma as wg
 from numba_gemm.hgemm import v11p_pitched as vp
+from numba_gemm.measure import check
 from numba_gemm.registry import registry
+from numba_gemm.runtime import driver, launch, tma
 from tests.graph_replay import replays_exactly
 from tests.test_hopper import census_ops
 
@@ -68,7 +69,7 @@ class _Array:
 
 
 def test_run_copies_both_operands_then_runs_v11s_kernel(monkeypatch):
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     names, maps = [], []
     monkeypatch.setattr(nvrtc, "function", lambda source, name, defines=(): names.append(name) or len(names))

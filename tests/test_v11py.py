@@ -12,11 +12,12 @@ with v11's test shapes.
 import numpy as np
 import pytest
 
-from numba_gemm import check, sass
+from numba_gemm.explain import sass
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma as wg
 from numba_gemm.hgemm import v11_wgmma as v11
 from numba_gemm.hgemm import v11py_wgmma as v11py
+from numba_gemm.measure import check
 from numba_gemm.registry import get
 
 F16, BF16 = np.dtype(np.float16), cm.BF16

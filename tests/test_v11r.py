@@ -27,12 +27,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, driver, launch
-from numba_gemm.sass import disassemble
+from numba_gemm.explain.sass import disassemble
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma
 from numba_gemm.hgemm import v11r_ragged as vr
+from numba_gemm.measure import check
 from numba_gemm.registry import registry
+from numba_gemm.runtime import driver, launch
 from numba_gemm.util import ceil_div
 from tests.test_hopper import census_ops
 
@@ -230,8 +231,9 @@ VARIANTS = [(2, 2), (4, 4), (8, 8), (8, 2), (2, 8)]
 @pytest.fixture(scope="module")
 def v11_epilogue_loads():
     """v11 loads nothing but C in its epilogue (TMA brings A and B): its LDG counts by width."""
-    from numba_gemm import nvrtc, sass
+    from numba_gemm.explain import sass
     from numba_gemm.hgemm import v11_wgmma
+    from numba_gemm.runtime import nvrtc
 
     cubin = nvrtc.compile_variant(v11_wgmma.SOURCE, v11_wgmma.DEFINES)
     (c, *_) = sass.census_cubin(cubin, "v11")
@@ -240,7 +242,8 @@ def v11_epilogue_loads():
 
 @pytest.mark.parametrize("wa, wb", VARIANTS, ids=[f"A{a}B{b}" for a, b in VARIANTS])
 def test_compiles_with_its_census(wa, wb, v11_epilogue_loads):
-    from numba_gemm import nvrtc, sass
+    from numba_gemm.explain import sass
+    from numba_gemm.runtime import nvrtc
 
     d = vr.defines(wa, wb)
     census_ops(vr.SOURCE, d, vr.KERNEL_NAMES.values(), vr.SASS_MUST_HAVE, vr.SASS_MUST_NOT_HAVE)
@@ -266,7 +269,8 @@ def test_loop_order_in_sass():
     """The K loop's order, as the hazard notes in the .cu assume: between the barrier after
     tile 0 and the loop's barrier come the loads of tile kt+1, the wgmma of kt, the stores of
     kt+1, the proxy fence, wait_group 1, then the barrier."""
-    from numba_gemm import nvrtc, sass
+    from numba_gemm.explain import sass
+    from numba_gemm.runtime import nvrtc
 
     for wa, wb in ((8, 8), (2, 2)):
         text = sass.split_functions(disassemble(nvrtc.compile_variant(vr.SOURCE, vr.defines(wa, wb))))
@@ -284,7 +288,7 @@ def test_loop_order_in_sass():
 
 
 def test_source_refuses_to_compile_without_its_options():
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     d = vr.defines(2, 2)
     with pytest.raises(nvrtc.CompileError, match="-DHG_"):
@@ -316,7 +320,7 @@ class _Array:
 
 @pytest.fixture
 def stubbed(monkeypatch):
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     compiled = []
 
@@ -373,7 +377,7 @@ def test_run_refuses_before_any_launch(stubbed):
 def test_gemm_serves_a_ragged_shape_with_v11r_by_name():
     """Without a GPU gemm() says so rather than fall back (native level)."""
     import numba_gemm
-    from numba_gemm import gpu
+    from numba_gemm.runtime import gpu
 
     if not gpu.simulating():
         pytest.skip("simulator only")

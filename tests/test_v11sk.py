@@ -20,10 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, driver, launch, splitk
+from numba_gemm import splitk
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import v11sk_splitk as sk
+from numba_gemm.measure import check
 from numba_gemm.registry import registry
+from numba_gemm.runtime import driver, launch
 from numba_gemm.util import ceil_div
 from tests.graph_replay import replays_exactly
 from tests.test_hopper import census_ops
@@ -132,7 +134,7 @@ def test_compiles_with_its_census(bm):
 
 
 def test_source_refuses_to_compile_without_the_tile():
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     with pytest.raises(nvrtc.CompileError, match="-DHG_"):
         nvrtc.compile_variant(sk.SOURCE, ())
@@ -153,7 +155,7 @@ class _Array:
 @pytest.fixture
 def stubbed(monkeypatch):
     """run() with the driver stubbed: compiles, tensor maps and the reduction recorded."""
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     calls = {"maps": [], "reduce": [], "defines": []}
 
@@ -402,7 +404,8 @@ def test_recorded_launches_keep_the_workspace():
 
     import numba_gemm
     from numba import cuda
-    from numba_gemm import api, workspace
+    from numba_gemm import api
+    from numba_gemm.runtime import workspace
 
     rng = np.random.default_rng()
     M, N, K = 16, 8192, 2048

@@ -18,10 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, driver, launch, splitk
+from numba_gemm import splitk
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import v11sl_splitk as sl
+from numba_gemm.measure import check
 from numba_gemm.registry import registry
+from numba_gemm.runtime import driver, launch
 from numba_gemm.util import ceil_div
 from tests.graph_replay import replays_exactly
 from tests.test_hopper import census_ops
@@ -110,7 +112,7 @@ class _Array:
 
 @pytest.fixture
 def stubbed(monkeypatch):
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     defines = []
 

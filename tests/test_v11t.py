@@ -16,10 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import check, driver, launch, splitk
+from numba_gemm import splitk
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import v11t_swapab as sw
+from numba_gemm.measure import check
 from numba_gemm.registry import registry
+from numba_gemm.runtime import driver, launch
 from numba_gemm.util import ceil_div
 from tests.graph_replay import replays_exactly
 from tests.test_hopper import census_ops
@@ -120,7 +122,7 @@ class _Array:
 
 @pytest.fixture
 def stubbed(monkeypatch):
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     compiled = []
     monkeypatch.setattr(nvrtc, "function",

@@ -10,10 +10,10 @@ GPU the same cases run for real, with v8's ragged shapes and offsets past 2^31 e
 import numpy as np
 import pytest
 
-from numba_gemm import check
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import v8_mma
 from numba_gemm.hgemm import v8py_mma as v8py
+from numba_gemm.measure import check
 from numba_gemm.registry import get
 
 F16, BF16 = np.dtype(np.float16), cm.BF16
@@ -147,7 +147,7 @@ def test_offsets_past_2_31_elements(shape):
 def test_census_of_all_specialisations():
     """Every compiled specialisation has the tensor-core instructions and keeps its 128
     accumulators in registers (no local memory), as v8's cubin does."""
-    from numba_gemm import sass
+    from numba_gemm.explain import sass
 
     kernels = {c.kernel: c for c in sass.census_level("v8py")}
     assert set(kernels) == set(v8py.KERNELS)

@@ -16,11 +16,11 @@ import re
 import numpy as np
 import pytest
 
-from numba_gemm import nvrtc
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma as wg
 from numba_gemm.hgemm import v11_wgmma as v11
 from numba_gemm.hgemm import v11sk_splitk as v11sk
+from numba_gemm.runtime import nvrtc
 from numba_gemm.util import ceil_div
 from tests.test_hopper import DTYPES, SHAPES, _case, _macros, _opcodes, census_ops
 
@@ -71,7 +71,7 @@ def test_run_refuses_a_tile_before_touching_anything(kw, msg):
 
 def test_run_with_another_tile_launches_that_tile(monkeypatch):
     """Recorded, no GPU: the tile's cubin (its -D options), grid, block and shared memory."""
-    from numba_gemm import driver, launch
+    from numba_gemm.runtime import driver, launch
 
     compiled, mapped = [], []
 
@@ -206,7 +206,7 @@ def test_both_epilogues_compile_at_every_width():
     """native/wgmma_epilogues.cu: per width and C type, the register path's global stores and the
     TMA path's shared stores (N / 4 pairs per thread) and bulk stores (one per 128-byte box
     column: N * sizeof(C) / 128); 16-bit C packed by F2FP; no local memory."""
-    from numba_gemm import sass
+    from numba_gemm.explain import sass
 
     src = "wgmma_epilogues.cu"
     cubin = nvrtc.compile_variant(src, ())
@@ -249,10 +249,10 @@ def test_every_tile_exact_on_ragged_shapes(bm, bn, dtype):
 def test_auto_runs_a_calibrated_tile_with_its_keywords(monkeypatch):
     """gemm()'s candidates are Levels: a calibrated tile comes as v11's Level variant named by
     its spec, whose run() passes the tile's keywords to v11's run()."""
-    from numba_gemm import api, choose
+    from numba_gemm import choose
 
     first = choose.candidates("float16", 512, 512, 512, native=True)[0]
-    lv = api.auto_candidates(np.dtype(np.float16), 512, 512, 512, native=True)[0]
+    lv = choose.auto_candidates(np.dtype(np.float16), 512, 512, 512, native=True)[0]
     assert (lv.name, lv.kwargs) == (first.name, first.kwargs) and first.kwargs
     seen = []
     monkeypatch.setattr(lv.module, "run", lambda *a, **k: seen.append(k))

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")   # the fit reads level modules, runs nothing
 
 from numba_gemm import choose, registry  # noqa: E402
-from numba_gemm.shapes import geomean  # noqa: E402
+from numba_gemm.measure.shapes import geomean  # noqa: E402
 
 TWO_BYTE = ("float16", "bfloat16")
 

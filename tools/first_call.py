@@ -160,7 +160,7 @@ def main(argv=None) -> int:
         print(f"  cached NUMBA_GEMM_CACHE_DIR={warm_dir} ... --twice   (each row again)")
         return 0
 
-    from numba_gemm.gpu import has_gpu
+    from numba_gemm.runtime.gpu import has_gpu
 
     if not has_gpu():
         sys.exit("first_call: no GPU here (use --dry-run to see the plan)")

@@ -157,7 +157,7 @@ if has overhead; then
   cat "$OUT/overhead.txt"
 fi
 if has micro; then
-  timeout 180 python3 -m numba_gemm.microbench --out "$OUT/h200_costs.json" >"$OUT/micro.txt" 2>&1
+  timeout 180 python3 -m numba_gemm.measure.microbench --out "$OUT/h200_costs.json" >"$OUT/micro.txt" 2>&1
   cat "$OUT/micro.txt"
 fi
 if has sweep; then

@@ -58,7 +58,7 @@ import numpy as np
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
-from numba_gemm.gpu import use_simulator_if_no_gpu  # noqa: E402
+from numba_gemm.runtime.gpu import use_simulator_if_no_gpu  # noqa: E402
 
 use_simulator_if_no_gpu()   # --compile-only on a machine without a GPU still imports the registry
 
@@ -125,7 +125,8 @@ def jobs(levels, names):
 def compile_one(job):
     """Worker: NVRTC compile of one (config, level); registers, smem and spills from the cubin/log."""
     name, lv = job
-    from numba_gemm import nvrtc, sass
+    from numba_gemm.explain import sass
+    from numba_gemm.runtime import nvrtc
 
     cfg = CANDIDATES[name]
     tma = uses_tma(lv)
@@ -174,7 +175,7 @@ def timed(fn, reps):
 
 
 def driver_info(lv, cfg):
-    from numba_gemm import driver, nvrtc
+    from numba_gemm.runtime import driver, nvrtc
 
     mod = level_module(lv)
     fn = nvrtc.function(mod.SOURCE, mod.KERNEL_NAMES["f16"], defines=defines(lv, cfg))
@@ -186,7 +187,7 @@ def driver_info(lv, cfg):
 def correctness(lv, cfg, rng):
     from numba import cuda
 
-    from numba_gemm import check
+    from numba_gemm.measure import check
 
     M, N, K = CHECK_SHAPE
     out = []
@@ -212,7 +213,7 @@ def context_alive() -> bool:
 def make_operands(sizes, rng):
     from numba import cuda
 
-    from numba_gemm.cublas import Cublas
+    from numba_gemm.measure.cublas import Cublas
 
     blas = Cublas()
     ops = {}

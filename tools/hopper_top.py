@@ -5,8 +5,8 @@ For each dtype and size: every level is checked against the float64 reference fi
 beta != 0, then beta = 0 over a NaN-poisoned C), then the levels and cuBLAS are timed in
 rounds of rotating order (A B C D, B C D A, ...) so that clock and temperature drift falls on
 all of them alike; per level the median over the rounds of
-  kernel  time per call with the host's launch cost hidden (numba_gemm.timing.bench), and
-  loop    back-to-back calls between two events (numba_gemm.timing.loop),
+  kernel  time per call with the host's launch cost hidden (numba_gemm.measure.timing.bench), and
+  loop    back-to-back calls between two events (numba_gemm.measure.timing.loop),
 with the SM clock and board power (NVML) read after each level's turn. The table gives each
 rung against its parent and against cuBLAS; --json keeps every round.
 
@@ -40,9 +40,9 @@ def verdicts(lv, A, B, C, dA, dB, dC, rows) -> list:
     or A's 16-bit type) is the one the level writes; dC holds it (bf16 as uint16 bits)."""
     from numba import cuda
 
-    from numba_gemm import check
     from numba_gemm.api import transfer_dtype
-    from numba_gemm.bench import CHECKED
+    from numba_gemm.measure import check
+    from numba_gemm.measure.bench import CHECKED
 
     bits = transfer_dtype(C.dtype)
     out = []
@@ -101,11 +101,11 @@ def main() -> int:
 
     from numba import cuda
 
-    from numba_gemm import check
     from numba_gemm.api import transfer_dtype
-    from numba_gemm.cublas import Cublas
     from numba_gemm.hgemm._common import DTYPES
-    from numba_gemm.timing import bench, gpu_state, loop, median_or_none, rotation
+    from numba_gemm.measure import check
+    from numba_gemm.measure.cublas import Cublas
+    from numba_gemm.measure.timing import bench, gpu_state, loop, median_or_none, rotation
 
     blas = Cublas()
     c16s = {"float32": (False,), "same": (True,), "both": (False, True)}[args.out]

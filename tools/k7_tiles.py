@@ -76,10 +76,10 @@ def census(levels):
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
     from numba import cuda
 
-    from numba_gemm import sass
+    from numba_gemm.explain import sass
+    from numba_gemm.measure.twins import main_loop
     from numba_gemm.sgemm import _warptile, k7_warptile, k8_double_buffer
     from numba_gemm.sgemm._common import SIGNATURE
-    from numba_gemm.twins import main_loop
 
     mods = {"k7": k7_warptile, "k8": k8_double_buffer}
     print(f"{'level':<5} {'tile':<11} {'warp':<6} {'lanes':<5} {'regs':>4} {'spill':>5} "
@@ -111,11 +111,11 @@ def census(levels):
 def search(levels, n, budget_s, reps):
     from numba import cuda
 
-    from numba_gemm import check
-    from numba_gemm.intrinsics import SIMULATOR
+    from numba_gemm.measure import check
+    from numba_gemm.measure.timing import bench
+    from numba_gemm.ptx.intrinsics import SIMULATOR
     from numba_gemm.sgemm import _warptile, k7_warptile, k8_double_buffer
     from numba_gemm.sgemm._common import launch
-    from numba_gemm.timing import bench
 
     mods = {"k7": k7_warptile, "k8": k8_double_buffer}
     A, B, C = check.random_inputs(n, n, n, rng=np.random.default_rng(1))
@@ -193,7 +193,7 @@ def main(argv=None):
         print(f"wall {wall:.0f} s; speedup: the shipped tiling's time of the level / this row's")
         meta = dict(mode="gpu", size=args.size, wall_s=round(wall, 1))
         from numba import cuda
-        from numba_gemm.intrinsics import SIMULATOR
+        from numba_gemm.ptx.intrinsics import SIMULATOR
         if not SIMULATOR:
             name = cuda.get_current_device().name
             meta["device"] = name.decode() if isinstance(name, bytes) else str(name)

@@ -18,7 +18,8 @@ import sys
 
 import numpy as np
 
-from numba_gemm import check, registry
+from numba_gemm import registry
+from numba_gemm.measure import check
 
 
 class Baseline:
@@ -26,8 +27,8 @@ class Baseline:
     name = "cublas"
 
     def __init__(self, dtype_name: str):
-        from numba_gemm.cublas import Cublas
         from numba_gemm.hgemm._common import DTYPES
+        from numba_gemm.measure.cublas import Cublas
 
         self.dtype = next(d for d in map(np.dtype, (np.float32,) + DTYPES) if d.name == dtype_name)
         self.family = "sgemm" if self.dtype == np.float32 else "hgemm"

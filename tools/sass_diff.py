@@ -6,10 +6,11 @@
     python tools/sass_diff.py OUT_DIR k5                    # compare with a dump instead of a revision
 
 Each kernel (a level's `kernel`, or every entry of its `KERNELS`) is compiled to sm_90 SASS
-as the census does (no GPU needed), normalised -- addresses, encodings and the function's
-symbol dropped, one instruction or label per line -- and compared kernel by kernel with the
-same-named kernel of the revision. `--same NEW=OLD` compares a kernel with a differently named
-one of the revision (a kernel that was renamed or moved). Exit status 1 if any pair differs.
+(sm_90a for a level whose ARCH says so) as the census does (no GPU needed), normalised --
+addresses, encodings and the function's symbol dropped, one instruction or label per line --
+and compared kernel by kernel with the same-named kernel of the revision. `--same NEW=OLD`
+compares a kernel with a differently named one of the revision (a kernel that was renamed or
+moved). Exit status 1 if any pair differs.
 """
 from __future__ import annotations
 
@@ -26,9 +27,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Run inside the tree being measured: {kernel name: normalised SASS}.
 _DUMP = r'''
-import json, re, sys
+import json, os, re, sys
 from numba import cuda
-from numba_gemm import sass
+if os.path.isdir("numba_gemm/explain"):   # the tree measured is the working directory
+    from numba_gemm.explain import sass
+else:                                      # a revision from before the package had sub-packages
+    from numba_gemm import sass
 from numba_gemm.registry import registry
 
 INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
@@ -38,9 +42,11 @@ out = {}
 for lv in registry().values():
     if lv.native or (wanted and lv.name not in wanted):
         continue
+    arch = getattr(lv.module, "ARCH", "sm_90")     # v11py: sm_90a, which wgmma needs
     for name, (fn, sig, bounds) in sass.numba_kernels(lv.module).items():
-        ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0), launch_bounds=bounds)
-        cubin, _log = sass.link_ptx(ptx)
+        ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0, "a") if arch.endswith("a") else (9, 0),
+                                  launch_bounds=bounds)
+        cubin, _log = sass.link_ptx(ptx, arch)
         (code,) = sass.split_functions(sass.disassemble(cubin)).values()
         lines = []
         for line in code.splitlines():

@@ -15,7 +15,7 @@ def numba_kernels(level):
     """{name: (nvdisasm text, Census)}, compiled with the kernel's own launch bounds."""
     from numba import cuda
 
-    from numba_gemm import sass
+    from numba_gemm.explain import sass
     from numba_gemm.registry import get
 
     mod = get(level).module
@@ -32,7 +32,7 @@ def numba_kernels(level):
 
 
 def row(side, name, text, c):
-    from numba_gemm.twins import main_loop
+    from numba_gemm.measure.twins import main_loop
 
     loop = main_loop(text)
     ff = sum(op == "FFMA" for op in loop)
@@ -45,7 +45,7 @@ def row(side, name, text, c):
 
 
 def main(argv):
-    from numba_gemm import twins
+    from numba_gemm.measure import twins
 
     print("kernel    side   regs  L/S  loop  FFMA  share  LDS  LDG  L/S  total")
     for level in argv or ["k1", "k2", "k3", "k3c", "k4", "k5", "k6", "k7", "k8"]:

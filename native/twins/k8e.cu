@@ -1,6 +1,6 @@
 // k8e twin: k8p's kernels, k8's launched on the whole tiles only, and the right strip's kernel
 // (rows [0, M'), columns [N', pn)); the bottom strip is k6gv's twin on views of the copies. The
-// host (numba_gemm.twins) launches them in the Numba level's order, on the level's workspace.
+// host (numba_gemm.measure.twins) launches them in the Numba level's order, on the level's workspace.
 #include "double_buffer.cuh"
 
 template <bool AV, bool BV>

@@ -1,5 +1,5 @@
 // k8p twin: k8's aligned kernel on padded copies of A, B and C (rows of whole float4s), and the
-// one copy kernel that makes them and writes C back. The host (numba_gemm.twins) launches the
+// one copy kernel that makes them and writes C back. The host (numba_gemm.measure.twins) launches the
 // copies and the product in the Numba level's order, on the level's workspace.
 #include "double_buffer.cuh"
 

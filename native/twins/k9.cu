@@ -1,6 +1,6 @@
 // k9 twin: k8 (double_buffer.cuh) built for k9's tiling, a 256x128 block of 64x64 warp tiles,
 // and one block per SM in its launch bounds: the -D options come from the Numba level's TILING
-// and CTAS_PER_SM (numba_gemm.twins.defines), so this file only names the kernels.
+// and CTAS_PER_SM (numba_gemm.measure.twins.defines), so this file only names the kernels.
 #include "double_buffer.cuh"
 
 template <bool AV, bool BV>

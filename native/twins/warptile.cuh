@@ -8,10 +8,10 @@
 #include "sgemm.cuh"
 
 // The tiling is the Numba level's TILING (tile_m, tile_n, tile_k, warp_m, warp_n, lanes_n) and
-// _warptile's A_PAD and MIN_BLOCKS, passed as -D options by numba_gemm.twins.defines.
+// _warptile's A_PAD and MIN_BLOCKS, passed as -D options by numba_gemm.measure.twins.defines.
 #if !defined(WT_TM) || !defined(WT_TN) || !defined(WT_TK) || !defined(WT_WM) || !defined(WT_WN) || \
     !defined(WT_LANES_N) || !defined(WT_A_PAD) || !defined(WT_MIN_BLOCKS)
-#error "WT_TM, WT_TN, WT_TK, WT_WM, WT_WN, WT_LANES_N, WT_A_PAD, WT_MIN_BLOCKS come from the Numba level's TILING (numba_gemm.twins.defines)"
+#error "WT_TM, WT_TN, WT_TK, WT_WM, WT_WN, WT_LANES_N, WT_A_PAD, WT_MIN_BLOCKS come from the Numba level's TILING (numba_gemm.measure.twins.defines)"
 #endif
 
 namespace wt {

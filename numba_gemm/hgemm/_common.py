@@ -306,9 +306,9 @@ def tma_row_rule(K: int, N: int, fallback: str = "v9") -> str | None:
 
 def launch(source: str, kernel: str, grid, block, smem: int, stream, args, defines=()) -> None:
     """Kernel `kernel` of native/<source> (compiled with `defines`) through the one native
-    launch, numba_gemm.launch.launch_native."""
-    from .. import nvrtc
-    from ..launch import launch_native
+    launch, numba_gemm.runtime.launch.launch_native."""
+    from ..runtime import nvrtc
+    from ..runtime.launch import launch_native
 
     launch_native(nvrtc.function(source, kernel, defines=defines), grid, block, smem, stream, args)
 
@@ -317,7 +317,7 @@ def l2_cache_bytes() -> int:
     """L2 size of the current device (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), cached."""
     global _L2
     if _L2 is None:
-        from .. import driver
+        from ..runtime import driver
 
         _L2 = driver.device_attribute("L2_CACHE_SIZE")
     return _L2
@@ -330,7 +330,7 @@ def sm_count() -> int:
     """Multiprocessors of the current device (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), cached."""
     global _SMS
     if _SMS is None:
-        from .. import driver
+        from ..runtime import driver
 
         _SMS = driver.device_attribute("MULTIPROCESSOR_COUNT")
     return _SMS

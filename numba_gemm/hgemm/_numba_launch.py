@@ -1,5 +1,5 @@
 """What the HGEMM levels written in numba.cuda (v8py, v11py) share to launch through
-numba_gemm.launch.launch_native with their own dynamic shared memory: the loaded function of a
+numba_gemm.runtime.launch.launch_native with their own dynamic shared memory: the loaded function of a
 compiled kernel, and a flat array as the parameters Numba's ABI gives it."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ _FUNCTIONS: dict = {}     # (context, dispatcher, signature) -> CUfunction
 
 def function(dispatcher, signature):
     """The CUfunction of `dispatcher` compiled for `signature` in the current context: compiled
-    once per machine (numba_gemm.numba_cache), loaded once per context."""
-    from .. import driver, numba_cache
+    once per machine (numba_gemm.runtime.numba_cache), loaded once per context."""
+    from ..runtime import driver, numba_cache
 
     key = (driver.current_context(), dispatcher, signature)
     fn = _FUNCTIONS.get(key)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import tma
+from ..runtime import tma
 from . import _common as cm
 
 WGMMA_N = (64, 128, 256)   # the m64nNk16 shapes native/wgmma.cuh generates

@@ -14,7 +14,7 @@ The tile order (super-tiles) and the ldmatrix/mma.sync code are v9's, unchanged
 (native/v10_tma.cu includes the same headers). One thread issues one TMA per operand box
 (A: 128×64, B: up to four 64×64 panels) into SWIZZLE_128B shared tiles — the same bytes v9's
 cp.async swizzle wrote, so the read side is untouched. Tensor maps are encoded on the host by
-cuTensorMapEncodeTiled (numba_gemm.tma, constraints checked first) with L2 promotion 256 B and
+cuTensorMapEncodeTiled (numba_gemm.runtime.tma, constraints checked first) with L2 promotion 256 B and
 passed as `const __grid_constant__ CUtensorMap` parameters. Per stage, full[s] counts the
 bytes TMA delivered and empty[s] the 8 warps that finished reading; no __syncthreads in the K
 loop. What it attacks: issue slots and address arithmetic of the loads (on this tile, 12

@@ -26,7 +26,7 @@ N-major (imm-trans-b = 1) in 64-column panels, LBO = 8192 (next panel), SBO = 10
 k rows), the k step +2048 bytes.
 
 Measured on the H200: docs/RESULTS.md, "2026-12-01, third run: the kernels' own time
-(HGEMM)": above the mma.sync register-loop ceiling (numba_gemm.microbench); its K loop runs at
+(HGEMM)": above the mma.sync register-loop ceiling (numba_gemm.measure.microbench); its K loop runs at
 the tensor cores' rate (time against K at M = N = 4096), and what it loses to cuBLAS at 4096³
 is a fixed cost per launch, mostly the epilogue.
 

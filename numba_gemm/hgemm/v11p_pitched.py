@@ -15,14 +15,14 @@ TMA tiles, the super-tile order. C, of any width, is written by v11's register e
 Which ledger moved: bytes. The copies read A and B once and write them once (2·(M·K + K·N)
 elements of 2 bytes, plus the pads), three launches instead of one; in exchange the K loop runs
 at v11's rate. At 4097³ that is 134 MB of copies beside a product that takes v11r over a
-millisecond. The copies are kept per output (numba_gemm.workspace, allocated on the first call,
+millisecond. The copies are kept per output (numba_gemm.runtime.workspace, allocated on the first call,
 outside any timed loop or captured graph) and held by the recorded launches.
 
 An aligned shape gains nothing from the copies: v11p refuses it, naming v11.
 """
 from __future__ import annotations
 
-from .. import workspace
+from ..runtime import workspace
 from ..util import ceil_div
 from . import _common as cm
 from . import _wgmma as wg
@@ -78,8 +78,8 @@ def copy_config(rows: int, cols: int) -> tuple[tuple[int], tuple[int]]:
 
 
 def run(A, B, C, alpha, beta, stream=None):
-    from .. import launch, nvrtc
-    from ..launch import launch_native
+    from ..runtime import launch, nvrtc
+    from ..runtime.launch import launch_native
 
     M, K = A.shape
     N = B.shape[1]

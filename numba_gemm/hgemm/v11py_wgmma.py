@@ -16,7 +16,7 @@ constants and `unrolled`, index arithmetic is uint32/uint64 (numba-cuda#801).
 
 The tensor maps reach the kernel through global memory, not as kernel parameters: Numba has
 no way to declare a 128-byte, 64-byte-aligned `__grid_constant__` parameter (its ABI passes
-scalars and array records). The host encodes each map as v11 does (numba_gemm.tma, cached),
+scalars and array records). The host encodes each map as v11 does (numba_gemm.runtime.tma, cached),
 copies its 128 bytes once into a device buffer cached with it, and passes the buffer's
 address; thread 0 of each block acquires the map for the tensormap proxy before using it
 (`fence.proxy.tensormap::generic.acquire.sys` — the CUDA programming guide's rule for a map
@@ -49,15 +49,15 @@ import numpy as np
 from numba import cuda, float32, int32, uint8, uint32, uint64
 
 from .. import ptx
-from ..intrinsics import unrolled
+from ..ptx.intrinsics import unrolled
 from ..ptx import (SIMULATOR, fence_mbarrier_init, fence_operands, fence_proxy_async,
                    fence_tensormap_acquire, mbar_arrive, mbar_arrive_expect_tx, mbar_init,
                    mbar_wait, prefetch_tensormap, smem_u32, tma_load_2d, warp_sync, wgmma_bf16,
                    wgmma_commit, wgmma_f16, wgmma_fence, wgmma_wait)
 from . import _common as cm
 from . import _numba_launch
-from ._numba_launch import array_args
 from . import _wgmma as wg
+from ._numba_launch import array_args
 
 LEVEL = "v11py"
 PARENT = "v11"
@@ -327,10 +327,10 @@ _MAPS_LOCK = threading.Lock()
 
 
 def device_map(dtype, address: int, rows: int, cols: int, box: tuple[int, int]) -> int:
-    """Global address of the 128-byte tensor map of a row-major matrix (numba_gemm.tma's
+    """Global address of the 128-byte tensor map of a row-major matrix (numba_gemm.runtime.tma's
     checked, cached map), copied to device memory once and cached with the map. The copy is
     synchronous, so any later launch on any stream sees it complete."""
-    from .. import driver, tma
+    from ..runtime import driver, tma
 
     key = (driver.current_context(), np.dtype(dtype).str, address, rows, cols, box)
     with _MAPS_LOCK:
@@ -356,7 +356,7 @@ def device_map(dtype, address: int, rows: int, cols: int, box: tuple[int, int]) 
 
 def _address(a) -> int:
     if SIMULATOR:
-        from ..intrinsics import _numpy
+        from ..ptx.intrinsics import _numpy
 
         return _numpy(a).__array_interface__["data"][0]
     return cm.device_ptr(a)
@@ -377,7 +377,7 @@ def run(A, B, C, alpha, beta, stream=None):
     name = f"v11py_{cm.element_type(A)}"
     grid, block, smem = launch_config(M, N, K)
     if SIMULATOR:
-        from ..intrinsics import _numpy
+        from ..ptx.intrinsics import _numpy
 
         super_m, super_n = tile_order(M, N, K, SIM_L2_BYTES)
         tm_a = ptx.sim_tensor_map(_numpy(A).reshape(M, K), *BOX_A)
@@ -386,7 +386,7 @@ def run(A, B, C, alpha, beta, stream=None):
             np.uint64(tm_a), np.uint64(tm_b), C.reshape(M * N), np.int32(M), np.int32(N),
             np.int32(K), np.float32(alpha), np.float32(beta), np.int32(super_m), np.int32(super_n))
         return
-    from ..launch import launch_native
+    from ..runtime.launch import launch_native
 
     dtype = np.float16 if cm.element_type(A) == "f16" else np.uint16   # uint16 -> BFLOAT16 map
     tm_a = device_map(dtype, pa, M, K, BOX_A)

@@ -8,7 +8,7 @@ splits K, the only long axis. Here blockIdx.y = z picks K tiles [z·per, min((z+
 k_tiles)) of a tile (numba_gemm.splitk: S = choose_splits, so S·tiles ≤ SMs, every slice at
 least MIN_SLICE_K_TILES = 8 K tiles, never an empty one); the K loop is v11's own (native/wgmma_tma_loop.cuh, the
 header both levels include); slice z writes its raw fp32 64×256 accumulators per warpgroup,
-masked to M and N, to the workspace at P + z·M·N (numba_gemm.workspace.partials: S·M·N
+masked to M and N, to the workspace at P + z·M·N (numba_gemm.runtime.workspace.partials: S·M·N
 floats per output, allocated on the first call, outside any timed loop or captured graph),
 and numba_gemm.splitk.reduce adds the S slices in the order z = 0, 1, …, S-1 and applies
 alpha and beta once (beta == 0: C is not read). No atomics: the same bits on every run. With
@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import ctypes
 
-from .. import splitk, workspace
+from .. import splitk
+from ..runtime import workspace
 from ..util import ceil_div
 from . import _common as cm
 from . import _wgmma as wg
@@ -111,8 +112,8 @@ def unsupported(M: int, N: int, K: int) -> str | None:
 
 
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
-    from .. import launch, nvrtc
-    from ..launch import launch_native
+    from ..runtime import launch, nvrtc
+    from ..runtime.launch import launch_native
 
     M, K = A.shape
     N = B.shape[1]

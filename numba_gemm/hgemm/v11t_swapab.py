@@ -162,8 +162,8 @@ def unsupported(M: int, N: int, K: int) -> str | None:
 
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, nt: int | None = None,
         stages: int | None = None):
-    from .. import nvrtc
-    from ..launch import launch_native
+    from ..runtime import nvrtc
+    from ..runtime.launch import launch_native
 
     M, K = A.shape
     N = B.shape[1]

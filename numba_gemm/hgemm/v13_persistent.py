@@ -123,7 +123,7 @@ _resident: dict = {}
 
 def resident_clusters(fn, block, smem, cluster: int = CLUSTER) -> int:
     """How many clusters of this kernel fit on the device at once (cuOccupancyMaxActiveClusters)."""
-    from .. import driver
+    from ..runtime import driver
 
     key = int(fn)
     if key not in _resident:
@@ -138,7 +138,7 @@ def c_map(C, M: int, N: int):
     """C's tensor map for the TMA-store epilogue (boxes of 64 rows × 128 bytes: 32 floats or 64
     16-bit values, SWIZZLE_128B), or None when C's base or rows are not 16-byte aligned (TMA's
     rule; the kernel then stores from registers)."""
-    from .. import tma
+    from ..runtime import tma
 
     pc, size = cm.device_ptr(C), np.dtype(C.dtype).itemsize
     if pc % 16 or N * size % 16:
@@ -158,8 +158,8 @@ def c_is_16bit(A, C) -> bool:
 
 
 def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: int = TMA_STORE):
-    from .. import nvrtc
-    from ..launch import launch_native
+    from ..runtime import nvrtc
+    from ..runtime.launch import launch_native
 
     M, K = A.shape
     N = B.shape[1]

@@ -24,7 +24,7 @@ sweep of eleven tiles on the H200 (tools/hgemm_sweep.py; its figures: docs/RESUL
 sweep") put 128×128×64 with 3 cp.async stages and 4 warps of 64×64, two blocks per SM, at the
 top for v8 and v9, ahead of the 128×256×64 4-stage tile with 8 such warps. A warp's 16-deep k
 step is 8 ldmatrix (512 B each) for 32 mma: priced with the register-only mma.sync ceiling and
-the cost of one ldmatrix.x4 (both measured by `python -m numba_gemm.microbench --tensor`;
+the cost of one ldmatrix.x4 (both measured by `python -m numba_gemm.measure.microbench --tensor`;
 docs/RESULTS.md, "2026-12-01: the whole ladder at 4096³, the host cost per call, the
 tensor-core ceilings"), the shared reads take about two thirds of the mma time; a 64×32 warp
 tile would need as many clocks of reads as of mma, too tight (docs/LADDER.md, "From k8 to v7",

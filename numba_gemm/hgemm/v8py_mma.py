@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32, uint16, uint32, uint64
 
-from ..intrinsics import unrolled
+from ..ptx.intrinsics import unrolled
 from ..ptx import (SIMULATOR, cp_async16, cp_async_commit, cp_async_wait, ldmatrix_x4,
                    ldmatrix_x4_trans, mma_bf16, mma_f16, smem_u32)
 from . import _common as cm
@@ -269,7 +269,7 @@ def unsupported(M: int, N: int, K: int) -> str | None:
 
 def _address(a) -> int:
     if SIMULATOR:
-        from ..intrinsics import _numpy
+        from ..ptx.intrinsics import _numpy
 
         return _numpy(a).__array_interface__["data"][0]
     return cm.device_ptr(a)
@@ -301,7 +301,7 @@ def run(A, B, C, alpha, beta, stream=None):
             np.int32(M), np.int32(N), np.int32(K), np.float32(alpha), np.float32(beta),
             np.int32(vec_a), np.int32(vec_b))
         return
-    from ..launch import launch_native
+    from ..runtime.launch import launch_native
 
     args = (array_args(pa, M * K, 2) + array_args(pb, K * N, 2) + array_args(pc, M * N, 4)
             + cm.pack_args(("i", M), ("i", N), ("i", K), ("f", alpha), ("f", beta),

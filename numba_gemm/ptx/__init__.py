@@ -1,11 +1,14 @@
-"""Inline-PTX intrinsics for tensor-core kernels written in numba.cuda, each with a simulator twin.
+"""Device-side helpers for kernels written in numba.cuda: intrinsics, each with a simulator twin.
+Imports nothing of numba_gemm but util; the levels, measure and explain import it.
 
+    intrinsics 128-bit loads and stores and the read-only data path of the SGEMM levels
+               (numba_gemm.ptx.intrinsics; its own module, not re-exported here)
     mma_sync   ldmatrix, mma.sync and cp.async (the v8py level), the whole-warp host mirrors of
                ldmatrix and mma.sync, and the per-warp rendezvous of their simulator twins
     hopper     mbarrier, TMA and wgmma (the v11py level), their host mirrors and twins
 
-Callers take every intrinsic from here (`from numba_gemm import ptx; ptx.mma_f16`): which
-module holds it follows the instruction's generation, which the caller need not know.
+Callers take every tensor-core intrinsic from here (`from numba_gemm import ptx; ptx.mma_f16`):
+which module holds it follows the instruction's generation, which the caller need not know.
 """
 from .mma_sync import (SIMULATOR, a_fragment_coords, b_fragment_coords, c_fragment_coords,
                        cp_async16, cp_async_commit, cp_async_wait, ldmatrix_coords, ldmatrix_warp,

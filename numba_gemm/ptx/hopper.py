@@ -43,7 +43,7 @@ import time
 
 import numpy as np
 
-from ..intrinsics import _numpy  # the NumPy array behind a simulator array
+from .intrinsics import _numpy  # the NumPy array behind a simulator array
 # the twins share mma_sync's simulated shared window (smem_u32 names it) and its state lock
 from .mma_sync import _SIM_SMEM_BASE, _WARPS_LOCK, SIMULATOR, _halves_to_float, _smem_bytes
 
@@ -277,7 +277,7 @@ _SIM_MAPS_LOCK = threading.Lock()
 
 def sim_tensor_map(X: np.ndarray, box_rows: int, box_cols: int) -> int:
     """A simulator tensor map of the row-major 2-byte matrix X read in box_rows x box_cols
-    boxes with SWIZZLE_128B (what numba_gemm.tma.matrix_map encodes on a GPU): returns the
+    boxes with SWIZZLE_128B (what numba_gemm.runtime.tma.matrix_map encodes on a GPU): returns the
     address to pass to the kernel. The inner box must be one 128-byte swizzle span."""
     X = np.asarray(X)
     if X.ndim != 2 or X.itemsize != 2:

@@ -36,7 +36,7 @@ import threading
 import numpy as np
 from numba import cuda
 
-from ..intrinsics import _numpy  # the NumPy array behind a simulator array
+from .intrinsics import _numpy  # the NumPy array behind a simulator array
 
 SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)
 

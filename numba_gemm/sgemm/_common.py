@@ -62,9 +62,9 @@ def store_c(C, c, value, alpha, beta):
 def launch(kernel, grid, block, A, B, C, alpha, beta, stream=None):
     """Run `kernel` on device arrays A (M×K), B (K×N), C (M×N) through flat views.
 
-    numba_gemm.launch issues it from the compiled kernel's cached handle (Numba's per-call
+    numba_gemm.runtime.launch issues it from the compiled kernel's cached handle (Numba's per-call
     dispatch costs ~50 µs of host time), or through Numba in the simulator."""
-    from ..launch import launch_numba
+    from ..runtime.launch import launch_numba
 
     M, K = A.shape
     N = B.shape[1]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from numba import cuda
 
-from ..intrinsics import store4_global
+from ..ptx.intrinsics import store4_global
 from ._common import float32, u32, u64
 
 ZERO = float32(0.0)

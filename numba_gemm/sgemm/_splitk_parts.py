@@ -5,7 +5,7 @@ sequence. Their kernels take k8's / k5's arguments plus the slice length:
                                                # and writes the M×N matrix at element z·M·N of C
 
 With one slice, C is the output and alpha, beta are the call's; with S > 1, C is the
-workspace (numba_gemm.workspace.partials), alpha = 1 and beta = 0 (so each slice stores its
+workspace (numba_gemm.runtime.workspace.partials), alpha = 1 and beta = 0 (so each slice stores its
 raw sum: 1·x is x, and the workspace is never read), then numba_gemm.splitk.reduce adds the S
 partials in order z = 0 .. S-1 and applies the call's alpha and beta once.
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import float32, int32, int64
 
-from .. import splitk, workspace
+from .. import splitk
+from ..runtime import workspace
 from ._common import ceil_div
 
 SIGNATURE = (int32, int32, int32, int32, float32, float32[::1], float32[::1], float32, float32[::1])
@@ -58,8 +59,8 @@ def grid(grid2: tuple[int, int], S: int) -> tuple:
 def launch(kernel, grid, block, A, B, C, alpha, beta, stream=None, kslice=None):
     """`kernel` over `grid` ((x, y) or (x, y, S)), then, with S > 1 slices, the reduction of
     their partials into C (see the module docstring). A, B, C: device arrays or records."""
-    from .. import launch as launches
-    from ..launch import launch_numba
+    from ..runtime import launch as launches
+    from ..runtime.launch import launch_numba
 
     M, K = A.shape
     N = B.shape[1]

@@ -33,9 +33,9 @@ from types import SimpleNamespace
 
 from numba import cuda
 
-from ..intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_readonly, store4_shared,
+from ..ptx.intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_readonly, store4_shared,
                           unrolled)
-from ..ledgers.access import F32, WARP, Geometry, Step, global_load, shared_access
+from ._access import F32, WARP, Geometry, Step, global_load, shared_access
 from ._common import ceil_div, float32, u32, u64
 from ._loaders import inline as _inline
 from ._loaders import plain, scalar_load, store_scalar, store_vector, vector_load

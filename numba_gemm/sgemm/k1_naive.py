@@ -19,7 +19,7 @@ Measured: docs/RESULTS.md.
 import numpy as np
 from numba import cuda
 
-from ..ledgers.access import Geometry, Step, global_load, lanes
+from ._access import Geometry, Step, global_load, lanes
 from ._common import SIGNATURE, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k1"

@@ -16,7 +16,7 @@ Measured: docs/RESULTS.md.
 import numpy as np
 from numba import cuda
 
-from ..ledgers.access import F32, Geometry, Step, global_load, lanes, shared_access
+from ._access import F32, Geometry, Step, global_load, lanes, shared_access
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, store_c, u32, u64
 
 LEVEL = "k3"

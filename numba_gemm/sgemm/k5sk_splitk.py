@@ -39,9 +39,9 @@ Measured: docs/RESULTS.md.
 import numpy as np
 from numba import cuda
 
-from ..ledgers.access import Step
 from . import _splitk_parts
 from . import k5_outer as k5
+from ._access import Step
 from ._common import grid_limit, u32, u64
 from ._splitk_parts import SIGNATURE, launch   # (M, N, K, kslice, alpha, A, B, beta, C)
 from ._splitk_parts import HELPER_KERNELS  # noqa: F401  (the reduction, for the warm-up)

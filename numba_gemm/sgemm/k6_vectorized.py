@@ -14,7 +14,7 @@ slots, and the LSU handles one wide request instead of four narrow ones.
     b = load4_shared(Bs, (kk, j0))           # columns j0..j0+3 of B
 
 Three rearrangements make those wide loads possible (numba has no float4: they come from
-numba_gemm.intrinsics, which bitcast the element pointer to <4 x float>*):
+numba_gemm.ptx.intrinsics, which bitcast the element pointer to <4 x float>*):
 
 * The A tile is stored TRANSPOSED, As[k, m]: a thread's 8 rows of A at one k become 8
   consecutive floats, i.e. two 16-byte vectors (k5's As[m, k] had them 32 floats apart).
@@ -46,8 +46,8 @@ Measured: docs/RESULTS.md.
 import numpy as np
 from numba import cuda
 
-from ..intrinsics import SIMULATOR, load4_global, load4_shared, store4_shared, unrolled
-from ..ledgers.access import F32, Geometry, Step, global_load, lanes, shared_access
+from ..ptx.intrinsics import SIMULATOR, load4_global, load4_shared, store4_shared, unrolled
+from ._access import F32, Geometry, Step, global_load, lanes, shared_access
 from ._common import SIGNATURE, SMEM_ALIGN, ceil_div, float32, grid_limit, launch, u32, u64
 from ._loaders import (inline, plain, scalar_load, scalar_load_in, store_scalar, store_scalar_in, store_vector,
                        store_vector_in, vector_load, vector_load_in, vector_operands)

@@ -42,9 +42,9 @@ partials (S·M·N·4 each way). Measured on the H200: docs/LADDER.md and docs/RE
 import numpy as np
 from numba import cuda
 
-from ..intrinsics import SIMULATOR, load4_global, load4_shared, store4_shared, unrolled
-from ..ledgers.access import F32, Geometry, Step, global_load, lanes, shared_access
+from ..ptx.intrinsics import SIMULATOR, load4_global, load4_shared, store4_shared, unrolled
 from . import _splitk_parts
+from ._access import F32, Geometry, Step, global_load, lanes, shared_access
 from ._common import SMEM_ALIGN, float32, grid_limit, u32, u64, ceil_div
 from ._loaders import (inline, plain, scalar_load, store_scalar, store_vector, vector_load,
                        vector_operands)

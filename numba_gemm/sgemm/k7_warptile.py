@@ -33,8 +33,8 @@ Measured: docs/RESULTS.md.
 import numpy as np
 from numba import cuda
 
-from ..ledgers.access import Geometry, Step
 from . import _warptile
+from ._access import Geometry, Step
 from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, launch, u32, u64
 from ._loaders import vector_operands     # which operands may move as float4 (k6's rule)
 

@@ -38,7 +38,7 @@ Measured: not yet (docs/LADDER.md).
 import numpy as np
 from numba import cuda
 
-from ..intrinsics import load4_global
+from ..ptx.intrinsics import load4_global
 from . import _splitk_parts
 from . import k6gv_skinny as k6gv
 from . import k8_double_buffer as k8
@@ -176,7 +176,7 @@ def run(A, B, C, alpha, beta, stream=None):
 def product(A2, B2, C2, M, N, K, alpha, beta, stream):
     """The interior, then the strips, on the copies. The launches hold A2, B2, C2 (k8p.pitched)
     and so the strips' views of them; k6gv's split keeps its own partials."""
-    from ..launch import launch_numba
+    from ..runtime.launch import launch_numba
 
     pk, pn = pitch(K), pitch(N)
     m, n = plan(M, N, K)

@@ -17,7 +17,7 @@ vector loads there: it is the rows, not the border, that are misaligned. So k8p 
 One small kernel (`repitch`: a thread per column, down 32 rows) does all four copies.
 Which ledger moved: bytes. The copies read and write A and B once, and C once or twice: at
 4097³ about 400 MB beside a product that takes k8 3.8 ms, and the K loop runs at k8's aligned
-rate. The copies live per output (numba_gemm.workspace) and the recorded launches hold them, as
+rate. The copies live per output (numba_gemm.runtime.workspace) and the recorded launches hold them, as
 v11p's do (v11p is the same move for TMA's 16-byte rule).
 
 A shape whose rows are whole float4s already gains nothing: k8p refuses it, naming k8.
@@ -27,7 +27,7 @@ Measured: docs/RESULTS.md.
 import numpy as np
 from numba import cuda, float32, int32
 
-from .. import workspace
+from ..runtime import workspace
 from . import k8_double_buffer as k8
 from ._common import SIGNATURE, grid_limit, launch, u64
 
@@ -133,8 +133,8 @@ def product(A2, B2, C2, M, N, K, alpha, beta, stream):
 def pitched(level, refusal, compute, A, B, C, alpha, beta, stream):
     """A level on padded copies (k8p, k8e): the copies in, `compute` on them, C written back;
     `refusal` is the level's `unsupported`."""
-    from .. import launch as launches
-    from ..launch import launch_numba
+    from ..runtime import launch as launches
+    from ..runtime.launch import launch_numba
 
     M, K = A.shape
     N = B.shape[1]

@@ -10,7 +10,7 @@ nothing to hide its load latency behind. K is the one long axis left, so k8sk cu
     gridDim = (N / 128, M / 128, S)            # S slices of K, blockIdx.z = the slice
     slice z: k in [z·kslice, min(K, (z+1)·kslice)), kslice a whole number of k8's K tiles
     CTA (x, y, z): k8's double-buffered loop over its slice -> raw fp32 partials (no alpha,
-                   beta) at P[z·M·N + row·N + col], P = numba_gemm.workspace.partials(C, S, M, N)
+                   beta) at P[z·M·N + row·N + col], P = numba_gemm.runtime.workspace.partials(C, S, M, N)
     then numba_gemm.splitk.reduce: C = alpha·(P_0 + P_1 + ... + P_{S-1}) + beta·C, in that order
 
 The kernel is k8's, built from the same parts (numba_gemm.sgemm._warptile: its pipeline over
@@ -45,9 +45,9 @@ import functools
 import numpy as np
 from numba import cuda, float32
 
-from ..ledgers.access import Step
 from . import _splitk_parts, _warptile
 from . import k8_double_buffer as k8
+from ._access import Step
 from ._common import SMEM_ALIGN, grid_limit, u32, u64
 from ._loaders import vector_operands     # which operands may move as float4 (k6's rule)
 from ._splitk_parts import SIGNATURE, launch   # (M, N, K, kslice, alpha, A, B, beta, C)

@@ -24,7 +24,7 @@ Measured: docs/RESULTS.md.
 """
 import numpy as np
 
-from ..ledgers.access import Geometry, Step
+from ._access import Geometry, Step
 from . import _warptile
 from . import k8_double_buffer as k8
 from ._common import SIGNATURE, grid_limit, launch

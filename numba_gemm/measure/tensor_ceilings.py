@@ -1,18 +1,18 @@
 """Tensor-core ceilings and the prices of the fragment loads that feed mma.sync, measured by
 native kernels (native/tensor_ceilings.cu, compiled by NVRTC for sm_90a, launched through
-numba_gemm.nvrtc); numba_gemm.microbench runs them and writes them into the costs file.
+numba_gemm.runtime.nvrtc); numba_gemm.measure.microbench runs them and writes them into the costs file.
 
 "mma_sync" is mma.sync.m16n8k16 f16→f32 from registers only (the instruction of v8–v10: their
 ceiling), "wgmma" is wgmma.mma_async m64n256k16 f16→f32 from shared memory, two warpgroups per
 SM (the instruction the Hopper levels use). TFLOPS = FLOPs / CUDA-event time of one launch over
 every SM (median of 5); each block's clock64 span also gives FLOPs per SM cycle and the SM clock
 during the run. A full microbench run also writes the mma_sync figure as `tensor_flops`, the
-tensor ceiling the ledgers price v7–v10 against (numba_gemm.ledgers.card reads it).
+tensor ceiling the ledgers price v7–v10 against (numba_gemm.explain.ledgers.card reads it).
 
 "ldmatrix_x4" and "ldmatrix_x4_trans" run ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 in
 a loop of 8 conflict-free loads per iteration, each lane adding its four registers into four
 sums that the host checks against the ISA's fragment layout (numba_gemm.ptx.ldmatrix_warp); the
-result is SM cycles per warp instruction, as for the load kinds (numba_gemm.load_costs), and
+result is SM cycles per warp instruction, as for the load kinds (numba_gemm.measure.load_costs), and
 bytes per SM cycle (512 per x4). They go into the costs file's tensor section; a file without
 them is "not yet measured" there.
 """
@@ -71,7 +71,7 @@ def expected_ldmatrix(tile_words: np.ndarray, trans: bool, iters: int) -> np.nda
 
 def tensor_cubin() -> bytes:
     """The ceilings' cubin (sm_90a), compiled by NVRTC; needs no GPU."""
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     return nvrtc.compile_variant(TENSOR_SOURCE, TENSOR_DEFINES)
 
@@ -80,7 +80,7 @@ def _timed_loop(fn, blocks: int, threads: int, src, out, cyc, iters: int):
     """Launch a register/shared-only loop kernel fn(src, out, cyc, iters) on blocks × threads:
     (seconds by CUDA events, {SM: [(clock64 at start, at end) of each block it ran]})."""
     from numba_gemm.hgemm._common import device_ptr, pack_args
-    from numba_gemm.launch import launch_native
+    from numba_gemm.runtime.launch import launch_native
 
     args = pack_args(("p", device_ptr(src)), ("p", device_ptr(out)), ("p", device_ptr(cyc)), ("i", iters))
     start, stop = cuda.event(), cuda.event()
@@ -96,7 +96,7 @@ def _timed_loop(fn, blocks: int, threads: int, src, out, cyc, iters: int):
 
 def measure_tensor(name: str, iters: int | None = None, repeats: int = 5) -> dict:
     """One tensor-core ceiling on the current GPU: TFLOPS, FLOPs per SM cycle, SM clock."""
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     kernel, threads, blocks_per_sm, flops_per_iter, default_iters = TENSOR[name]
     iters = iters or default_iters
@@ -127,7 +127,7 @@ def measure_tensor(name: str, iters: int | None = None, repeats: int = 5) -> dic
 def measure_ldmatrix(name: str, iters: int | None = None, repeats: int = 5) -> dict:
     """One ldmatrix kind on the current GPU: SM cycles per warp instruction (median over SMs),
     instructions and bytes per SM cycle; every lane's sums checked on every run."""
-    from numba_gemm import nvrtc
+    from numba_gemm.runtime import nvrtc
 
     kernel, trans, threads, blocks_per_sm, default_iters = LDMATRIX[name]
     iters = iters or default_iters
@@ -213,6 +213,6 @@ def format_tensor(data: dict) -> str:
         if why:
             lines.append(f"{name:18s} not measured: {why}")
         elif name not in tensor:
-            lines.append(f"{name:18s} not yet measured (python -m numba_gemm.microbench --tensor)")
+            lines.append(f"{name:18s} not yet measured (python -m numba_gemm.measure.microbench --tensor)")
     return "\n".join(lines)
 

@@ -5,7 +5,7 @@
 
 A shape's roofline time is the larger of its FLOPs over the compute ceiling (wgmma for
 fp16/bf16, the FFMA peak for float32, both from numba_gemm/data/h200_costs.json, measured by
-numba_gemm.microbench) and its compulsory bytes over the measured DRAM bandwidth (A and B read
+numba_gemm.measure.microbench) and its compulsory bytes over the measured DRAM bandwidth (A and B read
 once, C written once). M ≤ ~128 against large N·K is bound by the bytes: each B element
 feeds only M multiply-adds.
 
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import choose, registry as _levels, util
+from .. import choose, registry as _levels, util
 
 # (name, M, N, K): squares, transformer projections (decode to prefill against the (N, K) of
 # 7B-70B models' layers), short K, narrow N, and rows TMA cannot describe.
@@ -77,7 +77,7 @@ class Roofline:
 
 def ceilings(dtype, costs: dict | None = None) -> tuple[float, float, str]:
     """(FLOP/s, bytes/s, what the compute ceiling is) measured on the H200 by the project."""
-    from .ledgers.card import H200_COSTS, card
+    from ..explain.ledgers.card import H200_COSTS, card
 
     c = card("h200")
     if choose.as_dtype(dtype) == np.float32:
@@ -88,7 +88,7 @@ def ceilings(dtype, costs: dict | None = None) -> tuple[float, float, str]:
         with open(H200_COSTS) as f:
             costs = json.load(f)
     return (costs["tensor_tflops"]["wgmma"] * 1e12, c.bandwidth,
-            "wgmma m64n256k16 register-free loop (numba_gemm.microbench)")
+            "wgmma m64n256k16 register-free loop (numba_gemm.measure.microbench)")
 
 
 def roofline(M: int, N: int, K: int, dtype, beta: float = 0.0) -> Roofline:
@@ -198,7 +198,7 @@ def torch_mm(dA, dB, dtype):
 
 def _record(level, dA, dB, dC):
     """The launches level.run makes on these buffers, recorded once (what gemm()/plan() do)."""
-    from . import launch
+    from ..runtime import launch
 
     with launch.recording() as rec:
         level.run(dA, dB, dC, 1.0, 0.0)

@@ -14,7 +14,7 @@ arithmetic intensity 32× for a 1.16× gain. Two more ledgers, both computed fro
 * **cycles**   shared and global loads per FMA, split by kind (broadcast, conflict-free,
                n-way bank conflict, 128-bit), each priced in SM cycles per warp-level
                instruction at full occupancy: the seed's prices on the RTX 4090, on the H200
-               those `python -m numba_gemm.microbench` measured (numba_gemm/data/). A
+               those `python -m numba_gemm.measure.microbench` measured (numba_gemm/data/). A
                global load split over r 128-byte lines (ragged rows: K or N not a multiple
                of 32 floats) is priced from the card's measured prices by lines, so every
                size is priced on the H200.
@@ -24,20 +24,23 @@ warp instruction every c cycles when it is full of warps. Hence the time it pred
 t = (M·N·K / 32 warp-FMAs) × cycles per FMA / (SMs × clock); for the seed's k2 on the 4090
 this gives 25.8 ms against 25.815 ms measured.
 
-    access.py  one warp's addresses (Geometry, Access, Step, lanes, global_load,
-               shared_access) and the request / sector / bank models that classify them
     card.py    the cards, from numba_gemm/data/*.json
     ledger.py  the ledgers of one level, read from its module's hooks
     report.py  explain, markdown_tables, the 4096 / 4097 stride experiment
 
+One warp's addresses (Geometry, Access, Step, lanes, global_load, shared_access) and the
+request / sector / bank models that classify them are numba_gemm.sgemm._access, what the SGEMM
+levels write their warp_step in; every name is importable from here too. Waves is
+numba_gemm.choose's (auto's waves against the launch bounds), waves() prices it on a card.
+
 Plain Python arithmetic: importing this package imports neither Numba nor a level.
 """
-from .access import (BANK_BYTES, BANKS, F32, KIND_NAMES, SECTOR, SEGMENT, WARP, Access,
-                     BankProfile, Geometry, Step, bank_profile, global_kind, global_load,
-                     kind_name, lanes, requests, sectors, shared_access, shared_kind)
+from ...sgemm._access import (BANK_BYTES, BANKS, F32, KIND_NAMES, SECTOR, SEGMENT, WARP, Access,
+                              BankProfile, Geometry, Step, bank_profile, global_kind, global_load,
+                              kind_name, lanes, requests, sectors, shared_access, shared_kind)
 from .card import CARDS_JSON, DATA_DIR, H200_COSTS, PRICE_FALLBACK, RTX4090, RTX5080, Card, card, h200, load
 from .ledger import (RASTERS, BytesLedger, CycleLedger, HTile, L2Ledger, RequestLedger, Waves, bytes_ledger,
-                     ctas_per_sm, cycle_ledger, geometry, htile, l2_ledger, level_of, predicted_speedup,
+                     cycle_ledger, geometry, htile, l2_ledger, level_of, predicted_speedup,
                      request_ledger, tile_bytes, warp_steps, waves)
 from .report import explain, markdown_tables, wave_line, stride_experiment, stride_view, supertile_comparison
 
@@ -48,6 +51,6 @@ __all__ = [
     "CARDS_JSON", "DATA_DIR", "H200_COSTS", "PRICE_FALLBACK", "RTX4090", "RTX5080", "Card", "card", "h200", "load",
     "RASTERS", "BytesLedger", "CycleLedger", "HTile", "L2Ledger", "RequestLedger", "bytes_ledger",
     "cycle_ledger", "geometry", "htile", "l2_ledger", "level_of", "predicted_speedup", "request_ledger",
-    "tile_bytes", "warp_steps", "Waves", "ctas_per_sm", "waves", "wave_line",
+    "tile_bytes", "warp_steps", "Waves", "waves", "wave_line",
     "explain", "markdown_tables", "stride_experiment", "stride_view", "supertile_comparison",
 ]

@@ -1,4 +1,4 @@
-"""The tensor-core rungs' figures, drawn from numba_gemm.figures.tensor_data with matplotlib
+"""The tensor-core rungs' figures, drawn from numba_gemm.explain.figures.tensor_data with matplotlib
 (imported only when a figure is drawn): mma.sync's fragments and ldmatrix, a TMA box, v12's
 roles and registers, v13's cluster multicast and persistent schedule, the epilogue overlap."""
 from __future__ import annotations
@@ -340,7 +340,7 @@ def draw_epilogue_overlap(path):
     axes[-1].set_xlabel(f"time, in units of one K tile's wgmma ({epilogue_timeline('v13')['stages']} "
                         "stages; copy latency, epilogue and set-up lengths are assumptions for the "
                         "picture, not measurements)")
-    fig.suptitle("The epilogue and the next tile's loads (numba_gemm.figures.epilogue_timeline, the "
+    fig.suptitle("The epilogue and the next tile's loads (numba_gemm.explain.figures.epilogue_timeline, the "
                  "producer/consumer loops of native/v12_warpspec.cu and v13_persistent.cu): in v13 "
                  "the\nproducer fills the next tile's stages as soon as they are released, so its copies "
                  "land during this tile's epilogue; in both the tensor cores idle while C is stored",

@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import check, registry as _levels
-from .api import SIM_WARN_FLOPS, transfer_dtype
+from .. import registry as _levels
+from ..api import SIM_WARN_FLOPS, transfer_dtype
+from . import check
 
 SIM_SHAPE = (40, 36, 33)   # ragged on purpose: every tile edge is exercised
 CHECK_ROWS = 128           # rows of C verified against float64 at large sizes
@@ -367,7 +368,7 @@ def _add_note(res: Result, text: str) -> None:
 
 def link_speedups(results: list[Result]) -> None:
     """speedup_prev = time of the level's PARENT on the same shape and dtype / this level's time."""
-    from .registry import registry
+    from ..registry import registry
 
     reg = registry()
     timed = {(r.level, r.M, r.N, r.K, r.dtype): r for r in results if r.ms}

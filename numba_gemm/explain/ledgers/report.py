@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from .access import BANK_BYTES, SEGMENT, WARP, Geometry, bank_profile, kind_name, requests, sectors
+from ...sgemm._access import BANK_BYTES, SEGMENT, WARP, Geometry, bank_profile, kind_name, requests, sectors
 from .card import Card, card
-from .ledger import (Waves, bytes_ledger, cycle_ledger, htile, l2_ledger, level_of, predicted_speedup,
+from .ledger import (bytes_ledger, cycle_ledger, htile, l2_ledger, level_of, predicted_speedup,
                      request_ledger, warp_steps, waves)
 
 
@@ -112,12 +112,12 @@ def wave_line(level, n, card_: Card | str | None = None) -> str | None:
     w = waves(level, n, card_)
     if w.resident is None:
         return None
-    r = Waves.rounds(w.ctas, w.resident)
+    r = w.rounds(w.ctas, w.resident)
     line = (f"  waves: {w.ctas} CTAs against {w.sms} SMs × {w.ctas_per_sm} CTAs per SM (launch bounds) "
             f"= {w.resident} resident: {w.ctas / w.resident:.2f} waves ({r} × {w.resident} = "
             f"{r * w.resident} slots)")
     if w.auto_slots:
-        a = Waves.rounds(w.ctas, w.auto_slots)
+        a = w.rounds(w.ctas, w.auto_slots)
         same = "the same" if a * w.auto_slots == r * w.resident else "not the same"
         line += (f"; auto below counts a wave as {w.sms} SMs × {w.auto_blocks_per_sm} (its fitted "
                  f"blocks_per_sm, not an occupancy): {a} wave{'s' * (a != 1)} of {w.auto_slots} = "
@@ -183,7 +183,7 @@ def explain(level, card_: Card | str | None = None, measured_ms=None, n=4096) ->
             lds128 = c.costs.get("lds128")
             out.append("  fragment loads: " + (
                 f"ldmatrix.x4 {c.ldsm_cycles:.2f} SM cycles per warp instruction (measured)" if c.ldsm_cycles
-                else f"ldmatrix.x4 not yet measured on {c.name} (python -m numba_gemm.microbench --tensor)")
+                else f"ldmatrix.x4 not yet measured on {c.name} (python -m numba_gemm.measure.microbench --tensor)")
                 + (f", LDS.128 {lds128:.2f}" if lds128 else ""))
         if prev:
             pb = bytes_ledger(prev, c, (M, N, K))
@@ -253,7 +253,7 @@ def markdown_tables(card_: Card | str | None = None, n=4096, measured_ms: Mappin
                     levels: Sequence | None = None) -> str:
     """The ledgers of the levels (default: every registered level) as Markdown tables
     (docs/LADDER.md is built from these). Speedups are over each level's PARENT."""
-    from ..registry import registry
+    from ...registry import registry
 
     c = card(card_)
     lvs = [level_of(x) for x in levels] if levels is not None else list(registry().values())

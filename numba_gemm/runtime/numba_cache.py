@@ -4,13 +4,13 @@ changes the code, loaded and launched without Numba's compiler.
 A Numba level's first call in a new process used to pay Numba's compile again (k7, k8: ~16 s of
 typing and lowering each specialisation, ~1.5 s of NVVM and nvJitLink). Here the first compile
 stores the cubin and its entry name in the cache directory the NVRTC cubins use
-(numba_gemm.nvrtc.cache_dir: NUMBA_GEMM_CACHE_DIR, default ~/.cache/numba_gemm); later
-processes load it with cuModuleLoadData and launch it through numba_gemm.launch.
+(numba_gemm.runtime.nvrtc.cache_dir: NUMBA_GEMM_CACHE_DIR, default ~/.cache/numba_gemm); later
+processes load it with cuModuleLoadData and launch it through numba_gemm.runtime.launch.
 
 Why not numba-cuda's own `cache=True` (0.30.4): it accepts factory-built kernels (it pickles
 their closure cells), but its key is the kernel's own bytecode, those pickles and the mtime of
 the kernel's source file. A helper reached by reference, such as a module-level device
-function in sgemm/_common.py or an intrinsic in intrinsics.py or ptx/, is pickled by name, so
+function in sgemm/_common.py or an intrinsic in ptx/, is pickled by name, so
 editing it leaves a stale kernel in the cache; and the key needs a live GPU context (the
 compute capability comes from the current device), so nothing can be warmed or tested
 without a GPU, and entries live beside the sources or in NUMBA_CACHE_DIR, not with the
@@ -28,7 +28,7 @@ global, closure cell and default it reaches: device functions, intrinsics and th
 text, factory parameters, module constants), the source files of every project module the
 walk reaches (the level and the helpers it uses), the argument types, the jit options,
 the compute capability, and the versions of Python, numba, numba-cuda, llvmlite, NVVM and
-nvJitLink. An entry is written to a temp file and renamed (numba_gemm.nvrtc.atomic_write),
+nvJitLink. An entry is written to a temp file and renamed (numba_gemm.runtime.nvrtc.atomic_write),
 under a lock file so that one process compiles while the others wait; an entry that is
 torn, corrupt or another key's is compiled again, with a warning.
 """
@@ -39,7 +39,6 @@ import hashlib
 import json
 import sys
 import threading
-import time
 import types as pytypes
 import warnings
 from dataclasses import fields, is_dataclass
@@ -382,7 +381,7 @@ _refused: dict = {}                 # (dispatcher, argument types, cc) -> why Nu
 
 def function(dispatcher, argtypes):
     """The CUfunction of `dispatcher` compiled for `argtypes` (Numba types), loaded into the
-    current context (Numba's primary context, numba_gemm.driver) from the cache; None for a
+    current context (Numba's primary context, numba_gemm.runtime.driver) from the cache; None for a
     kernel that Numba's own launch must handle (NotCacheable)."""
     argtypes = tuple(argtypes)
     cc = local_cc()
@@ -412,42 +411,3 @@ def function(dispatcher, argtypes):
     fn = _functions[(ctx, path)] = driver.module_function(module, entry)
     return fn
 
-
-# ---------------------------------------------------------------------------- warm-up
-# (python -m numba_gemm warm: the caches filled ahead of the first call, native levels' too)
-
-def kernels_of(level) -> list[str]:
-    """The names of what warming `level` compiles: a Numba level's KERNELS (or its kernel) and
-    HELPER_KERNELS, a native level's SOURCE with its shipped DEFINES and, as SOURCE:name, each
-    of its WARM_VARIANTS (other -D sets its run() may compile: v11's tiles, v13's 16-bit C)."""
-    m = level.module
-    if level.native:
-        return [m.SOURCE, *(f"{m.SOURCE}:{v}" for v in getattr(m, "WARM_VARIANTS", {}))]
-    own = getattr(m, "KERNELS", None) or {level.name: None}
-    return [*own, *getattr(m, "HELPER_KERNELS", {})]
-
-
-def _numba_kernel(module, level_name: str, name: str):
-    """(dispatcher, signature) of kernel `name` of a Numba level."""
-    table = {**(getattr(module, "KERNELS", None) or {level_name: (module.kernel, module.SIGNATURE)}),
-             **getattr(module, "HELPER_KERNELS", {})}
-    return table[name]
-
-
-def warm_one(level_name: str, name: str, cc) -> tuple[bool, float]:
-    """Compile one kernel of a level, or find it cached: (compiled now, seconds). `name` is one
-    of kernels_of(level); cc: the Numba target. What each worker of the warm-up runs."""
-    from .registry import get
-
-    t = time.perf_counter()
-    level = get(level_name)
-    m = level.module
-    if level.native:
-        variant = name.partition(":")[2]
-        defines = tuple(m.WARM_VARIANTS[variant] if variant else m.DEFINES)
-        compiled = not nvrtc.cubin_path(m.SOURCE, nvrtc.DEFAULT_ARCH, defines).is_file()
-        nvrtc.compile_variant(m.SOURCE, defines)
-    else:
-        kernel, signature = _numba_kernel(m, level_name, name)
-        compiled = cubin(kernel, signature, cc)[2]
-    return compiled, time.perf_counter() - t

@@ -1,16 +1,16 @@
 """Microbenchmarks that price the cycle ledger on the GPU at hand.
 
-    python -m numba_gemm.microbench --out numba_gemm/data/h200_costs.json
+    python -m numba_gemm.measure.microbench --out numba_gemm/data/h200_costs.json
 
 A full run measures every load kind in SM cycles per warp-level instruction, the SM clock and
-the copy bandwidth (numba_gemm.load_costs: Numba kernels), then the tensor-core ceilings and
-the ldmatrix prices (numba_gemm.tensor_ceilings: native kernels), and writes them as one costs
-file, the input of numba_gemm.ledgers.card.
+the copy bandwidth (numba_gemm.measure.load_costs: Numba kernels), then the tensor-core ceilings and
+the ldmatrix prices (numba_gemm.measure.tensor_ceilings: native kernels), and writes them as one costs
+file, the input of numba_gemm.explain.ledgers.card.
 
-    python -m numba_gemm.microbench --tensor          # tensor ceilings and ldmatrix prices only
-    python -m numba_gemm.microbench --tensor ldmatrix_x4,ldmatrix_x4_trans \
+    python -m numba_gemm.measure.microbench --tensor          # tensor ceilings and ldmatrix prices only
+    python -m numba_gemm.measure.microbench --tensor ldmatrix_x4,ldmatrix_x4_trans \
         --update numba_gemm/data/h200_costs.json      # measure some, merge them into a costs file
-    python -m numba_gemm.microbench --kinds ldg128_x16 --update numba_gemm/data/h200_costs.json
+    python -m numba_gemm.measure.microbench --kinds ldg128_x16 --update numba_gemm/data/h200_costs.json
 
 In the Numba CUDA simulator (no GPU) `run_all(smoke_only=True)` runs each kernel once at a tiny
 size and checks the values it loaded, so the index patterns are tested in CI; the timings
@@ -25,13 +25,13 @@ import time
 from datetime import datetime, timezone
 
 if __name__ == "__main__":   # run as a program: choose the simulator before numba is imported.
-    from numba_gemm.gpu import use_simulator_if_no_gpu   # (Imported, the caller has chosen.)
+    from numba_gemm.runtime.gpu import use_simulator_if_no_gpu   # (Imported, the caller has chosen.)
 
     use_simulator_if_no_gpu()
 
-from numba_gemm.load_costs import (KINDS, SIMULATOR, UNROLL, device_facts, measure_clock,  # noqa: E402
+from numba_gemm.measure.load_costs import (KINDS, SIMULATOR, UNROLL, device_facts, measure_clock,  # noqa: E402
                                    measure_copy_bandwidth, measure_kinds, smoke)
-from numba_gemm.tensor_ceilings import (TENSOR, TENSOR_METHOD, TENSOR_NAMES,  # noqa: E402
+from numba_gemm.measure.tensor_ceilings import (TENSOR, TENSOR_METHOD, TENSOR_NAMES,  # noqa: E402
                                         format_tensor, measure_tensor_into)
 
 
@@ -88,7 +88,7 @@ def run_all(out_path: str | None = None, kinds=None, smoke_only: bool | None = N
         "spread_min_max_sms": spread,
         "not_measured": problems,
         "tensor_tflops": tensor["tensor_tflops"],
-        # the ledgers' tensor ceiling for the mma.sync levels (numba_gemm.ledgers.card reads it)
+        # the ledgers' tensor ceiling for the mma.sync levels (numba_gemm.explain.ledgers.card reads it)
         **({"tensor_flops": tensor["tensor"]["mma_sync"]["tflops"] * 1e12} if "mma_sync" in tensor["tensor"] else {}),
         "tensor": tensor["tensor"],
         "tensor_method": TENSOR_METHOD,

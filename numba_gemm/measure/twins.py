@@ -6,7 +6,7 @@ names, chosen by the same rule), compiled by NVRTC for sm_90a and launched with 
 pointers. A twin runs on the level's inputs like the level itself, so bench.py can time both
 in one process and print Numba / CUDA C.
 
-    from numba_gemm import twins
+    from numba_gemm.measure import twins
     t = twins.twin("k7")
     t.run(dA, dB, dC, alpha, beta)                  # device arrays, as Level.run
     twins.time_twin("k7", 4096, 4096, 4096)         # median ms of the twin (fresh inputs)
@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 from types import ModuleType
 
-from . import nvrtc
-from .launch import launch_native
-from .registry import get
+from ..registry import get
+from ..runtime import nvrtc
+from ..runtime.launch import launch_native
 
 
 REDUCE_SOURCE = "twins/splitk_reduce.cu"   # the split-K levels' reduction, shared by their twins
@@ -40,7 +40,7 @@ def defines(level_name: str) -> tuple[str, ...]:
     A twin does not compile without them (#error), so the tile it runs is the level's."""
     mod = get(level_name).module
     if hasattr(mod, "TILING"):
-        from .sgemm import _warptile
+        from ..sgemm import _warptile
 
         t = mod.TILING
         values = {"WT_TM": t.tile_m, "WT_TN": t.tile_n, "WT_TK": t.tile_k, "WT_WM": t.warp_m,
@@ -115,8 +115,9 @@ class Twin:
         """A split-K level's launches (numba_gemm.sgemm._splitk_parts) in CUDA C: the level's
         split plan, the slices into C (S == 1) or into the workspace with alpha 1, beta 0,
         then the fixed-order reduction of native/twins/splitk_reduce.cu."""
-        from . import splitk, workspace
-        from .sgemm import _splitk_parts
+        from .. import splitk
+        from ..runtime import workspace
+        from ..sgemm import _splitk_parts
 
         M, K = A.shape
         N = B.shape[1]
@@ -189,8 +190,8 @@ def twin(level_name: str) -> Twin:
 
 
 def census(level_name: str):
-    """SASS census (numba_gemm.sass.Census per kernel) of the twin, compiled by NVRTC."""
-    from . import sass
+    """SASS census (numba_gemm.explain.sass.Census per kernel) of the twin, compiled by NVRTC."""
+    from ..explain import sass
 
     src, d = source(level_name), defines(level_name)
     cubin = nvrtc.compile_variant(src, d)
@@ -222,7 +223,7 @@ def main_loop(sass_text: str, operands: bool = False) -> list[str]:
     """Opcodes of the longest loop in nvdisasm text of one function (a label, then a backward
     branch to it): for a GEMM kernel, the K loop the time goes to. With `operands`, whole
     instructions (predicate, opcode, operands) instead."""
-    from .sass import _INSTR
+    from ..explain.sass import _INSTR
 
     labels, ops, loops = {}, [], []
     for line in sass_text.splitlines():
@@ -241,6 +242,6 @@ def main_loop(sass_text: str, operands: bool = False) -> list[str]:
 
 def twin_sass(level_name: str) -> dict[str, str]:
     """{kernel name: nvdisasm text} of the twin."""
-    from .sass import disassemble, split_functions
+    from ..explain.sass import disassemble, split_functions
 
     return split_functions(disassemble(nvrtc.compile_variant(source(level_name), defines(level_name))))

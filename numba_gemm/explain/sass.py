@@ -1,7 +1,7 @@
 """Static SASS census: what each level's kernel compiles to on sm_90, without a GPU.
 
     Numba level:  compile_ptx(py_func, SIGNATURE, cc=(9, 0)) -> nvJitLink (cuda.core.Linker) -> cubin
-    native level: numba_gemm.nvrtc.compile_variant(SOURCE, DEFINES) -> cubin (sm_90a)
+    native level: numba_gemm.runtime.nvrtc.compile_variant(SOURCE, DEFINES) -> cubin (sm_90a)
     cubin -> nvdisasm -> count instructions by opcode class; registers and static shared
     memory come from the cubin's ELF section headers, spill bytes per function from the
     linker's or NVRTC's log (NVRTC's is cached on disk with the cubin).
@@ -27,9 +27,9 @@ they do at run time); a bare Python function without.
 Numba picks the real compiler or the CUDA simulator once, at import. When this process runs
 the simulator (CI without a GPU), the Numba levels are compiled in a child process with the
 simulator off; compilation needs no GPU, only the NVVM and nvJitLink libraries. The child
-processes, the per-level disk cache and the progress lines are numba_gemm.census_cache.
+processes, the per-level disk cache and the progress lines are numba_gemm.explain.census_cache.
 
-    python -m numba_gemm.sass k5 k6        # print the census table
+    python -m numba_gemm.explain.sass k5 k6        # print the census table
 """
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def normalise(opcode: str) -> str:
 # Tools
 
 def find_nvdisasm() -> str:
-    from .nvrtc import nvdisasm_path
+    from ..runtime.nvrtc import nvdisasm_path
 
     path = nvdisasm_path()
     if not path:
@@ -357,10 +357,10 @@ def numba_kernels(module) -> dict:
 
 def _census_native(level) -> list[Census]:
     try:
-        from . import nvrtc
+        from ..runtime import nvrtc
     except ImportError as e:
         raise CensusUnavailable(
-            f"native level {level.name}: numba_gemm.nvrtc is not available ({e})"
+            f"native level {level.name}: numba_gemm.runtime.nvrtc is not available ({e})"
         ) from None
     # the shipped tile: a level whose tile is not its source's default names the -D options.
     # One row per entry point, named level_variant (v8_f16, v8_bf16) as the Numba levels'
@@ -385,7 +385,7 @@ def _simulating() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _census_numba_level(name: str) -> tuple:
-    from .registry import get
+    from ..registry import get
 
     module = get(name).module
     arch = getattr(module, "ARCH", ARCH)
@@ -464,7 +464,7 @@ def census_levels_uncached(levels) -> dict[str, list[Census]]:
 def kernel_censuses(*names: str) -> dict[str, Census]:
     """{kernel: Census} of every kernel of the named levels, through the disk cache (a test or
     tool that reads a kernel's SASS shares the one compile with every other reader)."""
-    from .registry import get
+    from ..registry import get
 
     levels = [get(n) for n in names]
     out = {}
@@ -483,7 +483,7 @@ def missing(level, kernels) -> list[str]:
 def census_level(level) -> list[Census]:
     """Census of every kernel of one level (a registry Level record or a level name)."""
     if isinstance(level, str):
-        from .registry import get
+        from ..registry import get
 
         level = get(level)
     result = census_levels([level])[level.name]
@@ -540,7 +540,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true", help="print the censuses as JSON")
     p.add_argument("--sass", action="store_true", help="print each kernel's whole SASS (nvdisasm)")
     args = p.parse_args(argv)
-    from .registry import get, registry
+    from ..registry import get, registry
 
     levels = [get(n) for n in args.levels] if args.levels else list(registry().values())
     if args.sass:

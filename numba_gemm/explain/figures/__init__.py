@@ -1,8 +1,8 @@
 """The figures of docs/: every picture drawn from the package's own code.
 
-    python -m numba_gemm.figures                 # all figures into docs/figures/
-    python -m numba_gemm.figures banks swizzle   # some of them
-    python -m numba_gemm.figures --out DIR --results FILE.json
+    python -m numba_gemm.explain.figures                 # all figures into docs/figures/
+    python -m numba_gemm.explain.figures banks swizzle   # some of them
+    python -m numba_gemm.explain.figures --out DIR --results FILE.json
 
     data        the concept figures' data: pure functions of the level modules, the ledgers and
                 numba_gemm.hgemm._common (tested without matplotlib)

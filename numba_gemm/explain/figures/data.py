@@ -1,14 +1,14 @@
 """The data behind the concept figures of docs/: pure functions of the package's code (the
 addresses a warp touches, the bank of every word, the order blocks are launched in, ...), with
 their facts from the level modules, the ledgers and numba_gemm.hgemm._common. They need
-nothing but the package and are tested without matplotlib; numba_gemm.figures.draw draws them.
+nothing but the package and are tested without matplotlib; numba_gemm.explain.figures.draw draws them.
 """
 from __future__ import annotations
 
 import math
 
+from ...hgemm import _common as cm
 from .. import ledgers
-from ..hgemm import _common as cm
 
 
 def warp_accesses(level: str, n: int = 4096, warp: int = 0, block_xy=(1, 1), ph: int = 1):
@@ -79,7 +79,7 @@ def warp_tiling(k: int = 0, level: str = "k7") -> dict:
 
     As is [tile_k][a_stride] (A transposed, rows padded), Bs is [tile_k][tile_n] after As; a
     lane accumulates the outer product of the rows it reads from As and the columns from Bs."""
-    from ..registry import get
+    from ...registry import get
 
     mod = get(level).module
     t = mod.TILING
@@ -161,7 +161,7 @@ def launch_order(grid_m: int, grid_n: int, super_mn: tuple[int, int] | None) -> 
 
 def first_wave(level: str) -> int:
     """CTAs resident at once: the H200's SMs × the blocks per SM the level is built for."""
-    from ..registry import get
+    from ...registry import get
 
     return ledgers.h200().sms * get(level).module.CONFIG.min_blocks
 
@@ -175,7 +175,7 @@ def wave_panels(order: list[list[int]], wave: int) -> tuple[int, int]:
 
 def hgemm_stages(level: str) -> int:
     """Pipeline depth of an HGEMM level: its CONFIG's stages (v7's double buffer is 2)."""
-    from ..registry import get
+    from ...registry import get
 
     return get(level).module.CONFIG.stages
 
@@ -208,7 +208,7 @@ def refill_lag(level: str) -> int:
     """How many iterations ago the buffer a level refills was read: the -DHG_TMA_LAG its kernel
     is compiled with (v10: CONFIG.tma_lag), else 1 (v7–v9's cp.async buffers: iteration k
     refills the buffer the barrier ending iteration k - 1 released)."""
-    from ..registry import get
+    from ...registry import get
 
     for d in getattr(get(level).module, "DEFINES", ()):
         if d.startswith("-DHG_TMA_LAG="):
@@ -254,7 +254,7 @@ def wgmma_tile_layout(config=None) -> dict:
            (A: +32 bytes per k step, LBO 16 (unused), SBO 1024; B: +16 k rows = 2048 bytes per
            k step, LBO = one panel, SBO 1024);
       "atom": 8 rows × 128 bytes, the span of the swizzle (and SBO); "core": 8 rows × 16 bytes."""
-    from ..hgemm import _wgmma as wg
+    from ...hgemm import _wgmma as wg
 
     t = config or wg.WgmmaTile()
     a_bytes = t.bm * t.bk * 2

@@ -1,4 +1,4 @@
-"""The Numba kernels that price the cycle ledger's loads on the GPU at hand (numba_gemm.microbench
+"""The Numba kernels that price the cycle ledger's loads on the GPU at hand (numba_gemm.measure.microbench
 runs them and writes the costs file).
 
 Each kind of load (a shared broadcast, a conflict-free shared load, an n-way bank conflict,
@@ -10,7 +10,7 @@ SM it ran on; per SM,
 
     cost = (last end - first start on that SM) / (warp load instructions run on that SM)
 
-in SM cycles per warp-level instruction: the unit of numba_gemm.ledgers (the seed's 4090
+in SM cycles per warp-level instruction: the unit of numba_gemm.explain.ledgers (the seed's 4090
 figures: conflict-free 2.686, broadcast 0.534, global 1.94). The median over SMs is kept.
 An FFMA loop is measured the same way as a yardstick (128 FP32 lanes per SM: 0.25).
 
@@ -25,7 +25,7 @@ bytes ledger's ceiling) and the SM clock (clock64 cycles over CUDA-event time).
 
 In the Numba CUDA simulator (no GPU) `smoke()` runs each kernel once at a tiny size and checks
 the values it loaded, so the index patterns are tested in CI. Whoever imports this module has
-chosen the simulator or the GPU already (numba_gemm.gpu).
+chosen the simulator or the GPU already (numba_gemm.runtime.gpu).
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ ROW_WINDOWS = ("ldg128_x8", "ldg128_x16")   # the families of rows_element's pat
 
 # ---------------------------------------------------------------------------------------
 # Which addresses each kind's warp touches: the same formulas as the kernels below, used by
-# the tests to check each pattern is the kind it claims to be (numba_gemm.ledgers).
+# the tests to check each pattern is the kind it claims to be (numba_gemm.explain.ledgers).
 
 def lane_addresses(kind: str, j: int = 0, it: int = 0) -> tuple[list[int], int]:
     """(byte addresses of the 32 lanes for load j of iteration it, bytes per lane)."""
@@ -144,10 +144,10 @@ else:
 def _vector_loads():
     """(load4_shared, load4_global) from the package, or (None, reason)."""
     try:
-        from numba_gemm.intrinsics import load4_global, load4_shared
+        from numba_gemm.ptx.intrinsics import load4_global, load4_shared
         return load4_shared, load4_global
     except Exception as e:  # the 128-bit kinds are then reported as not measured
-        return None, f"numba_gemm.intrinsics unavailable: {e}"
+        return None, f"numba_gemm.ptx.intrinsics unavailable: {e}"
 
 
 # ---------------------------------------------------------------------------------------

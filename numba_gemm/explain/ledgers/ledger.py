@@ -2,7 +2,7 @@
 loads per FMA), and for the tensor-core levels an L2 model of the launch order.
 
 Each function takes a registry Level (or its name) and reads the level's own hooks:
-SGEMM levels their GEOMETRY and warp_step (numba_gemm.ledgers.access), HGEMM levels their
+SGEMM levels their GEOMETRY and warp_step (numba_gemm.sgemm._access), HGEMM levels their
 CONFIG (bm, bn, bk), RASTER and, for RASTER "super", tile_order. A Geometry or HTile passed
 explicitly replaces the module's (the tests reproduce the seed's published figures so).
 """
@@ -11,15 +11,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .access import SEGMENT, WARP, Geometry, Step, requests, sectors
-from ..registry import RASTERS
+from ... import choose
+from ...choose import Waves
+from ...registry import RASTERS
+from ...sgemm._access import SEGMENT, WARP, Geometry, Step, requests, sectors
 from .card import Card, card
 
 
 def level_of(level):
     """A registry Level from a Level or a level name."""
     if isinstance(level, str):
-        from ..registry import get
+        from ...registry import get
 
         return get(level)
     return level
@@ -346,58 +348,8 @@ def l2_ledger(level, n=4096, card_: Card | str | None = None, tile: HTile | None
 
 # ---------------------------------------------------------------------------- waves
 
-@dataclass(frozen=True)
-class Waves:
-    """One launch against the SMs, counted two ways.
-
-    resident: the CTAs the SMs hold at once, sms × ctas_per_sm, ctas_per_sm the level's own
-    launch bound (None where the level fixes none). auto_slots: what auto's cost model
-    (numba_gemm.choose) counts as one wave, sms × its fitted blocks_per_sm, a constant fitted
-    to measured times, not an occupancy (None where the level has no calibration). A wave of
-    either is that many CTAs at once; both price every slot of every wave, so where
-    ceil(ctas / resident) · resident equals ceil(ctas / auto_slots) · auto_slots the two
-    counts price the same work."""
-    level: str
-    ctas: int
-    sms: int
-    ctas_per_sm: int | None
-    auto_blocks_per_sm: int | None
-
-    @property
-    def resident(self) -> int | None:
-        return self.sms * self.ctas_per_sm if self.ctas_per_sm else None
-
-    @property
-    def auto_slots(self) -> int | None:
-        return self.sms * self.auto_blocks_per_sm if self.auto_blocks_per_sm else None
-
-    @staticmethod
-    def rounds(ctas: int, slots: int) -> int:
-        return -(-ctas // slots)
-
-
-def ctas_per_sm(level, shape: tuple[int, int, int] | None = None) -> int | None:
-    """CTAs one SM holds by the level's launch bounds: resident_ctas(M, N, K) of a level whose
-    kernel depends on the shape (v11gv, k8sk), else CTAS_PER_SM, or the warp-tiled levels'
-    shared MIN_BLOCKS (k7, k8); None where the level fixes none."""
-    mod = level_of(level).module
-    if shape is not None and hasattr(mod, "resident_ctas"):
-        return mod.resident_ctas(*shape)
-    n = getattr(mod, "CTAS_PER_SM", None)
-    if n is None:
-        n = getattr(getattr(mod, "_warptile", None), "MIN_BLOCKS", None)
-    return n
-
-
 def waves(level, n=4096, card_: Card | str | None = None, dtype="float32") -> Waves:
-    """The level's CTAs at shape n (its tile and K split, as auto sees them), the CTAs the SMs
-    hold by its launch bounds, and auto's fitted slots per wave."""
-    from .. import choose
-
-    lv = level_of(level)
-    c = card(card_)
+    """choose.waves on a card: the level's CTAs at shape n (its tile and K split, as auto sees
+    them), the CTAs the card's SMs hold by its launch bounds, and auto's fitted slots per wave."""
     M, N, K = (n, n, n) if isinstance(n, int) else n
-    g = choose.geometry(lv, M, N, K, sms=c.sms)
-    ctas = math.ceil(M / g.bm) * math.ceil(N / g.bn) * g.splits
-    p = choose.params(lv.name, dtype)
-    return Waves(lv.name, ctas, c.sms, ctas_per_sm(lv, (M, N, K)), p["blocks_per_sm"] if p else None)
+    return choose.waves(level_of(level), M, N, K, card(card_).sms, dtype)

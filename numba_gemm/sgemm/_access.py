@@ -4,7 +4,7 @@ A level's `warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY)` returns a `Step`: t
 (array, width, byte addresses of the 32 lanes) one warp of block (bx, by) makes in one step
 (one k, or one phase of tile_k). It builds them with `lanes`, `global_load` and
 `shared_access` from the same constants its kernel uses. The functions below classify each
-access; the ledgers (numba_gemm.ledgers.ledger) add them up. Pure Python, no Numba.
+access; the ledgers (numba_gemm.explain.ledgers.ledger) add them up. Pure Python, no Numba.
 """
 from __future__ import annotations
 

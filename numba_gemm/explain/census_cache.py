@@ -1,11 +1,11 @@
-"""Where SASS censuses (numba_gemm.sass) are kept and taken: a census compiles every kernel of a
+"""Where SASS censuses (numba_gemm.explain.sass) are kept and taken: a census compiles every kernel of a
 level (~40 s for k6), so each is cached on disk per level, keyed by everything it depends on;
 a process that runs the CUDA simulator takes its Numba levels' censuses in child processes with
 the simulator off; and each level's progress is printed to stderr as `[census] ...` lines
 (NUMBA_GEMM_CENSUS_PROGRESS=0 silences them).
 
 A census travels here as plain dicts (dataclasses.asdict of a sass.Census): this module knows
-where censuses come from and go, not what they hold, so it does not import numba_gemm.sass.
+where censuses come from and go, not what they hold, so it does not import numba_gemm.explain.sass.
 """
 from __future__ import annotations
 
@@ -64,18 +64,18 @@ def _run_streaming_progress(cmd, env):
 
 
 def in_children(names: list[str]) -> dict[str, list[dict]]:
-    """Census Numba levels with the simulator off, in child processes (`python -m numba_gemm.sass
+    """Census Numba levels with the simulator off, in child processes (`python -m numba_gemm.explain.sass
     --json`): one per CPU (at most one per level), the levels dealt out round-robin, since each
     compile is single-threaded."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = str(Path(os.path.abspath(__file__)).parents[2])   # the directory that holds numba_gemm
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     env["NUMBA_GEMM_CENSUS_PROGRESS"] = "1" if progress_on() else "0"
     workers = max(1, min(len(names), os.cpu_count() or 1))
     groups = [names[i::workers] for i in range(workers)]
 
     def run(group):
-        out = _run_streaming_progress([sys.executable, "-m", "numba_gemm.sass", "--json", *group], env)
+        out = _run_streaming_progress([sys.executable, "-m", "numba_gemm.explain.sass", "--json", *group], env)
         if out.returncode != 0:
             raise RuntimeError(f"SASS census of {group} failed in a child process:\n{out.stderr[-4000:]}")
         return json.loads(out.stdout)
@@ -100,7 +100,7 @@ def _tool_versions() -> str:
             parts.append(f"{dist}={metadata.version(dist)}")
         except metadata.PackageNotFoundError:
             pass
-    from . import nvrtc
+    from ..runtime import nvrtc
 
     nvdisasm = nvrtc.nvdisasm_path()
     if nvdisasm:
@@ -112,7 +112,7 @@ def census_key(level) -> str:
     """sha256 of what a level's census depends on: its sources (a native level: the NVRTC cache
     key of its shipped tile; a Numba level: every module of its package and the intrinsics),
     the census's own modules, and the compiler and disassembler versions."""
-    from . import nvrtc
+    from ..runtime import nvrtc
 
     here = Path(__file__).parent
     h = hashlib.sha256()
@@ -123,7 +123,7 @@ def census_key(level) -> str:
                                  tuple(getattr(level.module, "DEFINES", ()))).encode())
     else:
         files = sorted(Path(level.module.__file__).parent.glob("*.py"))
-        files.append(here / "intrinsics.py")
+        files.append(here.parent / "ptx" / "intrinsics.py")
         for f in files:
             h.update(f.name.encode() + b"\0" + f.read_bytes())
     h.update(_tool_versions().encode())
@@ -131,7 +131,7 @@ def census_key(level) -> str:
 
 
 def cache_path(level) -> Path:
-    from . import nvrtc
+    from ..runtime import nvrtc
 
     return nvrtc.cache_dir() / "census" / f"{level.name}.{census_key(level)}.json"
 
@@ -145,7 +145,7 @@ def load(level) -> list[dict] | None:
 
 
 def store(level, censuses: list[dict]) -> None:
-    from . import nvrtc
+    from ..runtime import nvrtc
 
     try:
         nvrtc.atomic_write(cache_path(level), json.dumps(censuses).encode())
@@ -159,7 +159,7 @@ def one_taker():
     compile each level once, and the others read it from the cache (an advisory file lock; none
     where the cache cannot be written or the platform has no fcntl). The census children of the
     holder inherit it through the environment and do not wait for it."""
-    from . import nvrtc
+    from ..runtime import nvrtc
 
     if os.environ.get(_HELD):
         yield

@@ -3,7 +3,7 @@
 data/cards.json holds each card's specification (L2 size, FP32 lanes, tensor ceiling, and for
 cards this project has not measured, the figures its source states). A card with a
 "measured" file takes its SM count, SM clock, copy bandwidth and load prices from that file,
-written by `python -m numba_gemm.microbench --out ...`; nothing here restates those numbers.
+written by `python -m numba_gemm.measure.microbench --out ...`; nothing here restates those numbers.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from .access import WARP
+from ...sgemm._access import WARP
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"   # numba_gemm/data
 CARDS_JSON = DATA_DIR / "cards.json"
 H200_COSTS = DATA_DIR / "h200_costs.json"
 
@@ -151,7 +151,7 @@ def load(key: str, measured: str | os.PathLike | None = None) -> Card:
                             "cards.json (not in the measured file yet)"))
         if kw["costs"]:
             updated = sorted({stamp[:10] for stamp in data.get("updated", {}).values()})
-            kw["costs_source"] = (f"measured by numba_gemm.microbench on {data.get('device', '?')}"
+            kw["costs_source"] = (f"measured by numba_gemm.measure.microbench on {data.get('device', '?')}"
                                   + (f", {data['measured_utc']}" if data.get("measured_utc") else "")
                                   + (f"; {len(data['updated'])} entries re-measured "
                                      f"{', '.join(updated)}" if updated else ""))

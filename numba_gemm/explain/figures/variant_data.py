@@ -2,12 +2,12 @@
 v11sk) and v11r's register-staged loads: pure functions of those levels' own code (k3's and
 k3c's warp_step, the split plans of numba_gemm.splitk and each level's plan_splits /
 split_plan, v11r's load_width, tile_instructions, StagedTile and stage_image). Tested without
-matplotlib; numba_gemm.figures.variant_draw draws them.
+matplotlib; numba_gemm.explain.figures.variant_draw draws them.
 """
 from __future__ import annotations
 
+from ...hgemm import _common as cm
 from .. import ledgers
-from ..hgemm import _common as cm
 
 # ---------------------------------------------------------------------------------------
 # k3c: one block, 4 column tiles, one A tile
@@ -69,8 +69,8 @@ def splitk_plan(level: str, M: int, N: int, K: int, sms: int = 132) -> dict:
     K tiles of 64), "k_tiles" per slice, "ctas" = tiles·S, "resident" (CTAs the SMs hold at
     once: sms × CTAS_PER_SM, v11sk one per SM), "partials": [element offset z·M·N of slice z's
     M×N fp32 matrix in the workspace], "workspace" bytes (S·M·N·4; 0 when S = 1)."""
-    from .. import splitk
-    from ..registry import get
+    from ... import splitk
+    from ...registry import get
 
     mod = get(level).module
     if level == "v11sk":
@@ -126,8 +126,8 @@ def staged_loads(M: int = RAGGED_SHAPE[0], N: int = RAGGED_SHAPE[1], K: int = RA
     element at (_common.tma_swizzle_128b within its 64-column panel); "corner": the ragged
     last tile (m0, n0, k0), whether stage_image equals expected_stage (TMA's stage) byte for
     byte, and its zero-filled bytes."""
-    from ..hgemm import _wgmma as wg
-    from ..registry import get
+    from ...hgemm import _wgmma as wg
+    from ...registry import get
 
     r = get("v11r").module
     t = r.CONFIG

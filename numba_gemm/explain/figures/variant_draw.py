@@ -1,4 +1,4 @@
-"""The side rungs' figures, drawn from numba_gemm.figures.variant_data with matplotlib (imported
+"""The side rungs' figures, drawn from numba_gemm.explain.figures.variant_data with matplotlib (imported
 only when a figure is drawn): k3c's four column tiles per block, the split-K levels' slices,
 partials and reduction, v11r's register-staged loads."""
 from __future__ import annotations

@@ -4,7 +4,7 @@ from raw pointers; recording them for gemm() and plan(), and CUDA graph capture.
 Why: a Numba launch costs ~48 µs of host time (typing every argument, wrapping arrays, the
 launch configuration objects), cuLaunchKernel itself a few. Here a Numba kernel is compiled
 once per argument-type signature and machine (Numba's own compile, the kernels unchanged,
-its cubin kept on disk by numba_gemm.numba_cache), its function handle fetched once per
+its cubin kept on disk by numba_gemm.runtime.numba_cache), its function handle fetched once per
 device, and each launch is one cuLaunchKernel with the parameters flattened as Numba's ABI
 expects for an array argument:
 
@@ -19,7 +19,7 @@ kernels (every HGEMM level, through `launch_native`) pass ctypes values the same
 issuing them: gemm() caches them by everything run() reads (level, shapes, dtypes, pointers,
 alpha, beta, device) and plan() keeps them, so a repeated call is one cuLaunchKernel per
 launch. In the Numba CUDA simulator, Numba kernels go through Numba as usual. The driver
-calls themselves are numba_gemm.driver's.
+calls themselves are numba_gemm.runtime.driver's.
 """
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
-"""The concept figures of docs/, drawn from numba_gemm.figures.data with matplotlib (the `plot`
+"""The concept figures of docs/, drawn from numba_gemm.explain.figures.data with matplotlib (the `plot`
 extra: `pip install -e ".[plot]"`), imported only when a figure is drawn."""
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+from ...hgemm import _common as cm
 from .. import ledgers
-from ..hgemm import _common as cm
 from .data import (WGMMA_K_STEP, bank_examples, bank_grid, first_wave, hgemm_stages, k6_loader_map,
                    launch_order, level_pipeline, mbarrier_ring, phase_timeline, pipeline_schedule, refill_lag, segments_of,
                    swizzle_map, thread_operands, tile_reads, warp_tiling, wave_panels,
@@ -75,7 +75,7 @@ def draw_segments(path):
             for side in ("top", "right"):
                 ax.spines[side].set_visible(False)
     rl = {lv: ledgers.request_ledger(lv).requests_per_fma for lv in ("k1", "k2")}
-    _save(fig, path, f"One warp, one k, M=N=K=4096 (numba_gemm.ledgers): k1 {rl['k1']:.0f} requests "
+    _save(fig, path, f"One warp, one k, M=N=K=4096 (numba_gemm.explain.ledgers): k1 {rl['k1']:.0f} requests "
                  f"per FMA, k2 {rl['k2']:.0f}", fontsize=12)
 
 
@@ -295,7 +295,7 @@ def draw_banks(path):
     axes[-1].set_xlabel("bank (4-byte word address mod 32)")
     _save(fig, path, "Shared-memory banks: one cell per distinct 4-byte word the warp touches, in its bank's "
                  "column (label: the lanes that read it).\nA second word in the same bank needs another "
-                 "pass. Profiles from numba_gemm.ledgers.bank_profile.", fontsize=11)
+                 "pass. Profiles from numba_gemm.explain.ledgers.bank_profile.", fontsize=11)
 
 
 def draw_swizzle(path):
@@ -332,7 +332,7 @@ def draw_launch_order(path, n: int = 8192):
     plt = _plt()
     import numpy as np
 
-    from ..registry import get
+    from ...registry import get
 
     v9 = get("v9").module
     bm, bn = v9.CONFIG.bm, v9.CONFIG.bn
@@ -416,8 +416,8 @@ def draw_k6_loaders(path):
                      f"(LDG.E.128)\nnumber = thread id (threadIdx.y · 32 + threadIdx.x), colour = warp"
                      + ("; rows 0–7 numbered, the pattern repeats every 4" if arr == "B" else ""),
                      fontsize=10)
-    fig.suptitle(f"k6's global loads by linear thread id (numba_gemm.figures.k6_loader_map, from its warp_step): "
-                 f"{g.threads} threads, one warp reads 32 consecutive float4s — whole 128-byte rows of A "
+    fig.suptitle("k6's global loads by linear thread id (numba_gemm.explain.figures.k6_loader_map, from its "
+                 f"warp_step): {g.threads} threads, one warp reads 32 consecutive float4s — whole 128-byte rows of A "
                  "(4 rows per warp load) and B (one 512-byte row)", fontsize=10)
     _save(fig, path)
 
@@ -425,7 +425,7 @@ def draw_k6_loaders(path):
 def draw_k8_timeline(path, phases: int = 5):
     """k7 against k8: what overlaps what in one block's K loop (schematic)."""
     plt = _plt()
-    from ..registry import get
+    from ...registry import get
 
     rows = {"global loads": 2, "STS to shared": 1, "FFMA": 0}
     fig, axes = plt.subplots(2, 1, figsize=(13, 5.6), layout="constrained", sharex=True)
@@ -449,7 +449,7 @@ def draw_k8_timeline(path, phases: int = 5):
                      f"FFMA busy {100 * busy:.0f} % of the time over {phases} phases", fontsize=10, loc="left")
     axes[-1].set_xlabel("time (one phase's FFMA = 1 in both, whatever its depth; a global load's latency "
                         "0.8: assumptions for the picture, not measurements)")
-    fig.suptitle("What overlaps what (numba_gemm.figures.phase_timeline): k8 issues the loads of phase p + 1 "
+    fig.suptitle("What overlaps what (numba_gemm.explain.figures.phase_timeline): k8 issues the loads of phase p + 1 "
                  "into registers before multiplying phase p,\nand stores them into the other buffer "
                  "after it; in k7 each phase's loads and its multiply wait for each other", fontsize=10)
     _save(fig, path)
@@ -462,7 +462,7 @@ def draw_wgmma_tile(path):
     import numpy as np
     from matplotlib.patches import Rectangle
 
-    from ..hgemm import _wgmma as wg
+    from ...hgemm import _wgmma as wg
 
     d = wgmma_tile_layout()
     t = d["tile"]
@@ -532,7 +532,7 @@ def draw_mbarrier_ring(path, tiles: int = 12):
     """The full/empty mbarrier ring: which stage each K tile uses, when it is issued, which
     parity the consumers wait on full[s] and the producer on empty[s]."""
     plt = _plt()
-    from ..registry import get
+    from ...registry import get
 
     cases = [("v10, v11: the computing thread 0 refills the stage read "
               f"{get('v10').module.CONFIG.tma_lag} iterations ago", get("v10").module.CONFIG.stages,
@@ -557,7 +557,7 @@ def draw_mbarrier_ring(path, tiles: int = 12):
         ax.grid(True, axis="x", alpha=0.3)
     axes[-1].set_xlabel("consumer iteration kt (one K tile multiplied per iteration)")
     axes[-1].set_xticks(range(-1, tiles + 1), ["before\nthe loop"] + [str(i) for i in range(tiles + 1)])
-    fig.suptitle("The mbarrier ring (numba_gemm.figures.mbarrier_ring): blue = the TMA copy in flight "
+    fig.suptitle("The mbarrier ring (numba_gemm.explain.figures.mbarrier_ring): blue = the TMA copy in flight "
                  "(issued after the producer's wait on empty[s], \"empty p\" = the parity it waits for), "
                  "orange = the consumers\nreading the stage after waiting on full[s] with parity "
                  "(use of the stage) mod 2. Each completed phase flips a barrier's parity; one bit "

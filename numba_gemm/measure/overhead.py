@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .util import commit
+from ..util import commit
 
 N = 64
 SLEEP_CYCLES = 20_000_000      # ~10 ms at 2 GHz: longer than queuing the timed launches
@@ -98,7 +98,7 @@ def _operands(dtype, torch, M: int = N, K: int = N):
                 torch.empty((M, N), dtype=torch.float32, device="cuda"))
     from numba import cuda
 
-    from .api import transfer_dtype
+    from ..api import transfer_dtype
 
     return (cuda.to_device(A.astype(dtype).view(transfer_dtype(dtype))),
             cuda.to_device(B.astype(dtype).view(transfer_dtype(dtype))),
@@ -106,7 +106,8 @@ def _operands(dtype, torch, M: int = N, K: int = N):
 
 
 def measure(levels, calls: int = 2000) -> list[dict]:
-    from . import api, driver, operands
+    from .. import api
+    from ..runtime import driver, operands
 
     try:
         import torch

@@ -1,8 +1,8 @@
 """Compile the native levels with NVRTC, cache the cubins on disk, load them.
 
 Everything here works from pip wheels: NVRTC (nvidia-cuda-nvrtc) and the CUDA headers found
-by cuda.pathfinder. Compiling needs no GPU; loading does (numba_gemm.driver), and launches go
-through numba_gemm.launch.launch_native.
+by cuda.pathfinder. Compiling needs no GPU; loading does (numba_gemm.runtime.driver), and launches go
+through numba_gemm.runtime.launch.launch_native.
 
 - compile_cubin(name, arch) -> bytes   SASS for one .cu in numba_gemm.native (cached on disk)
 - compile_variant(name, defines, arch) -> bytes   the same with extra -D options
@@ -354,7 +354,7 @@ _load_lock = threading.Lock()
 
 def function(source_name: str, kernel_name: str, arch: str = DEFAULT_ARCH, defines=()):
     """The CUfunction `kernel_name` of native/<source_name> (compiled with `defines`), loaded
-    once per context (numba_gemm.driver)."""
+    once per context (numba_gemm.runtime.driver)."""
     defines = _defines(defines)
     ctx = driver.current_context()
     key = (ctx, source_name, kernel_name, arch, defines)

@@ -3,7 +3,7 @@ roles, v13's cluster and schedule, the epilogue overlap of v12/v13): pure functi
 package's code — the fragment layouts and ldmatrix of numba_gemm.ptx.mma_sync, TMA's box of
 numba_gemm.ptx.hopper, the tile record and boxes of numba_gemm.hgemm._wgmma, v13's launch and
 tile order, and the constants the native kernels declare (read from their source). Tested
-without matplotlib; numba_gemm.figures.tensor_draw draws them.
+without matplotlib; numba_gemm.explain.figures.tensor_draw draws them.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import re
 
 import numpy as np
 
+from ...hgemm import _common as cm
+from ...runtime.nvrtc import native_dir
 from .. import ledgers
-from ..nvrtc import native_dir
-from ..hgemm import _common as cm
 
 def native_constants(source: str) -> dict[str, int]:
     """NAME -> value of every `constexpr int NAME = <integer>` (one or several per line) of a
@@ -46,7 +46,7 @@ def mma_fragments() -> dict:
     "rows": {"A" | "B": {lane: (row, chunk)}} the row address each lane gives ldmatrix.x4
     (.trans for B), "loaded": {"A" | "B": {(lane, register, half): (row, col)}} the element of
     the 16 x 16 shared tile (row-major, 32-byte rows) that ldmatrix_warp delivers there."""
-    from ..ptx import mma_sync as ms
+    from ...ptx import mma_sync as ms
 
     out = {"A": {}, "B": {}, "C": {}, "rows": {}, "loaded": {}}
     for lane in range(32):
@@ -78,9 +78,9 @@ def tma_boxes(M: int = 200, K: int = 160, N: int = 180, tile_row: int = 1, kt: i
     {"x", "y", "real": bool array (rows, cols), the elements inside the matrix}; "panels": how
     many B panels the producer issues (those not wholly right of N); "tx": the bytes full[s]
     expects (every box counted whole, zero fill included); "a_bytes", "panel_bytes"."""
-    from ..hgemm import _wgmma as wg
-    from ..ptx.hopper import tma_box
-    from ..registry import get
+    from ...hgemm import _wgmma as wg
+    from ...ptx.hopper import tma_box
+    from ...registry import get
 
     t = get("v12").module.CONFIG
     box_a, box_b = wg.boxes(t)
@@ -108,7 +108,7 @@ def v12_roles(level: str = "v12") -> dict:
     and the PRODUCER_REGS / CONSUMER_REGS its .cu compiles with; "entry": the cap every thread
     starts with under __launch_bounds__(threads, 1) (the register file / threads, down to a
     multiple of 8); "file": the SM's register file (the .cu's static_assert bound); "used"."""
-    from ..registry import get
+    from ...registry import get
 
     mod = get(level).module
     t, src = mod.CONFIG, mod.SOURCE
@@ -131,7 +131,7 @@ def v13_multicast() -> dict:
     its own A box and B panels rank, rank + CLUSTER, ... multicast to every CTA of the cluster.
     {rank: {"a_bytes", "panels": [...], "issued": bytes it reads from L2, "received": bytes
     its full[s] expects}}, plus "v12_issued" (a v12 CTA reads its whole stage)."""
-    from ..registry import get
+    from ...registry import get
 
     mod = get("v13").module
     t, cluster = mod.CONFIG, mod.CLUSTER
@@ -153,7 +153,7 @@ def v13_schedule(M: int = 4096, N: int = 4096, K: int = 4096, clusters: int | No
     clusters, as v13.run passes them), rank r taking tile row CLUSTER·pm + r. G is v13's
     launch_config with `clusters` resident (default: the H200's SMs / CLUSTER, one CTA per SM);
     the super-tile from tile_order with the H200's L2."""
-    from ..registry import get
+    from ...registry import get
 
     mod = get("v13").module
     t, cluster = mod.CONFIG, mod.CLUSTER
@@ -194,7 +194,7 @@ def epilogue_timeline(level: str, tiles: int = 3, k_tiles: int = 6, load: float 
     then the ring runs on across tiles, so the next tile's loads are issued during this tile's
     last K tiles and epilogue. Returns {"stages", "tiles": [{"setup", "loads": [(issue, land)],
     "wgmma": [(start, end)], "epilogue": (start, end), "ring": [stage of each K tile]}], "end"}."""
-    from ..registry import get
+    from ...registry import get
 
     stages = get(level).module.CONFIG.stages
     persistent = level == "v13"

@@ -25,7 +25,7 @@ from pathlib import Path
 from .. import ledgers
 from .draw import BLUE, GREEN, GREY, ORANGE, RED, _plt, _save
 
-ROOT = Path(__file__).resolve().parents[2]   # the checkout (this is numba_gemm/figures/measured.py)
+ROOT = Path(__file__).resolve().parents[3]   # the checkout (this is numba_gemm/explain/figures/measured.py)
 DATA_DIR = ROOT / "docs" / "data"
 # The figures' default input: the manifest of the raw bench.py --json files of the H200 runs.
 RESULTS_JSON = DATA_DIR / "h200_ladder.json"
@@ -81,7 +81,7 @@ def tensor_ceilings() -> dict[str, float]:
 def compute_roof(level: str) -> str:
     """Which compute roof a level runs under: "wgmma" when its SASS must have HGMMA, "mma_sync"
     for the other tensor-core levels, "fp32" for the SGEMM levels."""
-    from ..registry import get
+    from ...registry import get
 
     lv = get(level)
     if lv.family == "sgemm":
