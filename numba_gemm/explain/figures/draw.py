@@ -186,7 +186,7 @@ def draw_warp_tiling(path, level: str = "k7"):
     import numpy as np
     from matplotlib.patches import Rectangle
 
-    from ..registry import get
+    from ...registry import get
 
     d = warp_tiling(level=level)
     t, owner = d["tiling"], d["owner"]
