@@ -26,6 +26,27 @@ def sgemm_case(M, N, K, beta, seed=0):
     return A, B, C, C_in
 
 
+def exact_twice(level, M, N, K, alpha, beta, rng):
+    """A level's run() on fresh device inputs, twice: exact against float64 and the same bits
+    both times (beta == 0: C holds NaN, which must not reach the result)."""
+    import numpy as np
+    from numba import cuda
+
+    from numba_gemm.measure import check
+    from numba_gemm.registry import get
+
+    A, B, C = check.random_inputs(M, N, K, np.float32, rng)
+    C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
+    outs = []
+    for _ in range(2):
+        dC = cuda.to_device(C_in)
+        get(level).run(cuda.to_device(A), cuda.to_device(B), dC, alpha, beta)
+        outs.append(dC.copy_to_host())
+    v = check.verify(outs[0], A, B, C, alpha, beta)
+    assert v.ok, f"{level} M={M} N={N} K={K} a={alpha} b={beta}: {v}"
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+
 def pytest_report_header(config):
     mode = "CUDA GPU" if GPU else "Numba CUDA simulator (no GPU: GPU-only tests skip)"
     return f"numba_gemm: running on {mode}"

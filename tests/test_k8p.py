@@ -12,11 +12,11 @@ the rest of the level contract.
 import numpy as np
 import pytest
 
-from numba_gemm.measure import check
 from numba_gemm.registry import registry
 from numba_gemm.runtime import launch
 from numba_gemm.sgemm import k8_double_buffer as k8
 from numba_gemm.sgemm import k8p_pitched as k8p
+from tests.conftest import exact_twice
 from tests.graph_replay import replays_exactly
 
 
@@ -59,18 +59,7 @@ def test_run_launches_copies_then_k8_then_the_copy_back(monkeypatch):
 
 
 def _case(M, N, K, alpha, beta, rng):
-    from numba import cuda
-
-    A, B, C = check.random_inputs(M, N, K, np.float32, rng)
-    C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
-    outs = []
-    for _ in range(2):
-        dC = cuda.to_device(C_in)
-        k8p.run(cuda.to_device(A), cuda.to_device(B), dC, alpha, beta)
-        outs.append(dC.copy_to_host())
-    v = check.verify(outs[0], A, B, C, alpha, beta)
-    assert v.ok, f"k8p M={M} N={N} K={K} a={alpha} b={beta}: {v}"
-    assert outs[0].tobytes() == outs[1].tobytes()
+    exact_twice("k8p", M, N, K, alpha, beta, rng)
 
 
 def test_exact_on_a_small_ragged_shape():
