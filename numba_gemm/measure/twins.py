@@ -36,7 +36,7 @@ def source(level_name: str) -> str:
 
 def defines(level_name: str) -> tuple[str, ...]:
     """The twin's tile as -D options, from its Numba level: a warp-tiled level's TILING (and
-    _warptile's A_PAD, its CTAS_PER_SM or MIN_BLOCKS) for warptile.cuh, else the level's GEOMETRY for tile.cuh.
+    _warptile's A_PAD, its launch bound, _warptile.blocks_per_sm) for warptile.cuh, else the level's GEOMETRY for tile.cuh.
     A twin does not compile without them (#error), so the tile it runs is the level's."""
     mod = get(level_name).module
     if hasattr(mod, "TILING"):
@@ -45,7 +45,7 @@ def defines(level_name: str) -> tuple[str, ...]:
         t = mod.TILING
         values = {"WT_TM": t.tile_m, "WT_TN": t.tile_n, "WT_TK": t.tile_k, "WT_WM": t.warp_m,
                   "WT_WN": t.warp_n, "WT_LANES_N": t.lanes_n, "WT_A_PAD": _warptile.A_PAD,
-                  "WT_MIN_BLOCKS": getattr(mod, "CTAS_PER_SM", _warptile.MIN_BLOCKS)}
+                  "WT_MIN_BLOCKS": _warptile.blocks_per_sm(t, getattr(mod, "CTAS_PER_SM", None))}
     else:
         g = mod.GEOMETRY
         values = {"TILE_M": g.tile_m, "TILE_N": g.tile_n, "TILE_K": g.tile_k, "THREAD_M": g.thread_m,

@@ -121,12 +121,17 @@ def grid(M: int, N: int, t: WarpTiling) -> tuple[int, int]:
     return (ceil_div(N, t.tile_n), ceil_div(M, t.tile_m))
 
 
+def blocks_per_sm(t: WarpTiling, ctas_per_sm: int | None = None) -> int:
+    """The launch bounds' blocks per SM (the twins' WT_MIN_BLOCKS too): ctas_per_sm where a
+    level sets it (k9: 1), else as many as make SM_THREADS threads."""
+    return ctas_per_sm or SM_THREADS // t.threads
+
+
 def jit(make_kernel, t: WarpTiling, a_vec: bool, bc_vec: bool, ctas_per_sm: int | None = None):
-    """make_kernel(t, a_vec, bc_vec) compiled with the launch bounds: ctas_per_sm blocks per SM,
-    by default as many as make SM_THREADS threads (the simulator takes none)."""
+    """make_kernel(t, a_vec, bc_vec) compiled with the launch bounds (blocks_per_sm; the
+    simulator takes none)."""
     f = make_kernel(t, a_vec, bc_vec)
-    blocks = ctas_per_sm or SM_THREADS // t.threads
-    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, blocks))(f)
+    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, blocks_per_sm(t, ctas_per_sm)))(f)
 
 
 def specialisations(level: str, make_kernel, t: WarpTiling, ctas_per_sm: int | None = None) -> dict:
