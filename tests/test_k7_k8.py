@@ -1,7 +1,6 @@
-"""k7 (warp tiling), k8 (double buffering) and k9 (k8 with a 256×128 block, 8 × 16 outputs per
-thread): exact on shapes that reach every edge path, and compiled to what they exist for —
-conflict-free LDS.128 feeding a main loop that is mostly FFMA, no local memory, within the
-register cap their launch bounds set.
+"""k7 (warp tiling) and k8 (double buffering): exact on shapes that reach every edge path,
+and compiled to what they exist for — conflict-free LDS.128 feeding a main loop that is
+mostly FFMA, no local memory, within the register cap their launch bounds set.
 
 The simulator runs one Python thread per GPU thread (256 per block here), so the shapes are
 one to four blocks, chosen to hit each of the four specialisations, a partial tile in M, N
@@ -21,8 +20,7 @@ from numba_gemm.measure.twins import main_loop
 from numba_gemm.registry import get
 from numba_gemm.sgemm._loaders import vector_operands
 
-LEVELS = ["k7", "k8", "k9"]
-THREAD_TILES = {"k7": (8, 8), "k8": (8, 8), "k9": (8, 16)}
+LEVELS = ["k7", "k8"]
 
 # (M, N, K) -> the specialisation it takes with aligned buffers
 SHAPES = {
@@ -83,14 +81,14 @@ def test_tiling_is_consistent(level):
     t = mod.TILING
     assert not t.problems()
     assert t.threads == 256 and t.block == mod.BLOCK
-    assert (t.thread_m, t.thread_n) == THREAD_TILES[level]
+    assert (t.thread_m, t.thread_n) == (8, 8)
     assert mod.GEOMETRY.threads * t.thread_m * t.thread_n == t.tile_m * t.tile_n
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_warp_step_prices_conflict_free_lds128(level):
     """The ledger view: every inner-loop shared load of every warp is one conflict-free LDS.128,
-    4 per k for 64 FMAs (k9: 6 for 128); global loads are float4s."""
+    4 per k for 64 FMAs; global loads are float4s."""
     mod = get(level).module
     t = mod.TILING
     for warp in range(t.warps):
@@ -138,9 +136,8 @@ def census():
 @pytest.mark.parametrize("level", LEVELS)
 def test_census(census, level):
     mod = get(level).module
-    t, tk = mod.TILING, mod.TILE_K               # k per phase: k7 16, k8 and k9 8
-    lds = t.sub_m + t.sub_n                      # float4s a lane reads per k: 4 (k9: 6)
-    blocks = getattr(mod, "CTAS_PER_SM", 2)      # k7, k8: 2 blocks per SM, k9: 1
+    t, tk = mod.TILING, mod.TILE_K               # k per phase: k7 16, k8 8
+    lds = t.sub_m + t.sub_n                      # float4s a lane reads per k: 4
     for name in (level, level + "_edge"):
         c = census[name]
         ops = c["opcodes"]
@@ -149,9 +146,8 @@ def test_census(census, level):
         assert sum(n for op, n in ops.items() if op.startswith("LDS")) == lds * tk, name
         assert not any(op.startswith(("LDL", "STL")) for op in ops), f"{name}: local memory"
         assert c["spills"] == [0, 0], name
-        # the launch bounds (256 threads, `blocks` per SM) cap registers at 128 (k9: 255)
-        cap = min(255, 65536 // (256 * blocks))
-        assert c["bounds"] == [256, blocks] and 0 < c["registers"] <= cap, (name, c["registers"])
+        # the launch bounds (256 threads, 2 blocks per SM) cap registers at 128
+        assert c["bounds"] == [256, 2] and 0 < c["registers"] <= 128, (name, c["registers"])
         assert not any(op.startswith(("DFMA", "DMUL", "DADD")) for op in ops), name
         loop = main_loop(c["sass"])
         ffma = sum(op == "FFMA" for op in loop)

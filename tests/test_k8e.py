@@ -27,7 +27,7 @@ def test_contract_and_refusals():
     assert "k8 runs without the copies" in k8e.unsupported(4096, 4096, 4096)
     assert "k8 runs without the copies" in k8e.unsupported(4097, 4096, 4096)   # k8p's refusal first
     assert "use k8p" in k8e.unsupported(4096, 4096, 4097)                      # no border at all
-    assert "use k8p" in k8e.unsupported(4105, 4105, 4097)                      # 9 rows, 12 padded columns
+    assert "use k8p" in k8e.unsupported(4113, 4113, 4097)                      # 17 rows, 20 padded columns
     assert "use k8p" in k8e.unsupported(100, 7, 5)                             # one partial tile: no interior
     for shape in [(4097, 4097, 4097), (4100, 4100, 4097), (4097, 4096, 4097), (4096, 4097, 4096),
                   (130, 133, 9), (5, 130, 7), (2**16 + 1, 2**15 + 1, 3)]:    # past 2^31: u64
@@ -40,11 +40,13 @@ def test_plan_at_4097_cubed_and_around_it():
     assert k8e.edge_config(4097, 4097) == ((256,), (32, 8))  # 2 rows a warp, 8 warps a CTA
     assert k8e.plan(4104, 4104, 4097) == (4096, 4096)        # 8 rows; 8 columns, two float4s
     assert k8e.plan(4097, 4096, 4097) == (4096, 4096) and k8e.grid(4097, 4096) == (32, 32)
-    assert k8e.plan(4105, 4097, 4097) == (4105, 4096)        # 9 rows: a 33rd row of tiles
-    assert k8e.grid(4105, 4097) == (32, 33)
+    assert k8e.plan(4112, 4097, 4097) == (4096, 4096)        # 16 rows: two k6gv passes
+    assert k8e.plan(4113, 4097, 4097) == (4113, 4096)        # 17 rows: a 33rd row of tiles
+    assert k8e.grid(4113, 4097) == (32, 33)
+    assert k8e.plan(777, 5000, 3001) == (768, 4992) and k8e.grid(777, 5000) == (39, 6)   # one wave
     assert k8e.plan(129, 5, 7) == (128, 8) and k8e.grid(129, 5) == (1, 1)
     assert k8e.plan(5, 130, 7) == (5, 128) and k8e.grid(5, 130) == (1, 1)
-    assert k8e.EDGE == k6gv.MAX_M and k8e.copies_bytes is k8p.copies_bytes
+    assert k8e.EDGE == 2 * k6gv.MAX_M and k8e.copies_bytes is k8p.copies_bytes
 
 
 def test_run_launches_copies_interior_bottom_right_then_the_copy_back(monkeypatch):
@@ -70,6 +72,19 @@ def test_run_launches_copies_interior_bottom_right_then_the_copy_back(monkeypatc
         k8e.run(cuda.device_array((4, 7), np.float32), cuda.device_array((7, 4), np.float32), None, 1.0, 0.0)
 
 
+def test_a_bottom_strip_past_8_rows_takes_two_k6gv_passes(monkeypatch):
+    calls = []
+    monkeypatch.setattr(launch, "launch_numba", lambda fn, grid, block, args, stream=None:
+                        calls.append((fn, args)))
+    from numba import cuda
+
+    A, B = cuda.device_array((139, 9), np.float32), cuda.device_array((9, 8), np.float32)
+    k8e.run(A, B, cuda.device_array((139, 8), np.float32), 1.0, 0.0)
+    gemv = k6gv.SPECIALISATIONS[True, True][1]
+    assert [int(args[0]) for fn, args in calls if fn is gemv] == [8, 3]     # rows 128-135, then 136-138
+    assert k8e.edge_columns not in [fn for fn, _ in calls]                  # N = 8: no right strip
+
+
 def _case(M, N, K, alpha, beta, rng):
     exact_twice("k8e", M, N, K, alpha, beta, rng)
 
@@ -81,12 +96,14 @@ def test_exact_on_small_shapes_with_strips():
     _case(5, 130, 7, -0.75, 2.5, rng)
     _case(129, 5, 7, 1.0, 0.0, rng)
     _case(130, 133, 9, 0.5, 0.0, rng)
+    _case(139, 5, 7, 0.5, -1.5, rng)                 # a bottom strip of 11 rows: two k6gv passes
 
 
 @pytest.mark.gpu
 def test_exact_on_ragged_shapes():
     rng = np.random.default_rng()
-    for M, N, K in [(129, 131, 133), (1025, 1031, 999), (300, 2049, 2051), (2049, 2050, 7), (4100, 129, 65)]:
+    for M, N, K in [(129, 131, 133), (1025, 1031, 999), (1036, 1031, 999), (300, 2049, 2051), (2049, 2050, 7),
+                    (4100, 129, 65)]:
         _case(M, N, K, 0.5, -1.5, rng)
         _case(M, N, K, 1.0, 0.0, rng)
 

@@ -45,7 +45,7 @@ def defines(level_name: str) -> tuple[str, ...]:
         t = mod.TILING
         values = {"WT_TM": t.tile_m, "WT_TN": t.tile_n, "WT_TK": t.tile_k, "WT_WM": t.warp_m,
                   "WT_WN": t.warp_n, "WT_LANES_N": t.lanes_n, "WT_A_PAD": _warptile.A_PAD,
-                  "WT_MIN_BLOCKS": _warptile.blocks_per_sm(t, getattr(mod, "CTAS_PER_SM", None))}
+                  "WT_MIN_BLOCKS": _warptile.blocks_per_sm(t)}
     else:
         g = mod.GEOMETRY
         values = {"TILE_M": g.tile_m, "TILE_N": g.tile_n, "TILE_K": g.tile_k, "THREAD_M": g.thread_m,
@@ -167,8 +167,7 @@ class Twin:
         mod = self.module
         m, n = mod.plan(M, N, K)
         pk, pn = mod.pitch(K), mod.pitch(N)
-        strip = mod.bottom(pad["A"], pad["B"], pad["C"], M, N, K)
-        if strip:
+        for strip in mod.bottom(pad["A"], pad["B"], pad["C"], M, N, K):
             twin("k6gv").run(*strip, alpha, beta, stream)
         if n < pn:
             args = [ctypes.c_int32(m), ctypes.c_int32(pk), ctypes.c_int32(pn), ctypes.c_int32(n),

@@ -121,32 +121,29 @@ def grid(M: int, N: int, t: WarpTiling) -> tuple[int, int]:
     return (ceil_div(N, t.tile_n), ceil_div(M, t.tile_m))
 
 
-def blocks_per_sm(t: WarpTiling, ctas_per_sm: int | None = None) -> int:
-    """The launch bounds' blocks per SM (the twins' WT_MIN_BLOCKS too): ctas_per_sm where a
-    level sets it (k9: 1), else as many as make SM_THREADS threads."""
-    return ctas_per_sm or SM_THREADS // t.threads
+def blocks_per_sm(t: WarpTiling) -> int:
+    """The launch bounds' blocks per SM (the twins' WT_MIN_BLOCKS too): as many as make
+    SM_THREADS threads."""
+    return SM_THREADS // t.threads
 
 
-def jit(make_kernel, t: WarpTiling, a_vec: bool, bc_vec: bool, ctas_per_sm: int | None = None):
+def jit(make_kernel, t: WarpTiling, a_vec: bool, bc_vec: bool):
     """make_kernel(t, a_vec, bc_vec) compiled with the launch bounds (blocks_per_sm; the
     simulator takes none)."""
     f = make_kernel(t, a_vec, bc_vec)
-    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, blocks_per_sm(t, ctas_per_sm)))(f)
+    return cuda.jit(f) if SIMULATOR else cuda.jit(launch_bounds=(t.threads, blocks_per_sm(t)))(f)
 
 
-def specialisations(level: str, make_kernel, t: WarpTiling, ctas_per_sm: int | None = None) -> dict:
+def specialisations(level: str, make_kernel, t: WarpTiling) -> dict:
     """(A 128-bit, B and C 128-bit) -> (name, kernel), the key vector_operands gives. Every load
     and store is checked: one predicate per float4 (or per float in the 32-bit forms). k6's
     interior/border split is left out: here it would cost registers (the split edge kernels
     spilled under the 128-register cap) to save ~2% of the loop's instructions."""
-    def build(a_vec, bc_vec):
-        return jit(make_kernel, t, a_vec, bc_vec, ctas_per_sm)
-
     return {
-        (True, True): (level, build(True, True)),
-        (False, False): (f"{level}_edge", build(False, False)),
-        (False, True): (f"{level}_bc", build(False, True)),       # K % 4 != 0
-        (True, False): (f"{level}_a", build(True, False)),        # N % 4 != 0
+        (True, True): (level, jit(make_kernel, t, True, True)),
+        (False, False): (f"{level}_edge", jit(make_kernel, t, False, False)),
+        (False, True): (f"{level}_bc", jit(make_kernel, t, False, True)),     # K % 4 != 0
+        (True, False): (f"{level}_a", jit(make_kernel, t, True, False)),      # N % 4 != 0
     }
 
 

@@ -12,17 +12,21 @@ a column of C is A times a column of B: matrix-vector products that read B and A
 
     interior   k8's aligned kernel over the padded buffers on the grid of whole tiles only
                (rows [0, M'), columns [0, N')): the border tiles are never launched
-    bottom     rows [M', M), every padded column: k6gv (M ≤ 8) on views of the copies
+    bottom     rows [M', M), every padded column: k6gv (M ≤ 8) on views of the copies, one
+               pass per 8 rows (two at most: each pass reads B′ once more)
     right      rows [0, M'), columns [N', pn): `edge_columns`, a warp per ROWS rows of A′
                walking K in float4s, B′'s one or two float4s of each k row beside it, the
                lanes' sums added in a fixed order through shared memory (no atomics)
     C          = the first N columns of C′, as k8p
 
-with M' = M − M mod 128 where 1 ≤ M mod 128 ≤ EDGE, and N' = N − N mod 128 where the padded
-columns past it, pn − N', are 1 or 2 float4s (EDGE = 8 columns). The pad columns of B′ are
+with M' = M − M mod 128 where 1 ≤ M mod 128 ≤ EDGE (16 rows), and N' = N − N mod 128 where the
+padded columns past it, pn − N', are 1 or 2 float4s (EDGE_COLS = 8 columns). The pad columns of B′ are
 zeros, so computing C′'s pad is harmless: it is never copied out. k8's kernel takes its tile
 from blockIdx (row0 = blockIdx.y·128, col0 = blockIdx.x·128), so the smaller grid is the
 interior. Every full tile keeps k8's float4 loads; only the border is computed another way.
+The bottom strip takes two k6gv passes at most: each reads B′ once more (about 16 µs at 4097³),
+where the row of tiles it replaces may cost a whole wave (777 × 5000: 7 × 39 = 273 tiles, two
+waves of 264; 6 × 39 = 234, one).
 
 Which ledger moved: waves. The bytes ledger is k8p's, and honestly so at the per-tile model's
 grain: the interior reads A′ and B′ once per column and row of tiles it launches (32 each at
@@ -33,7 +37,7 @@ strip's rows of A′ per column block, the right strip's columns of B′ per CTA
 Shapes with no thin border (k8p's 33rd tile row or column is not nearly empty) are k8p's, and
 shapes whose rows are whole float4s k8's: k8e refuses both, naming the level to use.
 
-Measured: not yet (docs/LADDER.md).
+Measured (H200, docs/LADDER.md): 3.235 ms at 4097³, 0.96× cuBLAS and 1.08× k8p in the same rounds.
 """
 import numpy as np
 from numba import cuda
@@ -50,7 +54,7 @@ from .k8p_pitched import buffers, copies, copies_bytes, copy_config, pitch, row_
 LEVEL = "k8e"
 PARENT = "k8p"
 TITLE = "k8p with its thin border row and column as matrix-vector products"
-DELTA = ("k8e = k8p + no tiles for a border of 1 to 8 rows or columns: k8's kernel on the whole "
+DELTA = ("k8e = k8p + no tiles for a border of 1 to 16 rows or 1 to 8 columns: k8's kernel on the whole "
          "tiles only, the bottom rows by k6gv and the right columns by a warp-per-rows kernel")
 DTYPES = (np.float32,)
 SASS_MUST_HAVE = k8.SASS_MUST_HAVE             # k8's aligned kernel, and float4 loads of A′ at the edge
@@ -59,7 +63,8 @@ TILING, GEOMETRY, BLOCK = k8.TILING, k8.GEOMETRY, k8.BLOCK
 TILE_M, TILE_N, TILE_K = k8.TILE_M, k8.TILE_N, k8.TILE_K
 THREAD_M, THREAD_N = k8.THREAD_M, k8.THREAD_N
 THREADS = k8.THREADS
-EDGE = k6gv.MAX_M                              # the thickest border computed as a strip: 8
+PASSES = 2                                     # k6gv passes over the bottom strip, at most
+EDGE = PASSES * k6gv.MAX_M                     # the thickest bottom border computed as a strip: 16
 ROWS = 2                                       # rows of A′ per warp in edge_columns
 EDGE_WARPS = 8
 EDGE_BLOCK = (32, EDGE_WARPS)
@@ -96,7 +101,7 @@ def unsupported(M: int, N: int, K: int):
     m, n = plan(M, N, K)
     if m == M and n == pitch(N):
         return (f"no thin border: M mod {TILE_M} = {M % TILE_M} and N mod {TILE_N} = {N % TILE_N} "
-                f"leave no strip of 1 to {EDGE} rows or columns past whole tiles; use k8p")
+                f"leave no strip of 1 to {EDGE} rows or {EDGE_COLS} columns past whole tiles; use k8p")
     return grid_limit(k8p.grid(M, N))
 
 
@@ -160,13 +165,13 @@ KERNELS = {LEVEL: (kernel, SIGNATURE), "k8e_edge_columns": (edge_columns, EDGE_S
 HELPER_KERNELS = {**k8p.HELPER_KERNELS, "k6gv": k6gv.KERNELS["k6gv"], **_splitk_parts.HELPER_KERNELS}
 
 
-def bottom(A2, B2, C2, M: int, N: int, K: int):
-    """(A′, B′, C′) of the bottom strip: views of the copies' rows [M', M), or None."""
+def bottom(A2, B2, C2, M: int, N: int, K: int) -> list[tuple]:
+    """(A′, B′, C′) of each k6gv pass over the bottom strip: views of the copies' rows [M', M),
+    k6gv.MAX_M rows at a time (none without a strip)."""
     m, _ = plan(M, N, K)
-    if m == M:
-        return None
     pk, pn = pitch(K), pitch(N)
-    return A2[m * pk:M * pk].reshape(M - m, pk), B2.reshape(pk, pn), C2[m * pn:M * pn].reshape(M - m, pn)
+    return [(A2[r * pk:e * pk].reshape(e - r, pk), B2.reshape(pk, pn), C2[r * pn:e * pn].reshape(e - r, pn))
+            for r in range(m, M, k6gv.MAX_M) for e in [min(r + k6gv.MAX_M, M)]]
 
 
 def run(A, B, C, alpha, beta, stream=None):
@@ -182,8 +187,7 @@ def product(A2, B2, C2, M, N, K, alpha, beta, stream):
     m, n = plan(M, N, K)
     launch(kernel, grid(M, N), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
            alpha, beta, stream)
-    strip = bottom(A2, B2, C2, M, N, K)
-    if strip:
+    for strip in bottom(A2, B2, C2, M, N, K):
         k6gv.run(*strip, alpha, beta, stream)
     if n < pn:
         launch_numba(edge_columns, *edge_config(M, N),

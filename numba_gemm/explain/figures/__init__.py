@@ -24,7 +24,6 @@ Every name a caller uses is importable from here (`figures.load_results`, `figur
 from __future__ import annotations
 
 import argparse
-from functools import partial
 from pathlib import Path
 
 from .data import (bank_examples, bank_grid, first_wave, hgemm_stages, k6_loader_map, launch_order,
@@ -53,7 +52,6 @@ FIGURES = {
     "tiles": ("k3_tiles.png", draw_tiles),
     "outer": ("k3_k6_outer_product.png", draw_outer),
     "warptile": ("k7_warp_tiling.png", draw_warp_tiling),
-    "k9tile": ("k9_warp_tiling.png", partial(draw_warp_tiling, level="k9")),
     "banks": ("banks.png", draw_banks),
     "swizzle": ("v8_swizzle.png", draw_swizzle),
     "launch": ("v9_launch_order.png", draw_launch_order),

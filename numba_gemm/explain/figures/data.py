@@ -72,7 +72,7 @@ def thread_operands(level: str, lane: int = 0, warp: int = 0, k: int = 0) -> dic
 
 
 def warp_tiling(k: int = 0, level: str = "k7") -> dict:
-    """A warp-tiled level's block → warp → thread tiling (k7's, or k9's), decoded from the
+    """A warp-tiled level's block → warp → thread tiling (k7's by default), decoded from the
     LDS.128 addresses of its warp_step at one k: {"owner": {(m, n): [(warp, lane), ...]} over the
     block tile (one owner each), "loads": {warp: [(array, distinct float4s, wavefronts)]},
     "tiling": the level's TILING}.
