@@ -6,7 +6,8 @@
 Inputs: JSON written by `bench.py --suite shapes --json` (per shape, every level timed), by
 `bench.py --json` (one row per level and shape), or by `tools/hopper_top.py --json`, whose rows
 for another tile of a level (v11:bm=64:bn=128) give that tile its own entry under that name
-(its other rows are left to the suite runs: they would fit a level twice). Every (level, input dtype) with measurements
+(its other rows are left to the suite runs: they would fit a level twice). List the inputs oldest
+first: where two measured a level at the same shape, the later counts. Every (level, input dtype) with measurements
 gets its own constants (blocks per SM, bandwidth efficiency, rate, fixed cost), fitted to
 minimise the squared log error of predicted against measured kernel time; the fit's RMS log
 error and sample count are stored beside them, and the sources with their provenance. fp16 and
@@ -31,26 +32,27 @@ TWO_BYTE = ("float16", "bfloat16")
 
 def samples(paths):
     """{(level, dtype): [(M, N, K, ms, splits)]} from suite or bench JSON files (splits: the K
-    split the level ran with, None where the file does not say)."""
-    out = defaultdict(list)
+    split the level ran with, None where the file does not say). A level measured at the same
+    shape by several files counts once, as the last of them measured it: list the files oldest
+    first, so that a run made after a level changed replaces what it measured before."""
+    out = defaultdict(dict)
     for path in paths:
         with open(path) as f:
             data = json.load(f)
         if isinstance(data, dict) and "meta" in data and "rows" in data:      # tools/hopper_top.py
             for r in data["rows"]:
                 if ":" in r["level"]:
-                    out[r["level"], r["dtype"]].append((r["M"], r["N"], r["K"], r["kernel_ms"], None))
+                    out[r["level"], r["dtype"]][r["M"], r["N"], r["K"]] = r["kernel_ms"], None
             continue
         rows = data["results"] if isinstance(data, dict) else data
         for r in rows:
             if "levels" in r:      # a suite shape
                 for t in r["levels"]:
                     if t["ok"] and t["kernel_ms"] == t["kernel_ms"]:
-                        out[t["level"], r["dtype"]].append((r["M"], r["N"], r["K"], t["kernel_ms"],
-                                                            t.get("splits")))
+                        out[t["level"], r["dtype"]][r["M"], r["N"], r["K"]] = t["kernel_ms"], t.get("splits")
             elif r.get("ms") and r.get("ok") is not False:
-                out[r["level"], r["dtype"]].append((r["M"], r["N"], r["K"], r["ms"], None))
-    return out
+                out[r["level"], r["dtype"]][r["M"], r["N"], r["K"]] = r["ms"], None
+    return {key: [(*shape, *m) for shape, m in pts.items()] for key, pts in out.items()}
 
 
 def level_of(name, reg):
@@ -158,7 +160,7 @@ def main(argv=None):
                  "to kernel times measured on the card named here; not edited by hand.",
         "card": "NVIDIA H200 (sm_90, 132 SMs)",
         "fitted_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-        "sources": sorted(os.path.basename(x) for x in args.inputs),
+        "sources": [os.path.basename(x) for x in args.inputs],     # oldest first (samples)
         "levels": levels,
     }
     with open(args.out, "w") as f:
