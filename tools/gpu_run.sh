@@ -36,8 +36,10 @@
 #   LEVELS / SIZES narrow the sgemm step, HGEMM_LEVELS the hgemm step, SANITIZE_LEVELS (default:
 #   every native level) the sanitize step, HGEMM_DTYPES (default: fp16 bf16) the hgemm step,
 #   OVERHEAD_LEVELS (default: every level) the overhead step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
-#   SANITIZE_TOOLS the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE /
-#   PROFILE_DTYPE the profile step (ncu sections of one launch per level, cuBLAS beside them).
+#   SANITIZE_TOOLS the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE (or
+#   PROFILE_SHAPE=M,N,K) / PROFILE_DTYPE the profile step (ncu sections of one launch per level,
+#   cuBLAS beside them; PROFILE_SKIP / PROFILE_COUNT launches skipped and profiled, default 1 and
+#   1: a level of two launches, such as a split with its reduce, takes PROFILE_SKIP=2 PROFILE_COUNT=2).
 # PACK_LOGS=1 packs the logs into $OUT/logs.tar.gz at the end (the JSON stay beside it).
 # Wheels in .whl/ (e.g. a NumPy < 2.5 for the machine's Python) are installed first if present.
 set -u
@@ -179,11 +181,12 @@ if has ncu; then   # L2 reuse of v8 vs v9 at 8192, and k1's power-of-two stride 
 fi
 if has profile; then  # where the time goes: one launch per level under ncu's main sections
   for lv in $(echo "${PROFILE_LEVELS:-v11,v12,v13,cublas}" | tr , ' '); do
-    echo "=== $lv ${PROFILE_SIZE:-4096} ${PROFILE_DTYPE:-float16}"
-    timeout 120 ncu --clock-control none --launch-skip 1 --launch-count 1 \
+    shape=${PROFILE_SHAPE:+--shape $PROFILE_SHAPE}
+    echo "=== $lv ${PROFILE_SHAPE:-${PROFILE_SIZE:-4096}} ${PROFILE_DTYPE:-float16}"
+    timeout 120 ncu --clock-control none --launch-skip "${PROFILE_SKIP:-1}" --launch-count "${PROFILE_COUNT:-1}" \
       --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
       --section LaunchStats --section Occupancy --metrics sm__cycles_elapsed.avg.per_second \
-      python3 tools/run_once.py --level "$lv" --size "${PROFILE_SIZE:-4096}" --dtype "${PROFILE_DTYPE:-float16}"
+      python3 tools/run_once.py --level "$lv" ${shape:---size "${PROFILE_SIZE:-4096}"} --dtype "${PROFILE_DTYPE:-float16}"
   done >"$OUT/profile.txt" 2>&1
   grep -E "^===|^  [a-zA-Z_]+ |Duration|Throughput|SM Frequency|Stall|Issued|Registers|Warp Cycles|L2 Hit|Mem Busy|Max Bandwidth|per_second" "$OUT/profile.txt" | head -n 150
 fi
