@@ -20,8 +20,8 @@ a column of C is A times a column of B: matrix-vector products that read B and A
     C          = the first N columns of C′, as k8p
 
 with M' = M − M mod 128 where 1 ≤ M mod 128 ≤ EDGE (16 rows), and N' = N − N mod 128 where the
-padded columns past it, pn − N', are 1 or 2 float4s (EDGE_COLS = 8 columns). The pad columns of B′ are
-zeros, so computing C′'s pad is harmless: it is never copied out. k8's kernel takes its tile
+padded columns past it, pn − N', are 1 or 2 float4s (EDGE_COLS = 8 columns). The pad columns of
+B′ are zeros, so computing C′'s pad is harmless: it is never copied out. k8's kernel takes its tile
 from blockIdx (row0 = blockIdx.y·128, col0 = blockIdx.x·128), so the smaller grid is the
 interior. Every full tile keeps k8's float4 loads; only the border is computed another way.
 The bottom strip takes two k6gv passes at most: each reads B′ once more (about 16 µs at 4097³),

@@ -180,8 +180,8 @@ PIECES = {4: "four", 8: "eight"}   # a thread tile's 4×4 pieces, in words
 
 
 def draw_warp_tiling(path, level: str = "k7"):
-    """k7 (or another warp-tiled level): the block tile split into warp tiles, warp 0's tile split into its lanes' 4×4
-    pieces, and what warp 0 reads from As and Bs at one k."""
+    """k7 (or another warp-tiled level): the block tile split into warp tiles, warp 0's tile
+    split into its lanes' 4×4 pieces, and what warp 0 reads from As and Bs at one k."""
     plt = _plt()
     import numpy as np
     from matplotlib.patches import Rectangle
