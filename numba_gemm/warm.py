@@ -20,15 +20,14 @@ def kernels_of(level) -> list[str]:
     m = level.module
     if level.native:
         return [m.SOURCE, *(f"{m.SOURCE}:{v}" for v in getattr(m, "WARM_VARIANTS", {}))]
-    own = getattr(m, "KERNELS", None) or {level.name: None}
-    return [*own, *getattr(m, "HELPER_KERNELS", {})]
+    return list(_numba_kernels(m, level.name))
 
 
-def _numba_kernel(module, level_name: str, name: str):
-    """(dispatcher, signature) of kernel `name` of a Numba level."""
-    table = {**(getattr(module, "KERNELS", None) or {level_name: (module.kernel, module.SIGNATURE)}),
-             **getattr(module, "HELPER_KERNELS", {})}
-    return table[name]
+def _numba_kernels(module, level_name: str) -> dict:
+    """{name: (dispatcher, signature)} of a Numba level: its KERNELS (or its kernel), then its
+    HELPER_KERNELS."""
+    return {**(getattr(module, "KERNELS", None) or {level_name: (module.kernel, module.SIGNATURE)}),
+            **getattr(module, "HELPER_KERNELS", {})}
 
 
 def warm_one(level_name: str, name: str, cc) -> tuple[bool, float]:
@@ -43,6 +42,6 @@ def warm_one(level_name: str, name: str, cc) -> tuple[bool, float]:
         compiled = not nvrtc.cubin_path(m.SOURCE, nvrtc.DEFAULT_ARCH, defines).is_file()
         nvrtc.compile_variant(m.SOURCE, defines)
     else:
-        kernel, signature = _numba_kernel(m, level_name, name)
+        kernel, signature = _numba_kernels(m, level_name)[name]
         compiled = numba_cache.cubin(kernel, signature, cc)[2]
     return compiled, time.perf_counter() - t

@@ -271,7 +271,7 @@ keys = {}
 for lv in registry().values():
     if not lv.native:
         for name in warm.kernels_of(lv):
-            k, sig = warm._numba_kernel(lv.module, lv.name, name)
+            k, sig = warm._numba_kernels(lv.module, lv.name)[name]
             keys[f"{lv.name}:{name}"] = numba_cache.kernel_key(k, sig, (9, 0, "a"))
 print(json.dumps(keys))
 """
