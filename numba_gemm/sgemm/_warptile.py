@@ -38,7 +38,8 @@ from ..ptx.intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_sha
 from ._access import F32, WARP, Geometry, Step, global_load, shared_access
 from ._common import ceil_div, float32, u32, u64
 from ._loaders import inline as _inline
-from ._loaders import plain, scalar_load, store_scalar, store_vector, vector_load
+from ._loaders import (plain, scalar_load, store_scalar, store_vector, vector_load,
+                       vector_load_in)
 
 A_PAD = 4          # floats: keeps As rows 16-byte aligned (LDS.128) while spreading the banks
 MIN_BLOCKS = 2     # blocks of 256 threads per SM: ptxas may use up to 128 registers per thread
@@ -306,9 +307,71 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
             cuda.syncthreads()
             ph = nxt
 
+    # ---- k9's pipeline: k8's, with the two buffers written out and, in the all-float4 kernel,
+    # the loads unchecked inside K. The 32-bit forms keep their checks: a second, unchecked
+    # copy of their loads made their loops longer, not shorter.
+    UNCHECKED = a_vec and bc_vec
+    load_a_in = vector_load_in(load4_readonly)
+    load_b_in = vector_load_in(load4_readonly)           # columns clamped: always inside
+
+    @_inline
+    def phase(A, B, As, Bs, ra, rb, af, bf, acc, a_off, b_off, a_r, a_c, b_r, b_c,
+              am, bn, col0, n, k, ph, kb_read, kb_write):
+        """One phase of k9: the loads of phase ph + TK (in the all-float4 kernel unchecked when
+        all of it lies inside K; otherwise checked against K alone), the multiply of buffer kb_read, the stores into
+        buffer kb_write, one barrier. Returns the next phase and the moved offsets."""
+        nxt = u32(ph + TK)
+        a_off += u64(TK)
+        b_off += u64(TK) * u64(n)
+        if UNCHECKED and u32(nxt + TK) <= k:
+            for s in range(A_LOADS):
+                v = load_a_in(A, a_off + u64(s * A_ROW_STEP) * u64(k))
+                for q in range(4):
+                    ra[s, q] = v[q]
+            for s in range(B_LOADS):
+                v = load_b_in(B, b_off + u64(s * B_ROW_STEP) * u64(n))
+                for q in range(4):
+                    rb[s, q] = v[q]
+        else:
+            load_tiles(A, B, ra, rb, a_off, b_off, u32(0), u32(nxt + a_c), u32(nxt + b_r),
+                       u32(col0 + b_c), u32(1), n, k)
+        compute(kb_read, As, Bs, am, bn, af, bf, acc)
+        store_tiles(As, Bs, kb_write, ra, rb, a_r, a_c, b_r, b_c)
+        cuda.syncthreads()
+        return nxt, a_off, b_off
+
+    @_inline
+    def unrolled_buffers(A, B, As, Bs, ra, rb, af, bf, acc, a_r, a_c, b_r, b_c, am, bn,
+                         row0, col0, m, n, k):
+        """k9's pipeline over all of K into acc. As k8's, with two phases per trip of the
+        loop, so that each reads and writes a fixed buffer (every shared address is a base
+        register plus a constant), and rows of A past M (columns of float4 B past N) clamped
+        to the last one: their products land in accumulators the epilogue never stores, and
+        every load but those of the last phase or two needs no check and no zeroing."""
+        a_row = min(u32(row0 + a_r), u32(m - 1))
+        b_col = u32(col0 + b_c)
+        if bc_vec:
+            b_col = min(b_col, u32(n - 4))
+        a_off = u64(a_row) * u64(k) + u64(a_c)
+        b_off = u64(b_r) * u64(n) + u64(b_col)
+        # rows are clamped, so the row check is passed as row 0 of a 1-row matrix
+        load_tiles(A, B, ra, rb, a_off, b_off, u32(0), a_c, b_r, u32(col0 + b_c), u32(1), n, k)
+        store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
+        cuda.syncthreads()
+        ph = u32(0)
+        while ph < k:
+            ph, a_off, b_off = phase(A, B, As, Bs, ra, rb, af, bf, acc, a_off, b_off, a_r, a_c,
+                                     b_r, b_c, am, bn, col0, n, k, ph, u32(0), u32(TK))
+            if ph >= k:
+                break
+            ph, a_off, b_off = phase(A, B, As, Bs, ra, rb, af, bf, acc, a_off, b_off, a_r, a_c,
+                                     b_r, b_c, am, bn, col0, n, k, ph, u32(TK), u32(0))
+
     return SimpleNamespace(loaders=loaders, load_tiles=load_tiles,
                            store_tiles=store_tiles, compute=compute, thread_tile=thread_tile,
-                           epilogue=epilogue, epilogue_at=epilogue_at, double_buffered=double_buffered)
+                           epilogue=epilogue, epilogue_at=epilogue_at, double_buffered=double_buffered,
+                           # one clamped A row per thread: more would each need their own offset
+                           unrolled_buffers=unrolled_buffers if A_LOADS == 1 else None)
 
 
 # ---- the ledgers ---------------------------------------------------------------------------
