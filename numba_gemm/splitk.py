@@ -17,7 +17,7 @@ the GPU, and caps the workspace.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, uint64
+from numba import cuda, float32, uint64
 
 from .util import ceil_div
 
@@ -80,20 +80,37 @@ def cluster_splits(level: str, tiles: int, k_tiles: int, M: int, N: int, K: int,
 # ---------------------------------------------------------------------------- the reduction
 
 REDUCE_THREADS = 256
-REDUCE_PER_THREAD = 4      # elements each thread sums (grid-strided: coalesced per step)
+REDUCE_BATCH = 4           # partials a thread loads before it adds them (in order)
+
+
+def reduce_grid(MN: int) -> int:
+    """Blocks of reduce_partials for M·N elements: one element per thread. Its sums are
+    chains of S dependent loads and adds; spread thin, as many chains run at once as there
+    are elements, and the launch takes about S / REDUCE_BATCH memory latencies."""
+    return max(1, min(ceil_div(MN, REDUCE_THREADS), 2**31 - 1))
 
 
 @cuda.jit
 def reduce_partials(P, splits, MN, alpha, beta, C):
     """C[i] = alpha · (P[i] + P[MN + i] + … + P[(splits-1)·MN + i]) + beta · C[i], summed in
-    that order (bit-identical on every run); beta == 0 never reads C. P, C: flat float32."""
+    that order (bit-identical on every run); beta == 0 never reads C. P, C: flat float32.
+    The partials come REDUCE_BATCH at a time: their loads are independent, so they are in
+    flight together, and only the adds wait on each other (a load per add took S latencies)."""
     n = uint64(MN)
+    s = uint64(splits)
     step = uint64(cuda.gridDim.x) * uint64(cuda.blockDim.x)
     i = uint64(cuda.blockIdx.x) * uint64(cuda.blockDim.x) + uint64(cuda.threadIdx.x)
     while i < n:
         acc = P[i]
         z = uint64(1)
-        while z < uint64(splits):
+        p = cuda.local.array(REDUCE_BATCH, float32)
+        while z + uint64(REDUCE_BATCH - 1) < s:
+            for b in range(REDUCE_BATCH):
+                p[b] = P[(z + uint64(b)) * n + i]
+            for b in range(REDUCE_BATCH):
+                acc += p[b]
+            z += uint64(REDUCE_BATCH)
+        while z < s:
             acc += P[z * n + i]
             z += uint64(1)
         if beta == 0:
@@ -109,7 +126,5 @@ def reduce(P, C, splits: int, M: int, N: int, alpha: float, beta: float, stream=
     from .runtime.launch import launch_numba
 
     MN = M * N
-    blocks = max(1, min(ceil_div(MN, REDUCE_THREADS * REDUCE_PER_THREAD), 2**31 - 1))
     args = (P, np.int32(splits), np.int64(MN), np.float32(alpha), np.float32(beta), C.reshape(MN))
-    launch_numba(reduce_partials, (blocks,), (REDUCE_THREADS,), args, stream)
-
+    launch_numba(reduce_partials, (reduce_grid(MN),), (REDUCE_THREADS,), args, stream)

@@ -21,12 +21,14 @@ import re
 from dataclasses import dataclass
 from types import ModuleType
 
+from .. import splitk
 from ..registry import get
 from ..runtime import nvrtc
 from ..runtime.launch import launch_native
 
 
 REDUCE_SOURCE = "twins/splitk_reduce.cu"   # the split-K levels' reduction, shared by their twins
+REDUCE_DEFINES = (f"-DREDUCE_BATCH={splitk.REDUCE_BATCH}",)   # partials loaded before they are added
 
 
 def source(level_name: str) -> str:
@@ -115,7 +117,6 @@ class Twin:
         """A split-K level's launches (numba_gemm.sgemm._splitk_parts) in CUDA C: the level's
         split plan, the slices into C (S == 1) or into the workspace with alpha 1, beta 0,
         then the fixed-order reduction of native/twins/splitk_reduce.cu."""
-        from .. import splitk
         from ..runtime import workspace
         from ..sgemm import _splitk_parts
 
@@ -128,11 +129,10 @@ class Twin:
                 ctypes.c_void_p(_ptr(out))]
         launch_native(fn, _splitk_parts.grid(self.module.grid(M, N), S), self.module.BLOCK, 0, stream, args)
         if S > 1:
-            threads = splitk.REDUCE_THREADS
-            blocks = max(1, min(-(-M * N // (threads * splitk.REDUCE_PER_THREAD)), 2**31 - 1))
             args = [ctypes.c_void_p(_ptr(out)), ctypes.c_int32(S), ctypes.c_int64(M * N),
                     ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_void_p(_ptr(C))]
-            launch_native(nvrtc.function(REDUCE_SOURCE, "splitk_reduce"), (blocks,), (threads,), 0, stream, args)
+            launch_native(nvrtc.function(REDUCE_SOURCE, "splitk_reduce", defines=REDUCE_DEFINES),
+                          (splitk.reduce_grid(M * N),), (splitk.REDUCE_THREADS,), 0, stream, args)
 
     def _run_pitched(self, fn, A, B, C, alpha, beta, stream):
         """k8p's and k8e's launches in CUDA C: the level's copies (its `copies` plan, its
