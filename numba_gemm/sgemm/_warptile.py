@@ -317,9 +317,10 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     @_inline
     def phase(A, B, As, Bs, ra, rb, af, bf, acc, a_off, b_off, a_r, a_c, b_r, b_c,
               am, bn, col0, n, k, ph, kb_read, kb_write):
-        """One phase of k9: the loads of phase ph + TK (in the all-float4 kernel unchecked when
-        all of it lies inside K; otherwise checked against K alone), the multiply of buffer kb_read, the stores into
-        buffer kb_write, one barrier. Returns the next phase and the moved offsets."""
+        """One phase of k9: the loads of phase ph + TK (in the all-float4 kernel unchecked
+        when all of it lies inside K; otherwise checked against K alone), the multiply of
+        buffer kb_read, the stores into buffer kb_write, one barrier. Returns the next phase
+        and the moved offsets."""
         nxt = u32(ph + TK)
         a_off += u64(TK)
         b_off += u64(TK) * u64(n)
