@@ -6,6 +6,8 @@
 namespace wt {
 
 static_assert(A_LOADS == 1, "k9: one clamped A row per thread");
+// rows are clamped, so load_tiles' row check (row0 + a_r < m) must pass: an m no row reaches
+constexpr u32 NO_ROW_CHECK = 0xffffffffu;
 
 // One phase: the loads of phase ph + TK (all-float4: unchecked when all of it lies inside K;
 // otherwise checked against K alone), the multiply of buffer `rd`, the stores into buffer `wr`, one barrier.
@@ -22,7 +24,7 @@ __device__ __forceinline__ u32 phase(const float* A, const float* B, float (*As)
 #pragma unroll
         for (int s = 0; s < B_LOADS; ++s) rb[s] = twin::load4_in<true>(B, l.b_off + u64(s * B_ROW_STEP) * n);
     } else {
-        load_tiles<AV, BV>(A, B, ra, rb, l, nxt, 0, col0, 1, n, k);   // rows clamped: row 0 of 1
+        load_tiles<AV, BV>(A, B, ra, rb, l, nxt, 0, col0, NO_ROW_CHECK, n, k);
     }
     compute(As[rd], Bs[rd], am, bn, acc);
     store_tiles<BV>(As[wr], Bs[wr], ra, rb, l);
@@ -45,7 +47,7 @@ __device__ __forceinline__ void k9_body(SGEMM_ARGS) {
     const u32 bn = warp % WARPS_N * WN + lane % LANES_N * 4;
     float4 ra[A_LOADS], rb[B_LOADS];
     float acc[THREAD_M][THREAD_N] = {};
-    load_tiles<AV, BV>(A, B, ra, rb, l, 0, 0, col0, 1, n, k);
+    load_tiles<AV, BV>(A, B, ra, rb, l, 0, 0, col0, NO_ROW_CHECK, n, k);
     store_tiles<BV>(As[0], Bs[0], ra, rb, l);
     __syncthreads();
 #pragma unroll 1   // as the Numba level's while loop: two phases per trip
