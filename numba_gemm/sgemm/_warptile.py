@@ -1,8 +1,8 @@
-"""The warp tiling k7, k8 and k8sk are built from (native/twins/warptile.cuh in CUDA C).
+"""The warp tiling k7, k8, k9 and k8sk are built from (native/twins/warptile.cuh in CUDA C).
 
 `WarpTiling` (the tile sizes), `make(tiling, a_vec, bc_vec)` (the device functions of one
 build: loaders, tile stores, the unrolled multiply, the epilogue, k8's double-buffered
-pipeline), `specialisations` (one jitted kernel per `vector_operands` answer) and `warp_step`
+pipeline and k9's with both buffers written out), `specialisations` (one jitted kernel per `vector_operands` answer) and `warp_step`
 (the ledgers' view of one phase).
 
 A block of `warps` warps computes a tile_m × tile_n tile of C. Each warp owns a warp_m ×
