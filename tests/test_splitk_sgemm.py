@@ -206,6 +206,27 @@ def test_documented_plans(level):
         assert _mod(level).plan_splits(*shape) == S, shape
 
 
+@pytest.mark.parametrize("S", [1, 2, 3, 4, 5, 7, 8, 9])
+@pytest.mark.parametrize("beta", [0.0, -0.5])
+def test_reduction_adds_the_slices_in_order(S, beta):
+    """splitk.reduce_partials, whose partials come four at a time, gives the bits of adding
+    slice 0, 1, …, S-1 one by one in float32, for every S (a whole number of fours or not);
+    values spread over 12 decades, so another order gives other bits."""
+    from numba import cuda
+
+    rng = np.random.default_rng(S)
+    MN = 300                                    # two blocks of reduce_grid
+    P = (rng.standard_normal(S * MN) * 10.0 ** rng.integers(-6, 6, S * MN)).astype(np.float32)
+    C = rng.standard_normal(MN).astype(np.float32) if beta else np.full(MN, np.nan, np.float32)
+    want = P[:MN].copy()
+    for z in range(1, S):
+        want = (want + P[z * MN:(z + 1) * MN]).astype(np.float32)
+    want = np.float32(0.5) * want + (np.float32(beta) * C if beta else np.float32(0))
+    dC = cuda.to_device(C)
+    splitk.reduce(cuda.to_device(P), dC, S, 1, MN, 0.5, beta)
+    assert np.array_equal(dC.copy_to_host(), want.astype(np.float32))
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_bad_forced_splits_are_refused(level):
     for bad in (0, -1, 2.5, True, "2"):
