@@ -22,7 +22,8 @@ k9 changes the loop, not the tile (k8's 128×128×8, 8×8 per thread):
     unchecked inside K      while the next phase lies wholly inside K its loads carry no check
                             at all; the last phase or two take k8's checked loads (against K)
 
-Which ledger moved: the cycles ledger's instructions per FFMA. The bytes and requests are k8's.
+Which ledger moved: none of the three (they price loads and FFMA, not the instructions between
+them); the SASS census's share of FFMA in the main loop did, 0.872 -> 0.884.
 
 Measured: docs/RESULTS.md.
 """
