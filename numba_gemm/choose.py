@@ -373,13 +373,14 @@ class Waves:
 def ctas_per_sm(lv, shape: tuple[int, int, int] | None = None) -> int | None:
     """CTAs one SM holds by the level's launch bounds: resident_ctas(M, N, K) of a level whose
     kernel depends on the shape (v11gv, k8sk), else CTAS_PER_SM, or the warp-tiled levels'
-    shared MIN_BLOCKS (k7, k8); None where the level fixes none."""
+    launch bounds (k7 … k10: _warptile.blocks_per_sm of their TILING); None where the level fixes none."""
     mod = lv.module
     if shape is not None and hasattr(mod, "resident_ctas"):
         return mod.resident_ctas(*shape)
     n = getattr(mod, "CTAS_PER_SM", None)
-    if n is None:
-        n = getattr(getattr(mod, "_warptile", None), "MIN_BLOCKS", None)
+    warptile = getattr(mod, "_warptile", None)
+    if n is None and warptile is not None and hasattr(mod, "TILING"):
+        n = warptile.blocks_per_sm(mod.TILING)
     return n
 
 

@@ -54,6 +54,7 @@ class WarpTiling:
     warp_m: int = 64
     warp_n: int = 32
     lanes_n: int = 4          # lanes across a sub-tile's columns; WARP // lanes_n down its rows
+    sm_threads: int = SM_THREADS   # threads the launch bounds keep on an SM: 65536 / this registers each
 
     @property
     def warps_n(self) -> int:
@@ -115,6 +116,8 @@ class WarpTiling:
             out.append("every thread must load whole float4s of each tile")
         if self.threads % (self.tile_k // 4) or self.threads % (self.tile_n // 4):
             out.append("the loaders' rows must not straddle threads")
+        if self.sm_threads % self.threads:
+            out.append("sm_threads must be whole blocks")
         return out
 
 
@@ -124,8 +127,8 @@ def grid(M: int, N: int, t: WarpTiling) -> tuple[int, int]:
 
 def blocks_per_sm(t: WarpTiling) -> int:
     """The launch bounds' blocks per SM (the twins' WT_MIN_BLOCKS too): as many as make
-    SM_THREADS threads."""
-    return SM_THREADS // t.threads
+    t.sm_threads threads."""
+    return t.sm_threads // t.threads
 
 
 def jit(make_kernel, t: WarpTiling, a_vec: bool, bc_vec: bool):

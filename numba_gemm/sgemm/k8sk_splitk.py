@@ -100,8 +100,8 @@ def tile_for(M: int, N: int, tile_n: int | None = None) -> _warptile.WarpTiling:
 
 
 def ctas_per_sm(t: _warptile.WarpTiling) -> int:
-    """CTAs an SM holds under the launch bounds (_warptile.SM_THREADS threads)."""
-    return _warptile.SM_THREADS // t.threads
+    """CTAs an SM holds under the launch bounds."""
+    return _warptile.blocks_per_sm(t)
 
 
 def resident_ctas(M: int, N: int, K: int) -> int:
