@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""A small tile search for k7 and k8: build the all-float4 kernel for each WarpTiling, check
+"""A small tile search for k7, k8 and k9: build the all-float4 kernel for each WarpTiling, check
 it, time it, print one table, write the rows as JSON.
 
     python tools/k7_tiles.py --size 4096 --out tiles.json            # GPU: at most ~4 min
     python tools/k7_tiles.py --census                                # CPU: sm_90 SASS of each candidate
     NUMBA_ENABLE_CUDASIM=1 python tools/k7_tiles.py --size 8 --levels k7   # simulator smoke run
+    python tools/k7_tiles.py --levels k9 --out wide.json                 # k9's code on wider tiles
 
-Each candidate keeps 256 threads and 8×8 thread tiles of 4×4 pieces (so every inner-loop
+Each k7/k8 candidate keeps 256 threads and 8×8 thread tiles of 4×4 pieces (so every inner-loop
 shared load stays one conflict-free LDS.128, and the 64 accumulators fit the 128-register cap
 of 2 blocks per SM) and varies what that leaves free: the K depth of a phase (8, 16, 32) and
-the warp tile's shape (64×32 with lanes 8 × 4, or 32×64 with lanes 4 × 8).
+the warp tile's shape (64×32 with lanes 8 × 4, or 32×64 with lanes 4 × 8). The k9 candidates
+trade blocks per SM for registers: 8×16 thread tiles (128 accumulators) under launch bounds
+of 256 threads per SM, so up to 255 registers a thread, as one block of 256 threads or two of 128.
 
 On a GPU every row is checked (64 random rows of C against a float64 reference) and timed
 (CUDA events, median; inputs stay in L2 as far as they fit, as bench.py's default). Compile
@@ -30,8 +33,8 @@ sys.path.insert(0, ROOT)
 
 # In the order they run (the shipped tilings first, then the cheapest compiles, so a spent
 # budget skips the costliest).
-CANDIDATES = [
-    # (tile_m, tile_n, tile_k, warp_m, warp_n, lanes_n)
+SMALL = [
+    # (tile_m, tile_n, tile_k, warp_m, warp_n, lanes_n[, sm_threads])
     (128, 128, 16, 64, 32, 4),     # k7's tiling
     (128, 128, 8, 64, 32, 4),      # k8's: half the K depth, half the staging registers, 2× the barriers
     (128, 128, 8, 32, 64, 8),
@@ -39,8 +42,16 @@ CANDIDATES = [
     (128, 128, 32, 64, 32, 4),     # twice the K depth: half the barriers, 2× the staging registers
     (128, 128, 32, 32, 64, 8),
 ]
+WIDE = [
+    (128, 128, 8, 64, 32, 4),          # k9's tiling: 2 blocks of 256 threads, 128 registers
+    (128, 256, 8, 64, 64, 4, 256),     # k10's: 8×16 per thread, 1 block of 256 threads
+    (64, 256, 8, 64, 64, 4, 256),      # 8×16 per thread, 2 blocks of 128 threads
+    (128, 256, 8, 64, 64, 8, 256),     # 16×8 per thread (lanes 4 × 8), 1 block
+    (64, 256, 8, 64, 64, 8, 256),      # 16×8 per thread, 2 blocks of 128 threads
+]
+CANDIDATES = {"k7": SMALL, "k8": SMALL, "k9": WIDE}
 
-BUFFERS = {"k7": 1, "k8": 2}          # copies of each shared tile
+BUFFERS = {"k7": 1, "k8": 2, "k9": 2}          # copies of each shared tile
 STATIC_SMEM = 48 * 1024                # bytes: the most a kernel may declare statically
 
 
@@ -50,24 +61,31 @@ def too_big(level, t):
     return f"{need} bytes of static shared memory (> {STATIC_SMEM})" if need > STATIC_SMEM else None
 
 
-HEADER = (f"{'level':<5} {'tile':<11} {'warp':<6} {'lanes':<5} {'regs':>4} {'local':>5} "
+HEADER = (f"{'level':<5} {'tile':<11} {'warp':<6} {'lanes':<5} {'bl/SM':>5} {'regs':>4} {'local':>5} "
           f"{'check':<7} {'ms':>8} {'TFLOPS':>7} {'speedup':>7} {'compile s':>9}")
 
 
 def label(cand):
-    tm, tn, tk, wm, wn, ln = cand
+    tm, tn, tk, wm, wn, ln = cand[:6]
     return f"{tm}x{tn}x{tk}", f"{wm}x{wn}", f"{32 // ln}x{ln}"
+
+
+def tiling(cand):
+    from numba_gemm.sgemm import _warptile
+
+    return _warptile.WarpTiling(*cand)
 
 
 def line(rec, base_ms):
     tile, warp, lanes = label(rec["tiling"])
     if rec.get("skipped"):
-        return f"{rec['level']:<5} {tile:<11} {warp:<6} {lanes:<5} skipped: {rec['skipped']}"
+        return f"{rec['level']:<5} {tile:<11} {warp:<6} {lanes:<5} {'':>5} skipped: {rec['skipped']}"
     ms, ratio = rec.get("ms"), ""
     if ms and base_ms:
         ratio = f"{base_ms / ms:.3f}"
     t = f"{ms:8.3f} {rec['tflops']:7.1f}" if ms else f"{'-':>8} {'-':>7}"
-    return (f"{rec['level']:<5} {tile:<11} {warp:<6} {lanes:<5} {rec['regs']:>4} {rec['local']:>5} "
+    blocks = rec.get("blocks_per_sm", "")
+    return (f"{rec['level']:<5} {tile:<11} {warp:<6} {lanes:<5} {blocks:>5} {rec['regs']:>4} {rec['local']:>5} "
             f"{rec['check']:<7} {t} {ratio:>7} {rec['compile_s']:>9.1f}")
 
 
@@ -78,23 +96,23 @@ def census(levels):
 
     from numba_gemm.explain import sass
     from numba_gemm.measure.twins import main_loop
-    from numba_gemm.sgemm import _warptile, k7_warptile, k8_double_buffer
+    from numba_gemm.sgemm import _warptile, k7_warptile, k8_double_buffer, k9_unrolled
     from numba_gemm.sgemm._common import SIGNATURE
 
-    mods = {"k7": k7_warptile, "k8": k8_double_buffer}
+    mods = {"k7": k7_warptile, "k8": k8_double_buffer, "k9": k9_unrolled}
     print(f"{'level':<5} {'tile':<11} {'warp':<6} {'lanes':<5} {'regs':>4} {'spill':>5} "
           f"{'loop':>5} {'FFMA':>5} {'share':>6} {'compile s':>9}")
     out = []
     for level in levels:
         mod = mods[level]
-        for cand in CANDIDATES:
-            t = _warptile.WarpTiling(*cand)
+        for cand in CANDIDATES[level]:
+            t = tiling(cand)
             if too_big(level, t):
                 print(f"{level:<5} {' '.join(label(cand))}: skipped, {too_big(level, t)}", flush=True)
                 continue
             t0 = time.time()
             ptx, _ = cuda.compile_ptx(mod.make_kernel(t, True, True), SIGNATURE, cc=(9, 0),
-                                      launch_bounds=(t.threads, _warptile.MIN_BLOCKS))
+                                      launch_bounds=(t.threads, _warptile.blocks_per_sm(t)))
             cubin, log = sass.link_ptx(ptx)
             (c,) = sass.census_cubin(cubin, level, log)
             loop = main_loop(sass.disassemble(cubin))
@@ -114,10 +132,10 @@ def search(levels, n, budget_s, reps):
     from numba_gemm.measure import check
     from numba_gemm.measure.timing import bench
     from numba_gemm.ptx.intrinsics import SIMULATOR
-    from numba_gemm.sgemm import _warptile, k7_warptile, k8_double_buffer
+    from numba_gemm.sgemm import _warptile, k7_warptile, k8_double_buffer, k9_unrolled
     from numba_gemm.sgemm._common import launch
 
-    mods = {"k7": k7_warptile, "k8": k8_double_buffer}
+    mods = {"k7": k7_warptile, "k8": k8_double_buffer, "k9": k9_unrolled}
     A, B, C = check.random_inputs(n, n, n, rng=np.random.default_rng(1))
     dA, dB = cuda.to_device(A), cuda.to_device(B)
     dC = cuda.to_device(np.full((n, n), np.nan, np.float32))   # poisoned: unwritten shows
@@ -125,14 +143,14 @@ def search(levels, n, budget_s, reps):
     t_start = time.time()
     out, base = [], {}                  # base: the shipped tiling's ms, per level
     print(HEADER, flush=True)
-    for cand in CANDIDATES:
-        for level in levels:
+    for level in levels:
+        for cand in CANDIDATES[level]:
             mod = mods[level]
             if time.time() - t_start > budget_s:
                 out.append(dict(level=level, tiling=cand, skipped=f"time budget {budget_s:.0f} s spent"))
                 print(line(out[-1], None), flush=True)
                 continue
-            t = _warptile.WarpTiling(*cand)
+            t = tiling(cand)
             if too_big(level, t):
                 out.append(dict(level=level, tiling=cand, skipped=too_big(level, t)))
                 print(line(out[-1], None), flush=True)
@@ -153,7 +171,7 @@ def search(levels, n, budget_s, reps):
                 regs, local = ov.regs_per_thread, ov.local_mem_per_thread
             v = check.verify(dC.copy_to_host()[rows], A[rows], B, None, 1.0, 0.0)
             ms = None if SIMULATOR else bench(run, reps=reps).median_ms
-            rec = dict(level=level, tiling=cand, regs=regs, local=local,
+            rec = dict(level=level, tiling=cand, blocks_per_sm=_warptile.blocks_per_sm(t), regs=regs, local=local,
                        check="ok" if v.ok else "WRONG", ok=bool(v.ok), ms=ms,
                        tflops=2 * n**3 / ms / 1e9 if ms else None, compile_s=round(compile_s, 1))
             out.append(rec)
@@ -175,8 +193,8 @@ def main(argv=None):
     p.add_argument("--census", action="store_true", help="no GPU: compile each candidate to sm_90 SASS")
     args = p.parse_args(argv)
     levels = args.levels.split(",")
-    if any(lv not in ("k7", "k8") for lv in levels):
-        p.error("--levels: k7 and/or k8")
+    if any(lv not in CANDIDATES for lv in levels):
+        p.error(f"--levels: some of {', '.join(CANDIDATES)}")
     if args.size < 1 or args.size % 4:
         p.error("--size: a positive multiple of 4 (the candidates are the all-float4 kernel)")
 
