@@ -132,6 +132,8 @@ def search(levels, n, budget_s, reps):
     from numba_gemm.measure import check
     from numba_gemm.measure.timing import bench
     from numba_gemm.ptx.intrinsics import SIMULATOR
+    from numba_gemm.runtime import driver
+    from numba_gemm.runtime.launch import loaded_function
     from numba_gemm.sgemm import _warptile, k7_warptile, k8_double_buffer, k9_unrolled
     from numba_gemm.sgemm._common import launch
 
@@ -166,9 +168,9 @@ def search(levels, n, budget_s, reps):
             cuda.synchronize()
             compile_s = time.time() - t0
             regs = local = -1
-            if not SIMULATOR:                       # the one overload the launch compiled
-                ov = next(iter(kern.overloads.values()))
-                regs, local = ov.regs_per_thread, ov.local_mem_per_thread
+            if not SIMULATOR:                       # the function the launch loaded
+                fn = loaded_function(kern)
+                regs, local = (driver.function_attribute(fn, attr) for attr in ("NUM_REGS", "LOCAL_SIZE_BYTES"))
             v = check.verify(dC.copy_to_host()[rows], A[rows], B, None, 1.0, 0.0)
             ms = None if SIMULATOR else bench(run, reps=reps).median_ms
             rec = dict(level=level, tiling=cand, blocks_per_sm=_warptile.blocks_per_sm(t), regs=regs, local=local,

@@ -206,6 +206,12 @@ def _numba_function(dispatcher, argtypes, device: int):
     return hit
 
 
+def loaded_function(dispatcher) -> int | None:
+    """The function handle launch_numba loaded for `dispatcher` (for its attributes: registers,
+    local memory), or None before its first launch."""
+    return next((hit[0] for key, hit in _numba_kernels.items() if key[0] is dispatcher), None)
+
+
 def launch_numba(dispatcher, grid, block, args, stream=None) -> None:
     """dispatcher[grid, block, stream](*args), through a cached handle unless simulating."""
     from . import gpu
