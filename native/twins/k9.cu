@@ -62,8 +62,4 @@ __device__ __forceinline__ void k9_body(SGEMM_ARGS) {
 }  // namespace wt
 
 using wt::k9_body;
-#ifndef K9_LEVEL          // k10.cu compiles this kernel on its own tile under its own name
-#define K9_LEVEL k9
-#endif
-#define K9_KERNELS(level) WARPTILE_KERNELS(level, k9_body)   // expands K9_LEVEL before ## pastes it
-K9_KERNELS(K9_LEVEL)
+WARPTILE_KERNELS(k9, k9_body)
