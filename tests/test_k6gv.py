@@ -40,8 +40,8 @@ def test_exact(M, N, K, alpha, beta):
 
 @pytest.mark.parametrize("splits", [2, 3])
 def test_forced_slices_are_exact(splits):
-    """S > 1: slices into the workspace, then the fixed-order reduction applies alpha and beta
-    (a ragged last slice: K = 100 is 4 tiles of 32, the last 4 deep)."""
+    """S > 1: slices into the workspace, then the tile's last CTA adds them in order and applies
+    alpha and beta (a ragged last slice: K = 100 is two 64-deep tiles, the last 36 deep)."""
     M, N, K = (8, 1000, 777) if GPU else (3, 132, 100)
     for alpha, beta in [(1.0, 0.0), (-2.0, 0.5)]:
         A, B, C, C_in = sgemm_case(M, N, K, beta, splits)
@@ -73,6 +73,39 @@ def test_two_runs_are_bitwise_equal():
     assert first.tobytes() == second.tobytes()
     if GPU:                                         # and the level's own plan
         assert _device_run(A, B, C, 1.0, 0.0).tobytes() == _device_run(A, B, C, 1.0, 0.0).tobytes()
+
+
+@pytest.mark.parametrize("splits", [2, 5, 9])
+def test_the_last_cta_adds_the_slices_in_order(splits):
+    """One launch; the tile's last CTA adds the S partials the slices left in the workspace in
+    the order z = 0 .. S-1, whichever CTA came last: C holds exactly the float32 sum of
+    P[0] + P[1] + ... taken in that order (times alpha; beta = 0), and every tile's counter is
+    back to zero for the next call."""
+    from numba import cuda
+
+    from numba_gemm.runtime import launch, workspace
+
+    M, N, K = (3, 4100, 64 * 40) if GPU else (3, 260, 64 * 9)
+    A, B, C, _ = sgemm_case(M, N, K, 0.0, splits)
+    dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
+    S, _ = gv.split_plan(M, N, K, splits)
+    assert S == splits
+    calls = []
+    real = launch.launch_numba
+    try:
+        launch.launch_numba = lambda *a, **k: (calls.append(a[0]), real(*a, **k))
+        gv.run(dA, dB, dC, 0.75, 0.0, splits=splits)
+    finally:
+        launch.launch_numba = real
+    assert calls == [gv.SPECIALISATIONS[True, True][1]]                       # one launch
+    P = workspace.partials(dC, S, M, N).copy_to_host().reshape(S, M, N)
+    want = P[0].copy()
+    for z in range(1, S):
+        want += P[z]                                                           # float32, in order
+    assert (dC.copy_to_host() == np.float32(0.75) * want).all()
+    tiles = gv.grid(M, N)[0] * gv.grid(M, N)[1]
+    assert not workspace.counters(dC, tiles).copy_to_host().any()
+    _ok(dC.copy_to_host(), A, B, C, 0.75, 0.0, f"S={S}")
 
 
 def test_refuses_more_than_8_rows():

@@ -282,7 +282,7 @@ def test_every_numba_kernel_has_a_key_the_same_in_every_process(tmp_path):
     two, _ = _child(EVERY_KEY, tmp_path, seed=2)        # string hashing differs: keys must not
     assert one == two
     shared = {k for k in one if k.endswith(":reduce_partials")}
-    # the split levels' reduction (k5sk, k6gv, k8sk, and k8e's bottom strip): one kernel, one
+    # the split levels' reduction (k5sk, k8sk; k6gv reduces in its kernel): one kernel, one
     # key; k8p and k8e run k8's aligned kernel itself, k8e k8p's copies and k6gv's kernel: the
     # same keys, one cache entry each
     assert len(shared) >= 2 and len({one[k] for k in shared}) == 1

@@ -7,6 +7,7 @@ import pytest
 from tests.conftest import GPU, gpu_only, sgemm_case
 
 import numba_gemm
+from numba_gemm import splitk
 from numba_gemm.explain import sass
 from numba_gemm.measure import check, twins
 from numba_gemm.runtime import nvrtc
@@ -85,9 +86,11 @@ def test_twin_options_are_the_levels_constants(level):
                        "WT_MIN_BLOCKS": _warptile.blocks_per_sm(t)}
         assert (mod.TILE_M, mod.TILE_N, mod.TILE_K) == (t.tile_m, t.tile_n, t.tile_k)
     else:
+        # a level that reduces its K slices in the kernel (k6gv) also gets the reduction's batch
+        in_kernel = {"REDUCE_BATCH": splitk.REDUCE_BATCH} if getattr(mod, "SPLIT_IN_KERNEL", False) else {}
         assert got == {"TILE_M": mod.TILE_M, "TILE_N": mod.TILE_N, "TILE_K": mod.TILE_K,
                        "THREAD_M": mod.THREAD_M, "THREAD_N": mod.THREAD_N,
-                       "BLOCK_X": mod.BLOCK[0], "BLOCK_Y": mod.BLOCK[1]}
+                       "BLOCK_X": mod.BLOCK[0], "BLOCK_Y": mod.BLOCK[1], **in_kernel}
 
 
 @pytest.mark.parametrize("level", SGEMM)

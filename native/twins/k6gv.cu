@@ -4,12 +4,13 @@
 // A's 8 x 64 chunk two floats per thread (rows r and r+4) into a double-buffered, transposed As[k][m] (one
 // barrier per phase). At the end of the slice the 8 warps' partial tiles meet in shared
 // memory and warp w adds row w over warps 0..7 in that order. gridDim.z = S slices of K
-// (kslice elements each, a multiple of 64): CTA (x, y, z) writes its tile of the M x N matrix
-// at C + z*M*N with the alpha and beta it is given (the host passes the call's C, alpha, beta
-// when S == 1, else the workspace, 1 and 0, then splitk_reduce.cu).
+// (kslice elements each, a multiple of 64). S == 1: the CTA writes C. S > 1: CTA (x, y, z)
+// stores its raw sum at P + z*M*N, and the last CTA of the tile to arrive adds the S slices in
+// order and writes C (splitk_in_kernel.cuh): one launch.
 // Two kernels by whether the rows of B and C are 16-byte aligned: k6gv (float4 B and C) and
 // k6gv_edge (32-bit); A always moves 32 bits at a time. Every load is checked.
 #include "sgemm.cuh"
+#include "splitk_in_kernel.cuh"
 #include "tile.cuh"
 
 namespace k6gv_twin {
@@ -25,7 +26,8 @@ static_assert(TK % WARPS == 0 && THREADS % TK == 0 && TM * TK == A_LOADS * THREA
 
 template <bool BV>
 __device__ __forceinline__ void body(int M, int N, int K, int kslice, float alpha, const float* __restrict__ A,
-                                     const float* __restrict__ B, float beta, float* __restrict__ C) {
+                                     const float* __restrict__ B, float beta, float* __restrict__ C,
+                                     float* __restrict__ P, unsigned* counters) {
     __shared__ __align__(16) float As[2 * TK][TM];          // two buffers of As[k][m]
     __shared__ __align__(16) float Red[WARPS * TM][TN];     // Red[w*8 + r][c]: warp w's partial
     constexpr int SPREAD = BV ? 1 : TN / 4;
@@ -91,7 +93,13 @@ __device__ __forceinline__ void body(int M, int N, int K, int kslice, float alph
         s[0] += t.x; s[1] += t.y; s[2] += t.z; s[3] += t.w;
     }
     const u32 row = row0 + w, ccol = col0 + j0;
-    const u64 off = u64(z) * m * n + u64(row) * n + ccol;
+    const u64 off = u64(row) * n + ccol;
+    if (gridDim.z > 1) {              // park slice z's sum; the tile's last CTA adds all S in order
+        const u64 mn = u64(m) * n;
+        twin::store4<BV>(P, u64(z) * mn + off, row < m, ccol, n, make_float4(s[0], s[1], s[2], s[3]));
+        if (!twin::arrive(counters, tid, gridDim.z)) return;
+        twin::sum_slices4(P, off, mn, gridDim.z, row < m, ccol, n, s);
+    }
     const float4 out = beta == 0.f ? twin::ax4(alpha, s)
                                    : twin::axpby4(alpha, s, beta, twin::load4<BV>(C, off, row < m, ccol, n));
     twin::store4<BV>(C, off, row < m, ccol, n, out);
@@ -100,11 +108,12 @@ __device__ __forceinline__ void body(int M, int N, int K, int kslice, float alph
 }  // namespace k6gv_twin
 
 #define K6GV_ARGS int M, int N, int K, int kslice, float alpha, const float* __restrict__ A, \
-                  const float* __restrict__ B, float beta, float* __restrict__ C
+                  const float* __restrict__ B, float beta, float* __restrict__ C, float* __restrict__ P, \
+                  unsigned* counters
 // 256 threads, 2 CTAs per SM: the Numba level's launch bounds (CTAS_PER_SM), at most 128 registers.
 extern "C" __global__ void __launch_bounds__(k6gv_twin::THREADS, 2) k6gv(K6GV_ARGS) {
-    k6gv_twin::body<true>(M, N, K, kslice, alpha, A, B, beta, C);
+    k6gv_twin::body<true>(M, N, K, kslice, alpha, A, B, beta, C, P, counters);
 }
 extern "C" __global__ void __launch_bounds__(k6gv_twin::THREADS, 2) k6gv_edge(K6GV_ARGS) {
-    k6gv_twin::body<false>(M, N, K, kslice, alpha, A, B, beta, C);
+    k6gv_twin::body<false>(M, N, K, kslice, alpha, A, B, beta, C, P, counters);
 }

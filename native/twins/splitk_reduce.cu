@@ -1,4 +1,4 @@
-// The split-K reduction shared by the split-K twins (k5sk.cu, k6gv.cu, k8sk.cu):
+// The split-K reduction shared by the split-K twins that reduce in a second launch (k5sk.cu, k8sk.cu):
 // numba_gemm/splitk.py's reduce_partials in CUDA C. P holds `splits` partial products of C (M*N
 // floats each, slice z at P + z*M*N); C[i] = alpha * (P[i] + P[MN + i] + ... + P[(splits-1)*MN + i])
 // + beta * C[i], added in that order (the same bits on every run), one element per thread

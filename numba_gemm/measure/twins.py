@@ -38,7 +38,8 @@ def source(level_name: str) -> str:
 
 def defines(level_name: str) -> tuple[str, ...]:
     """The twin's tile as -D options, from its Numba level: a warp-tiled level's TILING (and
-    _warptile's A_PAD, its launch bound, _warptile.blocks_per_sm) for warptile.cuh, else the level's GEOMETRY for tile.cuh.
+    _warptile's A_PAD, its launch bound, _warptile.blocks_per_sm) for warptile.cuh, else the level's GEOMETRY for tile.cuh;
+    a level that reduces its slices in the kernel adds REDUCE_DEFINES (splitk_in_kernel.cuh).
     A twin does not compile without them (#error), so the tile it runs is the level's."""
     mod = get(level_name).module
     if hasattr(mod, "TILING"):
@@ -52,7 +53,8 @@ def defines(level_name: str) -> tuple[str, ...]:
         g = mod.GEOMETRY
         values = {"TILE_M": g.tile_m, "TILE_N": g.tile_n, "TILE_K": g.tile_k, "THREAD_M": g.thread_m,
                   "THREAD_N": g.thread_n, "BLOCK_X": g.block[0], "BLOCK_Y": g.block[1]}
-    return tuple(f"-D{name}={int(v)}" for name, v in values.items())
+    in_kernel = REDUCE_DEFINES if getattr(mod, "SPLIT_IN_KERNEL", False) else ()
+    return tuple(f"-D{name}={int(v)}" for name, v in values.items()) + in_kernel
 
 
 def has_twin(level_name: str) -> bool:
@@ -116,18 +118,29 @@ class Twin:
     def _run_split(self, fn, A, B, C, alpha, beta, stream):
         """A split-K level's launches (numba_gemm.sgemm._splitk_parts) in CUDA C: the level's
         split plan, the slices into C (S == 1) or into the workspace with alpha 1, beta 0,
-        then the fixed-order reduction of native/twins/splitk_reduce.cu."""
+        then the fixed-order reduction of native/twins/splitk_reduce.cu; or, for a level that
+        reduces in the kernel, one launch with the workspace's partials and counters."""
         from ..runtime import workspace
         from ..sgemm import _splitk_parts
 
         M, K = A.shape
         N = B.shape[1]
         S, kslice = self.module.split_plan(M, N, K)
+        grid = _splitk_parts.grid(self.module.grid(M, N), S)
+        if getattr(self.module, "SPLIT_IN_KERNEL", False):
+            P = workspace.partials(C, S, M, N) if S > 1 else C
+            counters = workspace.counters(C, grid[0] * grid[1] if S > 1 else 1)
+            args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(kslice),
+                    ctypes.c_float(alpha), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)),
+                    ctypes.c_float(beta), ctypes.c_void_p(_ptr(C)), ctypes.c_void_p(_ptr(P)),
+                    ctypes.c_void_p(_ptr(counters))]
+            launch_native(fn, grid, self.module.BLOCK, 0, stream, args)
+            return
         out, a, b = (C, alpha, beta) if S == 1 else (workspace.partials(C, S, M, N), 1.0, 0.0)
         args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(kslice),
                 ctypes.c_float(a), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)), ctypes.c_float(b),
                 ctypes.c_void_p(_ptr(out))]
-        launch_native(fn, _splitk_parts.grid(self.module.grid(M, N), S), self.module.BLOCK, 0, stream, args)
+        launch_native(fn, grid, self.module.BLOCK, 0, stream, args)
         if S > 1:
             args = [ctypes.c_void_p(_ptr(out)), ctypes.c_int32(S), ctypes.c_int64(M * N),
                     ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_void_p(_ptr(C))]

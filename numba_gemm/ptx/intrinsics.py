@@ -21,6 +21,11 @@ memory through the read-only data path: the load carries `!invariant.load`, so N
 argument. The promise: no thread writes that memory while the kernel runs (a GEMM's A and
 B; never C).
 
+`load_l2(X, i)` reads one float past the SM's L1 (`ld.global.cg`, SASS LDG.E.STRONG.GPU): for
+memory that other CTAs wrote during this kernel, such as the split-K partials a tile's last
+CTA adds up. L1 is not coherent across SMs, so a line this SM cached earlier in the kernel
+could be stale; L2 is where every SM's stores meet.
+
 The offset is computed in 64 bits (row * ncols + col for 2-D), with no negative-index
 wraparound and no bounds check, as in CUDA C. Unsigned indices are zero-extended, signed
 ones sign-extended.
@@ -38,7 +43,7 @@ from numba import cuda
 SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)
 
 __all__ = ["load4_global", "store4_global", "load4_shared", "store4_shared", "load4_readonly",
-           "load_readonly", "unrolled", "SIMULATOR"]
+           "load_readonly", "load_l2", "unrolled", "SIMULATOR"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -187,6 +192,23 @@ def _build_intrinsics():
 
         return types.float32(arr, index), codegen
 
+    @intrinsic
+    def load_l2(typingctx, arr, index):
+        if not (isinstance(arr, types.Array) and arr.layout == "C" and arr.ndim == 1
+                and arr.dtype == types.float32 and isinstance(index, types.Integer)):
+            raise TypeError(f"expected a 1-D C-contiguous float32 array and an integer, got {arr}[{index}]")
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(arr)(context, builder, args[0])
+            flat = builder.sext(args[1], i64) if index.signed else builder.zext(args[1], i64)
+            elem = builder.gep(ary.data, [flat], inbounds=True)
+            # volatile asm: it stays after the fence and the barrier that make the data ready
+            ld = ir.InlineAsm(ir.FunctionType(f32, [elem.type]), "ld.global.cg.f32 $0, [$1];", "=f,l",
+                              side_effect=True)
+            return builder.call(ld, [elem])
+
+        return types.float32(arr, index), codegen
+
     def make_store(addrspace, name):
         def store4(typingctx, arr, index, values):
             check_types(arr, index)
@@ -219,6 +241,7 @@ def _build_intrinsics():
         make_store(SHARED, "store4_shared"),
         make_load(GLOBAL, "load4_readonly", readonly=True),
         load_readonly,
+        load_l2,
     )
 
 
@@ -248,7 +271,7 @@ def unrolled(step, count: int):
 if SIMULATOR:
     load4_global, store4_global = _sim_load4(True), _sim_store4(True)
     load4_shared, store4_shared = _sim_load4(False), _sim_store4(False)
-    load4_readonly, load_readonly = load4_global, _sim_load
+    load4_readonly, load_readonly, load_l2 = load4_global, _sim_load, _sim_load
 else:
     (load4_global, store4_global, load4_shared, store4_shared,
-     load4_readonly, load_readonly) = _build_intrinsics()
+     load4_readonly, load_readonly, load_l2) = _build_intrinsics()

@@ -7,7 +7,9 @@ allocates it and every later call reuses it — outside any timed loop, and outs
 capture once the call has been warmed up (gemm() and plan() record launches whose arguments
 keep the buffer alive, so a replayed call or graph writes the same memory). Two outputs never
 share a buffer; two calls writing the same C at once on two streams race on C itself anyway.
-`scratch` keeps other per-output buffers the same way (v11p's aligned copies of A and B).
+`scratch` keeps other per-output buffers the same way (v11p's aligned copies of A and B), and
+`counters` the per-tile arrival counters of a split reduced inside its kernel (k6gv): zero when
+made, and zero again after every call, since each tile's last CTA resets its own.
 """
 from __future__ import annotations
 
@@ -41,7 +43,13 @@ def scratch(c, tag: str, nbytes: int):
     return _buffer(c, nbytes, np.uint8, tag)
 
 
-def _buffer(c, n: int, dtype, tag: str = ""):
+def counters(c, n: int):
+    """A uint32 device array of n zeros for output `c`, on the current device (the kernels that
+    count on it leave it zero)."""
+    return _buffer(c, n, np.uint32, "counters", zeroed=True)
+
+
+def _buffer(c, n: int, dtype, tag: str = "", zeroed: bool = False):
     from numba import cuda
 
     key = (getattr(cuda.get_current_device(), "id", 0), _address(c), tag, n)
@@ -50,5 +58,5 @@ def _buffer(c, n: int, dtype, tag: str = ""):
         if buf is None:
             while _cache and n * np.dtype(dtype).itemsize + sum(b.nbytes for b in _cache.values()) > CACHE_BYTES:
                 del _cache[next(iter(_cache))]
-            buf = _cache[key] = cuda.device_array(n, dtype)
+            buf = _cache[key] = cuda.to_device(np.zeros(n, dtype)) if zeroed else cuda.device_array(n, dtype)
     return buf

@@ -26,8 +26,10 @@ issue slots (8 rows at M = 1), which a bandwidth-bound loop has to spare.
 
 Few columns leave the GPU idle (N = 4096 is 32 blocks), so K is also split across blocks as in
 k5sk/k8sk (numba_gemm.sgemm._splitk_parts): S slices of K, each block's raw partial sum into the
-workspace, then numba_gemm.splitk.reduce adds the slices in the order z = 0 .. S-1 and applies
-alpha and beta once; with S == 1 the kernel applies them itself. No float atomics anywhere.
+workspace. The slices are added inside the same kernel: the last block of a tile to finish
+(a per-tile counter, `_splitk_parts.arrive`) adds the tile's S partials in the order
+z = 0 .. S-1 and applies alpha and beta once, so there is no second launch; with S == 1 the
+kernel applies them itself. No float atomics anywhere: the one atomic counts arrivals.
 
 Two specialisations (k6's rule for B and C; A always moves 32 bits at a time, it is tiny):
 `k6gv` (rows of B and C 16-byte aligned: LDG.E.128 / STG.E.128) and `k6gv_edge` (N % 4 != 0 or
@@ -45,11 +47,11 @@ from numba import cuda
 from ..ptx.intrinsics import SIMULATOR, load4_global, load4_shared, store4_shared, unrolled
 from . import _splitk_parts
 from ._access import F32, Geometry, Step, global_load, lanes, shared_access
-from ._common import SMEM_ALIGN, float32, grid_limit, u32, u64, ceil_div
+from ._common import SMEM_ALIGN, float32, grid_limit, u32, u64, uint32, ceil_div
 from ._loaders import (inline, plain, scalar_load, store_scalar, store_vector, vector_load,
                        vector_operands)
-from ._splitk_parts import SIGNATURE, launch   # (M, N, K, kslice, alpha, A, B, beta, C)
-from ._splitk_parts import HELPER_KERNELS  # noqa: F401  (the reduction, for the warm-up)
+from ._splitk_parts import SIGNATURE_IN_KERNEL as SIGNATURE   # (M, N, K, kslice, alpha, A, B, beta, C, P, counters)
+from ._splitk_parts import arrive, launch_in_kernel, sum_slices4
 
 LEVEL = "k6gv"
 PARENT = "k6"
@@ -57,7 +59,7 @@ TITLE = "GEMV-style skinny M (≤ 8): B streamed once in float4, K split over wa
 DELTA = (
     "k6gv = k6 + a GEMV-style block for M ≤ 8: each lane owns 4 columns and all 8 rows, B goes "
     "DRAM → registers in float4 (no shared tile), the 8 warps split K and meet in a fixed-order "
-    "shared-memory sum, split-K over blocks with a fixed-order reduce"
+    "shared-memory sum, split-K over blocks whose last block per tile adds the slices in order"
 )
 DTYPES = (np.float32,)
 SASS_MUST_HAVE = ("LDG.E.128", "LDS.128", "STS.128", "STG.E.128", "BAR.SYNC", "FFMA")
@@ -81,6 +83,9 @@ GEOMETRY = Geometry(block=BLOCK, tile_m=TILE_M, tile_n=TILE_N, tile_k=TILE_K,
 # (docs/RESULTS.md): 64-deep phases at 2 CTAs per SM (16 KB of B in flight per CTA) stream B
 # 5-7 % faster than 32-deep phases at 3, whose 80-register cap also spilled with CUDA 13.0.
 CTAS_PER_SM = 2
+# numba_gemm.choose: one launch. The partials still pass through L2 (S·M·N floats each way), a
+# few hundred KB at M ≤ 8, which the model leaves out as it does for v11sl.
+SPLIT_IN_KERNEL = True
 
 # An int forces the split count (benchmarks); None: plan_splits. Read when a call's launches
 # are made: gemm() records them once per shape and operands, so set it before that first call.
@@ -145,9 +150,10 @@ def make_kernel(bc_vec: bool):
     store_c = store_vector if bc_vec else store_scalar
     red_store = _red_vector if bc_vec else _red_spread
 
-    def k6gv(M, N, K, kslice, alpha, A, B, beta, C):
+    def k6gv(M, N, K, kslice, alpha, A, B, beta, C, P, counters):
         As = cuda.shared.array((AS_ROWS, TILE_M), float32, alignment=SMEM_ALIGN)    # 2 × As[k, m]
         Red = cuda.shared.array((RED_ROWS, TILE_N), float32, alignment=SMEM_ALIGN)  # Red[w·8 + r, c]
+        last = cuda.shared.array(1, uint32)                 # this CTA is its tile's last slice
 
         lane = u32(cuda.threadIdx.x)
         w = u32(cuda.threadIdx.y)
@@ -218,10 +224,19 @@ def make_kernel(bc_vec: bool):
             s2 += t[2]
             s3 += t[3]
 
-        # ---- C (or slice z's partial matrix): beta == 0 never reads C (BLAS: NaN must not leak)
         row = u32(row0 + w)
         ccol = u32(col0 + j0)
-        off = u64(z) * u64(m) * u64(n) + u64(row) * u64(n) + u64(ccol)
+        off = u64(row) * u64(n) + u64(ccol)
+        # ---- split: park slice z's sum; the tile's last CTA to arrive adds all S in order
+        S = u32(cuda.gridDim.z)
+        if S > u32(1):
+            mn = u64(m) * u64(n)
+            store_c(P, u64(z) * mn + off, row < m, ccol, n, (s0, s1, s2, s3))
+            if not arrive(counters, last, tid, S):
+                return
+            s0, s1, s2, s3 = sum_slices4(P, off, mn, S, row < m, ccol, n)
+
+        # ---- C: beta == 0 never reads C (BLAS: NaN must not leak)
         if beta == float32(0.0):
             out = (alpha * s0, alpha * s1, alpha * s2, alpha * s3)
         else:
@@ -283,5 +298,5 @@ def run(A, B, C, alpha, beta, stream=None, splits=None):
     M, K = A.shape
     N = B.shape[1]
     S, kslice = split_plan(M, N, K, splits)
-    launch(SPECIALISATIONS[vector_operands(A, B, C)][1], _splitk_parts.grid(grid(M, N), S), BLOCK,
-           A, B, C, alpha, beta, stream, kslice)
+    launch_in_kernel(SPECIALISATIONS[vector_operands(A, B, C)][1], _splitk_parts.grid(grid(M, N), S),
+                     BLOCK, A, B, C, alpha, beta, stream, kslice)

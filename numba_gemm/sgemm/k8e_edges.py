@@ -43,7 +43,6 @@ import numpy as np
 from numba import cuda
 
 from ..ptx.intrinsics import load4_global
-from . import _splitk_parts
 from . import k6gv_skinny as k6gv
 from . import k8_double_buffer as k8
 from . import k8p_pitched as k8p
@@ -162,7 +161,7 @@ def edge_columns(M, K, ldb, n0, alpha, A, B, beta, C):
 EDGE_SIGNATURE = (int32, int32, int32, int32, float32, float32[::1], float32[::1], float32, float32[::1])
 KERNELS = {LEVEL: (kernel, SIGNATURE), "k8e_edge_columns": (edge_columns, EDGE_SIGNATURE)}
 # launched besides KERNELS, censused with their own levels: compiled ahead with them
-HELPER_KERNELS = {**k8p.HELPER_KERNELS, "k6gv": k6gv.KERNELS["k6gv"], **_splitk_parts.HELPER_KERNELS}
+HELPER_KERNELS = {**k8p.HELPER_KERNELS, "k6gv": k6gv.KERNELS["k6gv"]}
 
 
 def bottom(A2, B2, C2, M: int, N: int, K: int) -> list[tuple]:

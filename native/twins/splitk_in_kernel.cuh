@@ -1,0 +1,60 @@
+// Split-K reduced inside the GEMM kernel (k6gv.cu): numba_gemm/sgemm/_splitk_parts.py's
+// arrive() and sum_slices4() in CUDA C. Each CTA of a tile stores its raw partial into slice z
+// of P; the last of the tile's S CTAs to arrive (a uint32 counter per tile, which it resets to
+// zero for the next call) adds the S partials in order z = 0 .. S-1, REDUCE_BATCH slices' loads
+// in flight at once, through L2 (__ldcg: another SM wrote them during this kernel).
+#pragma once
+#include "sgemm.cuh"
+
+#ifndef REDUCE_BATCH
+#error "REDUCE_BATCH comes from numba_gemm.splitk.REDUCE_BATCH (numba_gemm.measure.twins.defines: REDUCE_DEFINES)"
+#endif
+
+namespace twin {
+
+// Called once every thread of the CTA has stored its partial: true, in every thread, for the
+// tile's last CTA to arrive.
+__device__ __forceinline__ bool arrive(unsigned* counters, u32 tid, u32 S) {
+    __shared__ unsigned last;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        const u32 tile = blockIdx.y * gridDim.x + blockIdx.x;
+        const bool is_last = atomicAdd(&counters[tile], 1u) == S - 1;
+        if (is_last) counters[tile] = 0;
+        last = is_last;
+    }
+    __syncthreads();
+    const bool is_last = last != 0;
+    if (is_last) __threadfence();
+    return is_last;
+}
+
+// P[off .. off+3] summed over the S slices mn apart, in slice order; columns past n and rows
+// not row_ok load nothing (their sums are never stored).
+__device__ __forceinline__ void sum_slices4(const float* P, u64 off, u64 mn, u32 S, bool row_ok, u32 col,
+                                            u32 n, float (&s)[4]) {
+    bool ok[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        ok[q] = row_ok && col + q < n;
+        s[q] = ok[q] ? __ldcg(P + off + q) : 0.f;
+    }
+    u32 z = 1;
+    for (; z + REDUCE_BATCH - 1 < S; z += REDUCE_BATCH) {
+        float p[REDUCE_BATCH][4];
+#pragma unroll
+        for (int b = 0; b < REDUCE_BATCH; ++b)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) p[b][q] = ok[q] ? __ldcg(P + u64(z + b) * mn + off + q) : 0.f;
+#pragma unroll
+        for (int b = 0; b < REDUCE_BATCH; ++b)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) s[q] += p[b][q];
+    }
+    for (; z < S; ++z)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) s[q] += ok[q] ? __ldcg(P + u64(z) * mn + off + q) : 0.f;
+}
+
+}  // namespace twin
