@@ -151,3 +151,32 @@ def test_auto_takes_it_at_decode(name, M, N, K):
     ranked = choose.candidates(np.float32, M, N, K, native=True)
     assert ranked[0].level == "k6gv" and ranked[0].ms is not None
     assert all(q.level != "k6gv" for q in choose.candidates(np.float32, gv.MAX_M + 1, N, K, native=True))
+
+
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+def test_captured_graph_replays_the_split():
+    """The one launch, its partials and its counters captured by torch: each replay with new
+    inputs is exact (the last CTA of every tile left its counter at zero for the next)."""
+    torch = pytest.importorskip("torch")
+    M, N, K = 1, 4096, 4096
+    assert gv.plan_splits(M, N, K) > 1
+    A = torch.rand((M, K), device="cuda") * 2 - 1
+    B = torch.rand((K, N), device="cuda") * 2 - 1
+    C = torch.rand((M, N), device="cuda") * 2 - 1
+    numba_gemm.gemm(A, B, C, alpha=0.5, level="k6gv")    # warm up outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        numba_gemm.gemm(A, B, C, alpha=0.5, level="k6gv")
+    host = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
+    first = None
+    for i in range(3):
+        if i < 2:
+            A.copy_(torch.rand_like(A) * 2 - 1)
+        C.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert check.verify(host(C), host(A), host(B), None, 0.5, 0.0).ok
+        if i == 1:
+            first = C.clone()
+    assert torch.equal(first, C)                          # the same inputs again: the same bits
