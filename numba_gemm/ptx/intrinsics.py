@@ -177,37 +177,32 @@ def _build_intrinsics():
         load4.__name__ = name
         return intrinsic(load4)
 
-    @intrinsic
-    def load_readonly(typingctx, arr, index):
-        if not (isinstance(arr, types.Array) and arr.layout == "C" and arr.ndim == 1
-                and arr.dtype == types.float32 and isinstance(index, types.Integer)):
-            raise TypeError(f"expected a 1-D C-contiguous float32 array and an integer, got {arr}[{index}]")
+    def make_scalar_load(name, emit):
+        """An intrinsic X[i] for a 1-D float32 array: emit(builder, generic float* to the element)."""
+        def load(typingctx, arr, index):
+            if not (isinstance(arr, types.Array) and arr.layout == "C" and arr.ndim == 1
+                    and arr.dtype == types.float32 and isinstance(index, types.Integer)):
+                raise TypeError(f"expected a 1-D C-contiguous float32 array and an integer, got {arr}[{index}]")
 
-        def codegen(context, builder, signature, args):
-            ary = context.make_array(arr)(context, builder, args[0])
-            flat = builder.sext(args[1], i64) if index.signed else builder.zext(args[1], i64)
-            elem = builder.gep(ary.data, [flat], inbounds=True)
-            ptr = builder.addrspacecast(elem, ir.PointerType(f32, GLOBAL))
-            return read_only(builder, builder.load(ptr, align=4))
+            def codegen(context, builder, signature, args):
+                ary = context.make_array(arr)(context, builder, args[0])
+                flat = builder.sext(args[1], i64) if index.signed else builder.zext(args[1], i64)
+                return emit(builder, builder.gep(ary.data, [flat], inbounds=True))
 
-        return types.float32(arr, index), codegen
+            return types.float32(arr, index), codegen
 
-    @intrinsic
-    def load_l2(typingctx, arr, index):
-        if not (isinstance(arr, types.Array) and arr.layout == "C" and arr.ndim == 1
-                and arr.dtype == types.float32 and isinstance(index, types.Integer)):
-            raise TypeError(f"expected a 1-D C-contiguous float32 array and an integer, got {arr}[{index}]")
+        load.__name__ = name
+        return intrinsic(load)
 
-        def codegen(context, builder, signature, args):
-            ary = context.make_array(arr)(context, builder, args[0])
-            flat = builder.sext(args[1], i64) if index.signed else builder.zext(args[1], i64)
-            elem = builder.gep(ary.data, [flat], inbounds=True)
-            # volatile asm: it stays after the fence and the barrier that make the data ready
-            ld = ir.InlineAsm(ir.FunctionType(f32, [elem.type]), "ld.global.cg.f32 $0, [$1];", "=f,l",
-                              side_effect=True)
-            return builder.call(ld, [elem])
+    def emit_readonly(builder, elem):
+        ptr = builder.addrspacecast(elem, ir.PointerType(f32, GLOBAL))
+        return read_only(builder, builder.load(ptr, align=4))
 
-        return types.float32(arr, index), codegen
+    def emit_l2(builder, elem):
+        # volatile asm: it stays after the fence and the barrier that make the data ready
+        ld = ir.InlineAsm(ir.FunctionType(f32, [elem.type]), "ld.global.cg.f32 $0, [$1];", "=f,l",
+                          side_effect=True)
+        return builder.call(ld, [elem])
 
     def make_store(addrspace, name):
         def store4(typingctx, arr, index, values):
@@ -240,8 +235,8 @@ def _build_intrinsics():
         make_load(SHARED, "load4_shared"),
         make_store(SHARED, "store4_shared"),
         make_load(GLOBAL, "load4_readonly", readonly=True),
-        load_readonly,
-        load_l2,
+        make_scalar_load("load_readonly", emit_readonly),
+        make_scalar_load("load_l2", emit_l2),
     )
 
 
