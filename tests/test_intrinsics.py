@@ -10,7 +10,7 @@ import pytest
 from numba import cuda, float32
 
 from numba_gemm.measure import check
-from numba_gemm.ptx.intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_readonly,
+from numba_gemm.ptx.intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_l2, load_readonly,
                                    store4_global, store4_shared)
 from numba_gemm.sgemm import k6_vectorized as k6
 from tests.conftest import gpu_only
@@ -49,11 +49,11 @@ def test_intrinsics_compile_to_v4_ptx():
 READONLY_PTX = r'''
 import json
 from numba import cuda, float32, int32
-from numba_gemm.ptx.intrinsics import load4_readonly, load_readonly, store4_global
+from numba_gemm.ptx.intrinsics import load4_readonly, load_l2, load_readonly, store4_global
 
 def copy(X, Y, i):
     x, y, z, w = load4_readonly(X, 4 * i)
-    store4_global(Y, 4 * i, (x + load_readonly(X, i + 1), y, z, w))
+    store4_global(Y, 4 * i, (x + load_readonly(X, i + 1), y + load_l2(Y, i + 2), z, w))
 
 ptx, _ = cuda.compile_ptx(copy, (float32[::1], float32[::1], int32), cc=(9, 0))
 print(json.dumps(ptx))
@@ -62,13 +62,14 @@ print(json.dumps(ptx))
 
 def test_readonly_loads_compile_to_ld_global_nc():
     """The read-only intrinsics emit ld.global.nc (LDG.E.CONSTANT), as nvcc does for a
-    `const float* __restrict__` argument; nothing else changes."""
+    `const float* __restrict__` argument, and load_l2 ld.global.cg (past L1); nothing else changes."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
     out = subprocess.run([sys.executable, "-c", READONLY_PTX], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     ptx = json.loads(out.stdout.strip().splitlines()[-1])
     assert ptx.count("ld.global.nc.v4.f32") == 1 and ptx.count("ld.global.nc.f32") == 1
+    assert ptx.count("ld.global.cg.f32") == 1
     assert "ld.global.v4.f32" not in ptx and "ld.global.f32" not in ptx
 
 
@@ -76,7 +77,7 @@ def test_readonly_loads_compile_to_ld_global_nc():
 def _readonly(X, Y):
     i = cuda.threadIdx.x
     v = load4_readonly(X, 4 * i)
-    store4_global(Y, 4 * i, (v[0], v[1], v[2], load_readonly(X, 4 * i + 3)))
+    store4_global(Y, 4 * i, (v[0], v[1], load_l2(X, 4 * i + 2), load_readonly(X, 4 * i + 3)))
 
 
 def test_readonly_loads_agree_with_plain_indexing():
