@@ -399,6 +399,8 @@ _K8_16384 = [_x_cublas(_CURVE["k8", 16384]), _x_cublas(_BIG["k8", 16384])]
 # FFMA, as the k5 section counts them, plus the source's global loads
 _K5_SASS_CYCLES = ((128 * H200.costs["lds_free"] + 64 * H200.costs["lds128_bcast"]) / 1024
                    + _CY["k5"].global_cycles)
+_GV = {(r["M"], r["N"]): r for r in json.loads(                                            # 73177cc
+    (ROOT / "docs" / "data" / "h200_k6gv_in_kernel.json").read_text())}
 SGEMM_FIGURES = {   # the numbers of LADDER's intro and k1 … k8sk details: phrase -> the data's value
     # Why three ledgers
     "k2 runs at **{} %** of its roofline": 100 * K2.roofline_s * 1e3 / _MS["k2"],
@@ -483,6 +485,10 @@ SGEMM_FIGURES = {   # the numbers of LADDER's intro and k1 … k8sk details: phr
     "0.92 / {}× cuBLAS at 2048³": _x_cublas(_CURVE["k8", 8192]),
     "but {}× and 0.57× at 512³": _x_cublas(_CURVE["k8", 512]),
     "and {}× at 512³ and 1024³": _x_cublas(_CURVE["k8", 1024]),
+    "1×4096×4096 takes {} µs": _GV[1, 4096]["ms"] * 1e3,
+    "µs, {}× cuBLAS, and 1×8192×8192": _GV[1, 4096]["cublas_ms"] / _GV[1, 4096]["ms"],
+    "and 1×8192×8192 {} µs": _GV[1, 8192]["ms"] * 1e3,
+    "µs, {}× ([RESULTS](RESULTS.md#k6gvs-slices": _GV[1, 8192]["cublas_ms"] / _GV[1, 8192]["ms"],
     "At 16384³ it is {}–": min(_K8_16384),
     "–{}× in the benchmark's loop": max(_K8_16384),
 }
