@@ -298,6 +298,8 @@ def _auto_x_cublas(r):
 
 _FP32_REFIT6 = json.loads((ROOT / "docs" / "data" / "h200_shapes_fp32_refit6.json").read_text())["results"]
 
+_GV = {(r["M"], r["N"]): r for r in json.loads(     # k6gv in one launch, 73177cc
+    (ROOT / "docs" / "data" / "h200_k6gv_in_kernel.json").read_text())}
 README_FIGURES = {
     "(512³ fp16: {}× cuBLAS, was": _auto_x_cublas(_TILES_SUITE["square 512"]),
     "cuBLAS, was {}×; docs/RESULTS.md": _auto_x_cublas(_SUITE_BEFORE["square 512"]),
@@ -326,6 +328,7 @@ README_FIGURES = {
     "cuBLAS ({});": _r("v13", 8192, "float16")["cublas_tflops"],
     "v13 reaches {}× cuBLAS": _r("v13", 4096, "float16")["tflops"] / _r("v13", 4096, "float16")["cublas_tflops"],
     "in fp32 decode M = 1 ({}×)": next(r for r in _FP32_REFIT6 if r["name"] == "decode M=1")["auto_vs_cublas"],
+    "takes decode M = 1 at {}× cuBLAS": _GV[1, 4096]["cublas_ms"] / _GV[1, 4096]["ms"],
     "ragged rows ({}×).": next(r for r in _FP32_REFIT6 if r["name"] == "ragged rows")["auto_vs_cublas"],
     "geomean auto/cuBLAS {} in bf16": _SUITE_GEOMEAN["bfloat16"],
     "in bf16, {} in fp16": _SUITE_GEOMEAN["float16"],
@@ -399,8 +402,6 @@ _K8_16384 = [_x_cublas(_CURVE["k8", 16384]), _x_cublas(_BIG["k8", 16384])]
 # FFMA, as the k5 section counts them, plus the source's global loads
 _K5_SASS_CYCLES = ((128 * H200.costs["lds_free"] + 64 * H200.costs["lds128_bcast"]) / 1024
                    + _CY["k5"].global_cycles)
-_GV = {(r["M"], r["N"]): r for r in json.loads(                                            # 73177cc
-    (ROOT / "docs" / "data" / "h200_k6gv_in_kernel.json").read_text())}
 SGEMM_FIGURES = {   # the numbers of LADDER's intro and k1 … k8sk details: phrase -> the data's value
     # Why three ledgers
     "k2 runs at **{} %** of its roofline": 100 * K2.roofline_s * 1e3 / _MS["k2"],
