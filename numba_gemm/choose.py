@@ -373,7 +373,7 @@ class Waves:
 def ctas_per_sm(lv, shape: tuple[int, int, int] | None = None) -> int | None:
     """CTAs one SM holds by the level's launch bounds: resident_ctas(M, N, K) of a level whose
     kernel depends on the shape (v11gv, k8sk), else CTAS_PER_SM, or the warp-tiled levels'
-    launch bounds (k7 … k10: _warptile.blocks_per_sm of their TILING); None where the level fixes none."""
+    launch bounds (k7, k8, k9: _warptile.blocks_per_sm of their TILING); None where the level fixes none."""
     mod = lv.module
     if shape is not None and hasattr(mod, "resident_ctas"):
         return mod.resident_ctas(*shape)

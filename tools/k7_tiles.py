@@ -11,8 +11,9 @@ Each k7/k8 candidate keeps 256 threads and 8×8 thread tiles of 4×4 pieces (so 
 shared load stays one conflict-free LDS.128, and the 64 accumulators fit the 128-register cap
 of 2 blocks per SM) and varies what that leaves free: the K depth of a phase (8, 16, 32) and
 the warp tile's shape (64×32 with lanes 8 × 4, or 32×64 with lanes 4 × 8). The k9 candidates
-trade blocks per SM for registers: 8×16 thread tiles (128 accumulators) under launch bounds
-of 256 threads per SM, so up to 255 registers a thread, as one block of 256 threads or two of 128.
+trade blocks per SM for registers: 8×16 or 16×8 thread tiles (128 accumulators) under launch
+bounds of 256 threads per SM, so up to 255 registers a thread, as one block of 256 threads or
+two of 128 (measured on the H200: none beat k9's own tiling, docs/RESULTS.md).
 
 On a GPU every row is checked (64 random rows of C against a float64 reference) and timed
 (CUDA events, median; inputs stay in L2 as far as they fit, as bench.py's default). Compile
@@ -33,8 +34,8 @@ sys.path.insert(0, ROOT)
 
 # In the order they run (the shipped tilings first, then the cheapest compiles, so a spent
 # budget skips the costliest).
+# (tile_m, tile_n, tile_k, warp_m, warp_n, lanes_n[, sm_threads]): WarpTiling's fields
 SMALL = [
-    # (tile_m, tile_n, tile_k, warp_m, warp_n, lanes_n[, sm_threads])
     (128, 128, 16, 64, 32, 4),     # k7's tiling
     (128, 128, 8, 64, 32, 4),      # k8's: half the K depth, half the staging registers, 2× the barriers
     (128, 128, 8, 32, 64, 8),
