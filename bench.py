@@ -102,7 +102,8 @@ def parse_args(argv=None):
         epilog=epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--level", default=None, type=_level_spec,
                    help="level(s): a name (k4), a comma list (k1,k2), or all / sgemm / hgemm "
-                        "(default: k4; all with --overhead)")
+                        "(default: k4; all with --overhead); LEVEL:name=value runs a level with a "
+                        "run() keyword, timed beside it (k6gv:splits=16, v11:bm=64:bn=128)")
     p.add_argument("--size", default=None, type=_sizes,
                    help="square sizes n (M=N=K=n), comma separated (default: 4096 on a GPU, "
                         "a small ragged shape in the simulator)")
@@ -300,6 +301,12 @@ def main(argv=None):
         levels = bench.parse_levels(args.level or ("all" if args.overhead else "k4"))
     except ValueError as e:
         sys.exit(f"bench.py: {e}")
+    variants = [lv.name for lv in levels if lv.kwargs]
+    modes = [flag for flag, on in (("--sass", args.sass), ("--overhead", args.overhead),
+                                   ("--explain", args.explain), ("--plot", args.plot)) if on]
+    if variants and modes:
+        sys.exit(f"bench.py: {', '.join(variants)}: a level run with keywords is checked and timed "
+                 f"only; {', '.join(modes)} takes levels as shipped")
     for line in notes(args, levels):
         print(line, file=sys.stderr)
 

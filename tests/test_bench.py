@@ -24,6 +24,39 @@ def test_level_groups_in_ladder_order():
         nb.parse_levels("k99")
 
 
+def test_a_level_with_run_keywords_is_its_own_competitor():
+    """LEVEL:name=value: the level run with that run() keyword, under that name; the keyword must
+    be one its run() takes, the value an integer."""
+    gv, forced = nb.parse_levels("k6gv, k6gv:splits=16")
+    assert (gv.name, forced.name, forced.kwargs, forced.module) == ("k6gv", "k6gv:splits=16", (("splits", 16),),
+                                                                    gv.module)
+    assert nb.parse_levels("v11:bm=64:bn=128")[0].kwargs == (("bm", 64), ("bn", 128))
+    with pytest.raises(ValueError, match="no run.. keyword 'tile' .its run.. takes splits."):
+        nb.parse_levels("k6gv:tile=3")
+    with pytest.raises(ValueError, match="takes none"):
+        nb.parse_levels("k1:splits=2")
+    with pytest.raises(ValueError, match="give an integer"):
+        nb.parse_levels("k6gv:splits=many")
+    with pytest.raises(SystemExit, match="checked and timed only; --explain"):
+        bench.main(["--level", "k6gv:splits=2", "--explain"])
+
+
+def test_a_level_with_run_keywords_is_compared_with_the_level_as_shipped():
+    rows = [nb.Result("k6", 1, 4096, 4096, "float32", "gpu", ms=4.0),
+            nb.Result("k6gv", 1, 4096, 4096, "float32", "gpu", ms=2.0),
+            nb.Result("k6gv:splits=16", 1, 4096, 4096, "float32", "gpu", ms=1.0)]
+    nb.link_speedups(rows)
+    assert [(r.prev_level, r.speedup_prev) for r in rows] == [(None, None), ("k6", 2.0), ("k6gv", 2.0)]
+
+
+@SIM_ONLY
+def test_a_level_with_run_keywords_runs_beside_the_level(tmp_path):
+    out = tmp_path / "r.json"
+    assert bench.main(["--level", "k6gv,k6gv:splits=2", "--shape", "2,130,256", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [(r["level"], r["ok"]) for r in rows] == [("k6gv", True), ("k6gv:splits=2", True)]
+
+
 def test_parents_are_registered_levels_of_the_same_family():
     for lv in LEVELS:
         if lv.parent is not None:

@@ -135,18 +135,42 @@ def level_listing() -> str:
 
 
 def parse_levels(spec: str) -> list:
-    """'k4' | 'k1,k2' | 'all' | 'sgemm' | 'hgemm' -> Level records in ladder order."""
+    """'k4' | 'k1,k2' | 'all' | 'sgemm' | 'hgemm' -> Level records in ladder order. A level
+    followed by run() keywords, 'k6gv:splits=16' or 'v11:bm=64:bn=128', is that level run with
+    them (integers), under that name: timed beside the level as shipped."""
     reg = _levels.registry()
-    names = []
+    picked = []
     for part in (p.strip().lower() for p in spec.split(",") if p.strip()):
         if part == "all":
-            names += list(reg)
+            picked += list(reg.values())
         elif part in _levels.FAMILIES:
-            names += [n for n, lv in reg.items() if lv.family == part]
+            picked += [lv for lv in reg.values() if lv.family == part]
         else:
-            names.append(_levels.get(part).name)
+            name, *changes = part.split(":")
+            lv = _levels.get(name)
+            picked.append(lv.variant(_run_keywords(lv, changes)) if changes else lv)
     seen = set()
-    return [reg[n] for n in names if not (n in seen or seen.add(n))]
+    return [lv for lv in picked if not (lv.name in seen or seen.add(lv.name))]
+
+
+def _run_keywords(lv, changes: list[str]) -> tuple:
+    """(("splits", 16),) from ["splits=16"]: keywords that lv's run() takes, integer values."""
+    import inspect
+
+    params = inspect.signature(lv.module.run).parameters
+    takes = [k for k, p in params.items() if p.kind == p.KEYWORD_ONLY or (
+        p.default is not p.empty and k != "stream")]
+    out = []
+    for change in changes:
+        key, eq, value = change.partition("=")
+        if key not in takes:
+            have = f"its run() takes {', '.join(takes)}" if takes else "its run() takes none"
+            raise ValueError(f"{lv.name}:{change}: {lv.name} has no run() keyword {key!r} ({have})")
+        try:
+            out.append((key, int(value)))
+        except ValueError:
+            raise ValueError(f"{lv.name}:{change}: give an integer, as in {lv.name}:{key}=16") from None
+    return tuple(out)
 
 
 def _host_dtype(level, dtype_name: str | None):
@@ -297,7 +321,7 @@ class Runner:
             from . import twins
 
             try:
-                if twins.has_twin(level.name):
+                if not level.kwargs and twins.has_twin(level.name):
                     res.twin_ms = twins.time_twin(level.name, res.M, res.N, res.K, buffers=(dA, dB, dC),
                                                   reps=self.reps, flush_l2=self.flush_l2)
             except Exception as exc:
@@ -316,7 +340,7 @@ class Runner:
                 from . import twins
 
                 try:
-                    if twins.has_twin(lv.name):
+                    if not lv.kwargs and twins.has_twin(lv.name):
                         fns[lv.name + TWIN] = functools.partial(twins.twin(lv.name).run, dA, dB, dC, 1.0, 0.0)
                 except Exception as exc:
                     _add_note(res, f"CUDA C twin unavailable: {exc}")
@@ -367,14 +391,17 @@ def _add_note(res: Result, text: str) -> None:
 
 
 def link_speedups(results: list[Result]) -> None:
-    """speedup_prev = time of the level's PARENT on the same shape and dtype / this level's time."""
+    """speedup_prev = time of the level's PARENT (a level run with keywords: the level as
+    shipped) on the same shape and dtype / this level's time."""
     from ..registry import registry
 
     reg = registry()
     timed = {(r.level, r.M, r.N, r.K, r.dtype): r for r in results if r.ms}
     for r in results:
-        lv = reg.get(r.level)
-        parent = timed.get((lv.parent, r.M, r.N, r.K, r.dtype)) if lv and lv.parent else None
+        base, _, changes = r.level.partition(":")       # a level run with keywords: against itself
+        lv = reg.get(base)
+        parent_name = base if changes else lv.parent if lv else None
+        parent = timed.get((parent_name, r.M, r.N, r.K, r.dtype)) if parent_name else None
         if parent is not None and r.ms:
             r.speedup_prev, r.prev_level = parent.ms / r.ms, parent.level
 
