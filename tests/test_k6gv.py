@@ -76,7 +76,7 @@ def test_two_runs_are_bitwise_equal():
 
 
 @pytest.mark.parametrize("splits", [2, 5, 9])
-def test_the_last_cta_adds_the_slices_in_order(splits):
+def test_the_last_cta_adds_the_slices_in_order(splits, monkeypatch):
     """One launch; the tile's last CTA adds the S partials the slices left in the workspace in
     the order z = 0 .. S-1, whichever CTA came last: C holds exactly the float32 sum of
     P[0] + P[1] + ... taken in that order (times alpha; beta = 0), and every tile's counter is
@@ -92,11 +92,9 @@ def test_the_last_cta_adds_the_slices_in_order(splits):
     assert S == splits
     calls = []
     real = launch.launch_numba
-    try:
-        launch.launch_numba = lambda *a, **k: (calls.append(a[0]), real(*a, **k))
-        gv.run(dA, dB, dC, 0.75, 0.0, splits=splits)
-    finally:
-        launch.launch_numba = real
+    monkeypatch.setattr(launch, "launch_numba", lambda *a, **k: (calls.append(a[0]), real(*a, **k)))
+    gv.run(dA, dB, dC, 0.75, 0.0, splits=splits)
+    monkeypatch.undo()
     assert calls == [gv.SPECIALISATIONS[True, True][1]]                       # one launch
     P = workspace.partials(dC, S, M, N).copy_to_host().reshape(S, M, N)
     want = P[0].copy()

@@ -66,6 +66,7 @@ class Competitor:
 
     def __init__(self, spec: str, c16: bool = False, both: bool = False):
         from numba_gemm import registry
+        from numba_gemm.measure.bench import run_keywords
 
         name, *changes = spec.split(":")
         self.level, self.c16 = registry.get(name), c16
@@ -74,7 +75,7 @@ class Competitor:
         self.label = spec + ("/c16" if c16 and both else "")
         self.family = self.level.family
         self.parent = spec if c16 and both else name if changes else self.level.parent
-        self.kwargs = {k: int(v) for k, v in (c.split("=") for c in changes)}
+        self.kwargs = dict(run_keywords(self.level, changes))
 
     def run(self, A, B, C, alpha, beta):
         self.level.module.run(A, B, C, alpha, beta, **self.kwargs)

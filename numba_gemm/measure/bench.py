@@ -148,12 +148,12 @@ def parse_levels(spec: str) -> list:
         else:
             name, *changes = part.split(":")
             lv = _levels.get(name)
-            picked.append(lv.variant(_run_keywords(lv, changes)) if changes else lv)
+            picked.append(lv.variant(run_keywords(lv, changes)) if changes else lv)
     seen = set()
     return [lv for lv in picked if not (lv.name in seen or seen.add(lv.name))]
 
 
-def _run_keywords(lv, changes: list[str]) -> tuple:
+def run_keywords(lv, changes: list[str]) -> tuple:
     """(("splits", 16),) from ["splits=16"]: keywords that lv's run() takes, integer values."""
     import inspect
 
@@ -162,7 +162,7 @@ def _run_keywords(lv, changes: list[str]) -> tuple:
         p.default is not p.empty and k != "stream")]
     out = []
     for change in changes:
-        key, eq, value = change.partition("=")
+        key, _, value = change.partition("=")
         if key not in takes:
             have = f"its run() takes {', '.join(takes)}" if takes else "its run() takes none"
             raise ValueError(f"{lv.name}:{change}: {lv.name} has no run() keyword {key!r} ({have})")

@@ -128,8 +128,7 @@ class Twin:
         S, kslice = self.module.split_plan(M, N, K)
         grid = _splitk_parts.grid(self.module.grid(M, N), S)
         if getattr(self.module, "SPLIT_IN_KERNEL", False):
-            P = workspace.partials(C, S, M, N) if S > 1 else C
-            counters = workspace.counters(C, grid[0] * grid[1] if S > 1 else 1)
+            P, counters = _splitk_parts.in_kernel_buffers(C, grid, M, N)
             args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(kslice),
                     ctypes.c_float(alpha), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)),
                     ctypes.c_float(beta), ctypes.c_void_p(_ptr(C)), ctypes.c_void_p(_ptr(P)),

@@ -103,14 +103,21 @@ def launch_in_kernel(kernel, grid, block, A, B, C, alpha, beta, stream=None, ksl
 
     M, K = A.shape
     N = B.shape[1]
-    S = grid[2] if len(grid) == 3 else 1
     out = C.reshape(M * N)
-    P = workspace.partials(C, S, M, N) if S > 1 else out        # S == 1: never touched
-    counters = workspace.counters(C, grid[0] * grid[1] if S > 1 else 1)
+    P, counters = in_kernel_buffers(C, grid, M, N)
     args = (np.int32(M), np.int32(N), np.int32(K), np.int32(K if kslice is None else kslice),
             np.float32(alpha), A.reshape(M * K), B.reshape(K * N), np.float32(beta), out, P, counters)
     with launches.keeping((P, counters), stream):
         launch_numba(kernel, grid, block, args, stream)
+
+
+def in_kernel_buffers(C, grid, M: int, N: int):
+    """(partials P, counters) of an in-kernel split over `grid` writing C: C's workspace, one
+    counter per output tile; with one slice, C's flat view (never touched) and one counter."""
+    S = grid[2] if len(grid) == 3 else 1
+    if S == 1:
+        return C.reshape(M * N), workspace.counters(C, 1)
+    return workspace.partials(C, S, M, N), workspace.counters(C, grid[0] * grid[1])
 
 
 @inline
