@@ -5,7 +5,8 @@
 // or bf16, row-major.
 //
 // Per CTA: v12's 128 x 256 x 64 tile, 4 stages of 48 KB, a producer warpgroup (setmaxnreg 40)
-// and two wgmma consumer warpgroups (setmaxnreg 232). What changes:
+// and two wgmma consumer warpgroups (setmaxnreg 232); or, from -DHG_*, a tile of 128 x 128 (or
+// 64 rows: one consumer), for shapes whose 128 x 256 tiles leave SMs idle. What changes:
 //  - Persistent: the host launches as many clusters as can be resident at once (at most one
 //    CTA per SM); cluster c computes pair-tiles c, c + G, c + 2G, ... (G clusters), each
 //    pair-tile decoded by v9's super-tile order over the grid of pairs. The stage ring and its
@@ -13,9 +14,10 @@
 //    stages while the consumers store this tile's C: the epilogue overlaps the loads, and no
 //    block launch / barrier set-up / pipeline fill separates one tile from the next.
 //  - Cluster of 2 along M: CTA rank r computes tile (2 pm + r, bn); both need the same B tile
-//    (256 columns = 4 panels of 64). CTA r loads panels r, r + 2 with .multicast::cluster to
-//    both CTAs and its own A box: per stage each CTA reads 16 KB of A + 16 KB of B from L2
-//    instead of 16 + 32 KB, and each of its full[s] barriers expects the whole 48 KB.
+//    (BN columns = BN / 64 panels of 64). CTA r loads panels r, r + 2, ... with
+//    .multicast::cluster to both CTAs and its own A box: per stage each CTA reads half of the B
+//    tile from L2 (at 128 x 256: 16 KB of A + 16 KB of B instead of 16 + 32 KB), and each of
+//    its full[s] barriers expects the whole stage.
 //  - empty[s] now counts the consumer warps of BOTH CTAs (16 arrivals: each warp arrives on
 //    its own CTA's and on its partner's barrier), because a producer's multicast overwrites
 //    stage s in both CTAs. The remote arrivals are .release.cta (cluster.cuh says why that is
@@ -53,7 +55,7 @@ constexpr int CLUSTER = HG_CLUSTER;
 constexpr bool TMA_STORE = HG_TMA_STORE != 0, C16 = HG_C16 != 0;
 constexpr u32 C_BOX_BYTES = 64 * 128;                         // 64 rows x 128 bytes of C
 constexpr u32 C_BYTES = TMA_STORE ? CONSUMERS * 2 * C_BOX_BYTES : 0;   // two boxes per consumer
-static_assert(CLUSTER == 1 || CLUSTER == 2, "B is split into 4 panels: 1 or 2 CTAs share it");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "B's BN / 64 panels (2 or 4) are shared by 1 or 2 CTAs");
 constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(PRODUCER, "warpgroup 0 is the producer");
@@ -127,17 +129,17 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                 for (u32 r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty + 8 * s, r);
         };
         int it = 0;
-        float acc[128];
+        float acc[BN / 2];
         for (int t = first; t < tiles; t += step) {
             int bm, bn;
             tile_of(t, pair_m, grid_n, super_m, super_n, rank, bm, bn);
             #pragma unroll
-            for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+            for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
             for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(full + 8 * s, (it / STAGES) & 1);
                 const u64 so = (u64)((s * STAGE_BYTES) >> 4);
-                wgmma_k64<T>(acc, desc_a0 + so, desc_b0 + so);
+                wgmma_k64<T, BN>(acc, desc_a0 + so, desc_b0 + so);
                 wgmma_wait<1>();               // the previous stage's wgmma are done
                 if (kt > 0) release((it - 1) % STAGES);
             }
@@ -145,11 +147,11 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
             if (k_tiles > 0) release((it - 1) % STAGES);   // K == 0: no stage was used
             if (bm >= grid_m) continue;                 // a pair's row past M: nothing to store
             if (tma_c)
-                store_acc_64x256_tma<CT>(acc, tm_c, cbuf + c * 2 * C_BOX_BYTES, bm * BM + 64 * c,
-                                     bn * BN, tid % 128, 1 + c, alpha);
+                store_acc_64xN_tma<BN, CT>(acc, tm_c, cbuf + c * 2 * C_BOX_BYTES, bm * BM + 64 * c,
+                                           bn * BN, tid % 128, 1 + c, alpha);
             else
-                store_acc_64x256(acc, C, M, N, (long long)bm * BM + 64 * c, (long long)bn * BN,
-                                 tid % 128, alpha, beta, vec_c);
+                store_acc_64xN<BN>(acc, C, M, N, (long long)bm * BM + 64 * c, (long long)bn * BN,
+                                   tid % 128, alpha, beta, vec_c);
         }
         if (tma_c && tid % 128 == 0) bulk_wait<0>();   // the last stores have left shared memory
     }

@@ -1,5 +1,5 @@
 // wgmma_tile.cuh - the compile-time tile of the wgmma levels (v11, v11sk, v12, v13): BN = 64, 128
-// or 256 where thread 0 loads (v11, v11sk), 256 with a producer warpgroup (v12, v13).
+// or 256 where thread 0 loads (v11, v11sk), 128 or 256 with a producer warpgroup (v13; v12: 256).
 //
 // Every number comes from a -DHG_* option: the level module's CONFIG (a
 // numba_gemm.hgemm._wgmma.WgmmaTile) writes all of them, and the same record sizes the dynamic
@@ -33,7 +33,7 @@ constexpr u32 STAGE_BYTES = A_BYTES + (BN / 64) * B_PANEL;
 
 static_assert(BK * 2 == 128, "one 128-byte swizzle span per row; wgmma_k64 is 4 k16 steps");
 static_assert(BN == 64 || BN == 128 || BN == 256, "one m64nBNk16 per k16 step (wgmma.cuh makes N = 64, 128, 256)");
-static_assert(!PRODUCER || BN == 256, "the producer-warpgroup levels (v12, v13) are written for 64 x 256 per consumer");
+static_assert(!PRODUCER || BN >= 128, "a producer warpgroup feeds consumers of 64 x 128 or 64 x 256");
 static_assert(BM == 64 || BM == 128, "one or two consumer warpgroups of 64 rows");
 static_assert(STAGES >= 2 && STAGE_BYTES % 1024 == 0, "stages on swizzle-atom boundaries");
 

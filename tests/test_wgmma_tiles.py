@@ -49,7 +49,7 @@ def test_every_tile_is_one_record(bm, bn):
 def test_bad_tiles_are_refused():
     t = wg.WgmmaTile
     for bad, why in [(t(bn=192), "bn must be one of"), (t(bn=32), "bn must be one of"),
-                     (t(bn=128, producer=True), "producer"), (t(bm=256), "bm must be 64 or 128")]:
+                     (t(bn=64, producer=True), "producer"), (t(bm=256), "bm must be 64 or 128")]:
         assert any(why in p for p in bad.problems()), bad
         with pytest.raises(ValueError, match="not supported"):
             bad.defines()

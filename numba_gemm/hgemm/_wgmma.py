@@ -5,6 +5,9 @@ v10 passes the same maps and arguments (its TMA boxes and 128-byte rows are thes
 uses check_operands and maps_and_args with its own TileConfig."""
 from __future__ import annotations
 
+import dataclasses
+import functools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +23,7 @@ class WgmmaTile:
     """The compile-time tile of the wgmma levels: bm × bn × bk, `stages` deep, bm / 64 consumer
     warpgroups each computing 64 × bn with m64n{bn}k16 (bn = 64, 128 or 256: bn / 2 fp32
     accumulators per thread, B loaded as bn / 64 panels), plus one producer warpgroup when
-    `producer` (v12+, written for bn = 256); `tma_lag` (no producer: v11, v11sk) is how many
+    `producer` (v12: bn = 256; v13: 128 or 256); `tma_lag` (no producer: v11, v11sk) is how many
     iterations ago the stage the computing thread 0 refills was read.
 
     The one source of the tile: `defines()` writes every number as a -DHG_* option, which
@@ -57,8 +60,8 @@ class WgmmaTile:
             out.append("bk must be 64: one 128-byte swizzle span per row, 4 wgmma k16 steps")
         if self.bn not in WGMMA_N:
             out.append(f"bn must be one of {WGMMA_N}: the m64nNk16 shapes native/wgmma.cuh generates")
-        elif self.producer and self.bn != 256:
-            out.append("bn must be 256 with a producer warpgroup: v12 and v13 are written for 64x256 per consumer")
+        elif self.producer and self.bn < 128:
+            out.append("bn must be 128 or 256 with a producer warpgroup (v12 takes 256 only)")
         if self.bm not in (64, 128):
             out.append("bm must be 64 or 128: one or two consumer warpgroups of 64 rows")
         if self.stages < 2:
@@ -84,6 +87,30 @@ class WgmmaTile:
     def label(self) -> str:
         s = f"{self.bm}x{self.bn}x{self.bk} s{self.stages} {self.consumers}c"
         return s + ("+p" if self.producer else f" lag{self.tma_lag}")
+
+
+@functools.lru_cache(maxsize=None)
+def _checked(level: str, shipped: WgmmaTile, bm: int, bn: int) -> WgmmaTile:
+    config = dataclasses.replace(shipped, bm=bm, bn=bn)
+    bad = config.problems()
+    if bad:
+        raise ValueError(f"level {level}: no tile bm={bm}, bn={bn}: {'; '.join(bad)}")
+    return config
+
+
+def variant(level: str, shipped: WgmmaTile, bm, bn) -> WgmmaTile:
+    """`shipped` with the block tile bm × bn (its depth, stages and roles kept): the run()
+    keywords of a level with a tile family, refused with a ValueError that says why before any
+    operand is touched."""
+    ints = []
+    for name, v in (("bm", bm), ("bn", bn)):
+        try:
+            if isinstance(v, bool):
+                raise TypeError
+            ints.append(operator.index(v))
+        except TypeError:
+            raise ValueError(f"level {level}: {name} must be an int, got {v!r}") from None
+    return _checked(level, shipped, *ints)
 
 
 INNER_BYTES = 128   # every box row is one 128-byte swizzle span (what the descriptors assume)

@@ -41,10 +41,6 @@ the shipped tile with tools/hopper_top.py --levels v11,v11:bm=64:bn=128.
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
-import operator
-
 from . import _common as cm
 from . import _wgmma as wg
 
@@ -77,31 +73,10 @@ def unsupported(M: int, N: int, K: int) -> str | None:
     return wg.tma_rule(M, N, K)
 
 
-@functools.lru_cache(maxsize=None)
-def _variant(bm: int, bn: int) -> tuple[wg.WgmmaTile, tuple[str, ...]]:
-    config = dataclasses.replace(CONFIG, bm=bm, bn=bn)
-    bad = config.problems()
-    if bad:
-        raise ValueError(f"level {LEVEL}: no tile bm={bm}, bn={bn}: {'; '.join(bad)}")
-    return config, config.defines()
-
-
 def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn) -> wg.WgmmaTile:
     """v11's tile bm × bn (the shipped depth, stages and lag), refused with a ValueError that
     says which tiles exist; the shipped CONFIG by default."""
-    return _variant(*_tile_ints(bm=bm, bn=bn))[0]
-
-
-def _tile_ints(**kw) -> tuple[int, ...]:
-    out = []
-    for name, v in kw.items():
-        try:
-            if isinstance(v, bool):
-                raise TypeError
-            out.append(operator.index(v))
-        except TypeError:
-            raise ValueError(f"level {LEVEL}: {name} must be an int, got {v!r}") from None
-    return tuple(out)
+    return wg.variant(LEVEL, CONFIG, bm, bn)
 
 
 # The tiles auto may rank (numba_gemm.choose: each under its own calibration entry, so none but
@@ -114,7 +89,8 @@ WARM_VARIANTS = {f"bm={t.bm},bn={t.bn}": t.defines() for t in TILE_CHOICES
 
 def run(A, B, C, alpha, beta, stream=None, bm: int = CONFIG.bm, bn: int = CONFIG.bn):
     """C = alpha·A@B + beta·C with the bm × bn tile (default: the shipped 128×256)."""
-    config, defines = _variant(*_tile_ints(bm=bm, bn=bn))     # before any operand is touched
+    config = tile(bm, bn)                  # before any operand is touched
+    defines = config.defines()
     M, K = A.shape
     N = B.shape[1]
     args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config)

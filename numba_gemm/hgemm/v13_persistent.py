@@ -72,7 +72,8 @@ TMA_STORE = 1   # beta == 0: C through shared memory and TMA stores (-DHG_TMA_ST
 C_BOX_BYTES = 64 * 128     # one 64-row x 128-byte box of the TMA-store epilogue; two per consumer
 
 
-def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE, c16: int = 0) -> tuple[str, ...]:
+def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE, c16: int = 0,
+            config: wg.WgmmaTile = CONFIG) -> tuple[str, ...]:
     """The tile's -DHG_* options, -DHG_CLUSTER, -DHG_TMA_STORE and -DHG_C16 (C in A's 16-bit
     type): the source has no default."""
     if cluster not in (1, 2):
@@ -81,7 +82,7 @@ def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE, c16: int = 0) ->
         raise ValueError(f"tma_store is 0 or 1, got {tma_store}")
     if c16 not in (0, 1):
         raise ValueError(f"c16 is 0 (fp32 C) or 1 (C in A's 16-bit type), got {c16}")
-    return CONFIG.defines() + (f"-DHG_CLUSTER={cluster}", f"-DHG_TMA_STORE={tma_store}", f"-DHG_C16={c16}")
+    return config.defines() + (f"-DHG_CLUSTER={cluster}", f"-DHG_TMA_STORE={tma_store}", f"-DHG_C16={c16}")
 
 
 def smem_bytes(tma_store: int = TMA_STORE, config=CONFIG) -> int:
@@ -89,8 +90,19 @@ def smem_bytes(tma_store: int = TMA_STORE, config=CONFIG) -> int:
     return config.smem() + tma_store * config.consumers * 2 * C_BOX_BYTES
 
 
+def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn) -> wg.WgmmaTile:
+    """v13's tile bm × bn (bm 64 or 128, bn 128 or 256; the shipped depth and roles), refused
+    with a ValueError that says why; the shipped CONFIG by default."""
+    return wg.variant(LEVEL, CONFIG, bm, bn)
+
+
 DEFINES = defines()
-WARM_VARIANTS = {"c16": defines(c16=1)}     # python -m numba_gemm warm: the 16-bit C kernel too
+# The tiles auto may rank (numba_gemm.choose, each under its own calibration entry): narrower
+# tiles for shapes whose 128 x 256 tiles leave SMs idle (512 x 4096 has 64 of them).
+TILE_CHOICES = tuple(tile(bm, bn) for bm in (64, 128) for bn in (128, 256))
+# python -m numba_gemm warm: the 16-bit C kernel and the other tiles too
+WARM_VARIANTS = {"c16": defines(c16=1),
+                 **{f"bm={t.bm},bn={t.bn}": defines(config=t) for t in TILE_CHOICES if t != CONFIG}}
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
@@ -157,22 +169,24 @@ def c_is_16bit(A, C) -> bool:
     return False
 
 
-def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: int = TMA_STORE):
+def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: int = TMA_STORE,
+        bm: int = CONFIG.bm, bn: int = CONFIG.bn):
     from ..runtime import nvrtc
     from ..runtime.launch import launch_native
 
+    config = tile(bm, bn)                  # before any operand is touched
     M, K = A.shape
     N = B.shape[1]
     c16 = c_is_16bit(A, C)
-    d = defines(cluster, tma_store, int(c16))
-    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG, c16)
-    super_m, super_n = tile_order(M, N, K, cluster=cluster)
+    d = defines(cluster, tma_store, int(c16), config)
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config, c16)
+    super_m, super_n = tile_order(M, N, K, config=config, cluster=cluster)
     args[-2] = ctypes.c_int32(super_m // cluster)      # the kernel counts super-rows in clusters
     args[-1] = ctypes.c_int32(super_n)
     tm_c = c_map(C, M, N) if tma_store and beta == 0 else None
     args = args[:2] + [args[0] if tm_c is None else tm_c] + args[2:] + [ctypes.c_int32(int(tm_c is not None))]
     fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=d)
-    block, nbytes = (CONFIG.threads, 1, 1), smem_bytes(tma_store)
+    block, nbytes = (config.threads, 1, 1), smem_bytes(tma_store, config)
     resident = resident_clusters(fn, block, nbytes, cluster)
-    grid, _, _ = launch_config(M, N, K, max_clusters=resident, cluster=cluster, tma_store=tma_store)
+    grid, _, _ = launch_config(M, N, K, config, max_clusters=resident, cluster=cluster, tma_store=tma_store)
     launch_native(fn, grid, block, nbytes, stream, args, cluster=cluster)
