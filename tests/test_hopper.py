@@ -240,6 +240,25 @@ def test_v13_16bit_c_compiles_with_its_census(tma_store):
     assert not any(o.startswith("F2FP") for o in c32)
 
 
+V13_TILES = [(128, 128), (64, 256), (64, 128)]     # run(bm=, bn=): the tiles beside the shipped 128 x 256
+
+
+@pytest.mark.parametrize("bm,bn", V13_TILES, ids=lambda v: str(v))
+def test_v13_narrower_tiles_compile_with_its_census(bm, bn):
+    """v13's body at bm x bn: m64n{bn}k16 only, the multicast and the TMA-store epilogue kept,
+    no spills (census_ops)."""
+    v13 = v13_persistent
+    census_ops(v13.SOURCE, v13.defines(config=v13.tile(bm, bn)), v13.KERNEL_NAMES.values(),
+               v13.SASS_MUST_HAVE, v13.SASS_MUST_NOT_HAVE, wgmma_n=bn)
+
+
+def test_v13_refuses_a_tile_it_has_no_body_for():
+    with pytest.raises(ValueError, match="bn must be 128 or 256"):
+        v13_persistent.run(None, None, None, 1.0, 0.0, bn=64)
+    with pytest.raises(ValueError, match="bm must be an int"):
+        v13_persistent.tile(bm=128.0)
+
+
 def test_c16_is_declared_by_v13_alone():
     """Only v13 says C16 = True; the registry's writes() follows it, for A's own type only."""
     from numba_gemm import registry
@@ -335,6 +354,20 @@ def test_v13_exact_with_16bit_c(dtype, tma_store):
     for M, N, K in SHAPES:
         _case(lv, M, N, K, dtype, 0.5, 3.0, rng, c_dtype=dtype)
         _case(lv, M, N, K, dtype, 1.0, 0.0, rng, c_dtype=dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bm,bn", V13_TILES, ids=lambda v: str(v))
+def test_v13_narrower_tiles_exact_on_ragged_shapes(bm, bn):
+    """v13 at bm x bn, fp16, float32 C: every ragged shape, alpha/beta and NaN-poisoned C."""
+    from functools import partial
+    from types import SimpleNamespace
+
+    lv = SimpleNamespace(LEVEL=f"v13 {bm}x{bn}", run=partial(v13_persistent.run, bm=bm, bn=bn))
+    rng = np.random.default_rng()
+    for M, N, K in SHAPES:
+        _case(lv, M, N, K, np.float16, 0.5, 3.0, rng)
+        _case(lv, M, N, K, np.float16, 1.0, 0.0, rng)
 
 
 @pytest.mark.gpu

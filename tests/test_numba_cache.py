@@ -404,8 +404,7 @@ def test_warm_compiles_the_native_variants_run_may_need(monkeypatch):
     names = warm.kernels_of(get("v11"))
     assert names[0] == "v11_wgmma.cu" and len(names) == 1 + len(v11_wgmma.TILE_CHOICES) - 1
     assert "v11_wgmma.cu:bm=64,bn=64" in names
-    assert warm.kernels_of(get("v13"))[:2] == ["v13_persistent.cu", "v13_persistent.cu:c16"]
-    assert "v13_persistent.cu:bm=128,bn=128" in warm.kernels_of(get("v13"))
+    assert warm.kernels_of(get("v13")) == ["v13_persistent.cu", "v13_persistent.cu:c16"]
     seen = []
     monkeypatch.setattr(nvrtc, "compile_variant", lambda src, d, *a: seen.append((src, tuple(d))))
     warm.warm_one("v13", "v13_persistent.cu:c16", None)

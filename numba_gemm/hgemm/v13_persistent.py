@@ -32,8 +32,10 @@ and unaligned C keep the register epilogue. The 32 KB of buffers fit beside the 
 Measured (docs/RESULTS.md, "seventh run"): 1.025× the register epilogue at 4096³ fp16 (0.984×
 cuBLAS), 0.99× at 8192³, where the power-bound clock sets the pace.
 
-run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster, and
-run(..., tma_store=0) the register epilogue, both for comparison. Measured on the H200:
+run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster,
+run(..., tma_store=0) the register epilogue, and run(..., bm=, bn=) a narrower tile (bm 64 or
+128, bn 128 or 256: BN / 2 accumulators, BN / 64 panels of B shared by the pair), all for
+comparison. Measured on the H200:
 docs/RESULTS.md, "2026-12-01, third run: the kernels' own time (HGEMM)", with the cluster=1
 variant and the register epilogue: no step over v12; the multicast is worth about what
 the persistent grid alone loses; the fixed cost per round of tiles (the epilogue from registers
@@ -97,12 +99,7 @@ def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn) -> wg.WgmmaTile:
 
 
 DEFINES = defines()
-# The tiles auto may rank (numba_gemm.choose, each under its own calibration entry): narrower
-# tiles for shapes whose 128 x 256 tiles leave SMs idle (512 x 4096 has 64 of them).
-TILE_CHOICES = tuple(tile(bm, bn) for bm in (64, 128) for bn in (128, 256))
-# python -m numba_gemm warm: the 16-bit C kernel and the other tiles too
-WARM_VARIANTS = {"c16": defines(c16=1),
-                 **{f"bm={t.bm},bn={t.bn}": defines(config=t) for t in TILE_CHOICES if t != CONFIG}}
+WARM_VARIANTS = {"c16": defines(c16=1)}     # python -m numba_gemm warm: the 16-bit C kernel too
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
