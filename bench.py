@@ -119,7 +119,7 @@ def parse_args(argv=None):
                         "(GPU); with --explain, each shape's roofline and auto's choice with nothing run")
     p.add_argument("--only", metavar="NAME[,NAME]", default=None,
                    help="with --suite shapes: only the suite shapes with these names, comma separated, "
-                        "as --suite shapes --explain prints them (e.g. 'square 512,M=128')")
+                        "as --suite shapes --explain prints them (e.g. 'square 512,M=128, wide')")
     p.add_argument("--reps", type=_positive, default=None,
                    help="timed repeats per level (default: as many as fit ~0.4 s, 3..50); "
                         "interleaved, spread over the rounds, at least one per round")
@@ -163,10 +163,9 @@ def parse_args(argv=None):
         if path and _writable(path):
             p.error(f"--{flag} {path}: {_writable(path)}")
     if args.only is not None:
-        from numba_gemm.measure.shapes import SUITE
+        from numba_gemm.measure.shapes import SUITE, names_in
 
-        names = [n.strip() for n in args.only.split(",") if n.strip()]
-        unknown = [n for n in names if n not in {s[0] for s in SUITE}]
+        names, unknown = names_in(args.only)
         if not args.suite:
             p.error("--only picks shapes of --suite shapes")
         if unknown or not names:

@@ -13,6 +13,9 @@ say theirs through `plan_splits`), a shape M × N × K gives
     busy   = max(t_mma, t_mem) + (1 - overlap) · min(t_mma, t_mem)
     t      = t0 + slow · busy  (+ the reduction launch's t0 when S > 1)
 
+A split-K level that plans one slice on its parent's tile runs its parent's kernel (k8sk at
+S = 1 is k8) and is priced with its parent's constants.
+
 A level that reduces its slices inside the GEMM kernel (SPLIT_IN_KERNEL = True: v11sl, whose
 slices add through distributed shared memory) pays neither the partials' bytes nor the second
 launch.
@@ -96,6 +99,20 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
     bm = getattr(tile, "tile_m", None) or tile.bm
     bn = getattr(tile, "tile_n", None) or tile.bn
     return Geometry(int(bm), int(bn), int(splits), bool(getattr(mod, "SPLIT_IN_KERNEL", False)))
+
+
+def _one_slice_parent(lv, g: Geometry, M: int, N: int, K: int, sms: int) -> str | None:
+    """The parent's name where a split-K level plans one slice on its parent's tile, else None.
+    There it runs its parent's kernel over all of K (k8sk at S = 1 is k8), so it is priced with
+    the parent's constants: its own are fitted mostly where it splits, and would price the same
+    kernel twice, differently (k8sk above k9 at 2048³, where k9 is 5 % faster)."""
+    parent = _levels.registry().get(getattr(lv.module, "PARENT", ""))
+    if g.splits != 1 or getattr(lv.module, "plan_splits", None) is None or parent is None:
+        return None
+    if getattr(parent.module, "plan_splits", None) is not None:
+        return None
+    p = geometry(parent, M, N, K, sms)
+    return parent.name if (p.bm, p.bn) == (g.bm, g.bn) else None
 
 
 def as_planned(lv, M: int, N: int, K: int, splits: int | None) -> bool:
@@ -230,13 +247,16 @@ def rank(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
         if lv.unsupported(M, N, K) is not None:
             continue
         g = geometry(lv, M, N, K, sms)
-        p = params(lv.name, dtype)
+        parent = _one_slice_parent(lv, g, M, N, K, sms)
+        p = params(lv.name, dtype) if parent is None else params(parent, dtype)
         if tiles:
             pending += _tile_predictions(lv, dtype, M, N, K, beta, sms)
         if p is None:
             out.append(Prediction(lv.name, None, g, "no calibration for this level and dtype"))
             continue
         ms, why = predict_ms(p, g, M, N, K, dtype.itemsize, beta, sms)
+        if parent is not None:
+            why += f"; one slice on {parent}'s tile: {parent}'s kernel, priced with {parent}'s constants"
         out.append(Prediction(lv.name, ms, g, why))
     # stable: uncalibrated keep ladder order (highest first) after the calibrated ones, and
     # uncalibrated tiles after every level

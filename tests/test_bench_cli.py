@@ -276,3 +276,9 @@ def test_only_picks_suite_shapes_by_name(capsys):
         err = capsys.readouterr().err
         assert "--only" in err
     bench.parse_args(["--suite", "shapes", "--only", "square 512"])
+    # names with a comma of their own are matched whole, beside the name before the comma
+    args = bench.parse_args(["--suite", "shapes", "--only", "M=128, wide,M=128,decode M=16, up-proj"])
+    assert args.only == ["M=128, wide", "M=128", "decode M=16, up-proj"]
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--suite", "shapes", "--only", "M=128, narrow"])
+    assert "'narrow'" in capsys.readouterr().err

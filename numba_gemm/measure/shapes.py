@@ -52,6 +52,23 @@ SUITE = (
     ("ragged rows", 777, 5000, 3001),
 )
 
+def names_in(text: str) -> tuple[list[str], list[str]]:
+    """(suite shape names, unknown pieces) in a comma-separated list; a name that has a comma of
+    its own ("M=128, wide") is matched whole, the longest name first."""
+    known = {name for name, *_ in SUITE}
+    pieces = [p.strip() for p in text.split(",") if p.strip()]
+    names, unknown, i = [], [], 0
+    while i < len(pieces):
+        j = next((j for j in range(len(pieces), i, -1) if ", ".join(pieces[i:j]) in known), None)
+        if j is None:
+            unknown.append(pieces[i])
+            i += 1
+        else:
+            names.append(", ".join(pieces[i:j]))
+            i = j
+    return names, unknown
+
+
 PRUNE = 3.0          # time the levels predicted within 3x of the best prediction
 LOOP_CALLS = 20
 CHECK_ROWS = 32      # rows of C checked against float64 per level (the test suites check more)
