@@ -37,7 +37,7 @@ def test_contract_and_refusals():
 def test_plan_at_4097_cubed_and_around_it():
     assert k8e.plan(4097, 4097, 4097) == (4096, 4096) and k8e.grid(4097, 4097) == (32, 32)
     assert k8p.grid(4097, 4097) == (33, 33)                  # the tiles k8e does not launch
-    assert k8e.edge_config(4097, 4097) == ((256,), (32, 8))  # 2 rows a warp, 8 warps a CTA
+    assert k8e.edge_config(4097, 4097) == ((2048,), (32, 8))  # 2 rows a CTA, its 8 warps split K
     assert k8e.plan(4104, 4104, 4097) == (4096, 4096)        # 8 rows; 8 columns, two float4s
     assert k8e.plan(4097, 4096, 4097) == (4096, 4096) and k8e.grid(4097, 4096) == (32, 32)
     assert k8e.plan(4112, 4097, 4097) == (4096, 4096)        # 16 rows: two k6gv passes
@@ -67,7 +67,7 @@ def test_run_launches_copies_interior_bottom_right_then_the_copy_back(monkeypatc
         _, grid, _, args = calls[copies + 1]
         assert grid[:2] == (2, 1) and [int(a) for a in args[:3]] == [2, 136, 12]        # rows 128, 129
         _, grid, block, args = calls[copies + 2]
-        assert (grid, block) == ((8,), (32, 8)) and [int(a) for a in args[:4]] == [128, 12, 136, 128]
+        assert (grid, block) == ((64,), (32, 8)) and [int(a) for a in args[:4]] == [128, 12, 136, 128]
     with pytest.raises(ValueError, match="use k8p"):
         k8e.run(cuda.device_array((4, 7), np.float32), cuda.device_array((7, 4), np.float32), None, 1.0, 0.0)
 

@@ -23,19 +23,20 @@ extern "C" __global__ void k8e_repitch(const float* __restrict__ src, int rows, 
 }
 
 // C[:M, n0:ldb] = alpha*A @ B[:, n0:ldb] + beta*C[:M, n0:ldb] for 1 or 2 float4s of columns: a
-// warp per ROWS rows of A (K floats each, K % 4 == 0), lane l at k = 4l, 4l + 128, ...; the lanes'
-// sums meet in shared memory and lane j adds output j over lanes 0..31 in that order.
+// CTA per ROWS rows of A (K floats each, K % 4 == 0) whose warps split K, lane l of warp w at
+// k = 128w + 4l, then 128 * EDGE_WARPS further on; the sums meet in shared memory and lane j of
+// warp 0 adds output j over warps 0..7 and their lanes 0..31 in that order.
 constexpr int EDGE_ROWS = 2, EDGE_WARPS = 8, EDGE_COLS = 8, EDGE_OUT = EDGE_ROWS * EDGE_COLS;
 extern "C" __global__ void __launch_bounds__(32 * EDGE_WARPS)
 k8e_edge_columns(int M, int K, int ldb, int n0, float alpha, const float* __restrict__ A,
                  const float* __restrict__ B, float beta, float* __restrict__ C) {
     __shared__ float Red[EDGE_WARPS][32][EDGE_OUT];
     const u32 lane = threadIdx.x, warp = threadIdx.y;
-    const u64 row0 = u64(blockIdx.x) * (EDGE_ROWS * EDGE_WARPS) + warp * EDGE_ROWS;
+    const u64 row0 = u64(blockIdx.x) * EDGE_ROWS;
     const bool wide = ldb - n0 > 4;             // two float4s of B per k row, else one
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
     float acc[EDGE_ROWS][EDGE_COLS] = {};
-    for (u64 kk = lane * 4; kk < u64(K); kk += 128) {
+    for (u64 kk = warp * 128 + lane * 4; kk < u64(K); kk += 128 * EDGE_WARPS) {
         float rb[4][EDGE_COLS];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {           // B's k rows kk .. kk+3, zero past the strip
@@ -46,7 +47,7 @@ k8e_edge_columns(int M, int K, int ldb, int n0, float alpha, const float* __rest
             for (int c = 0; c < EDGE_COLS; ++c) rb[i][c] = v[c];
         }
 #pragma unroll
-        for (int r = 0; r < EDGE_ROWS; ++r) {  // the warp's rows past M add zeros
+        for (int r = 0; r < EDGE_ROWS; ++r) {  // the CTA's rows past M add zeros
             const float4 a4 = row0 + r < u64(M) ? twin::ld4(A, (row0 + r) * K + kk) : zero;
             const float a[4] = {a4.x, a4.y, a4.z, a4.w};
 #pragma unroll
@@ -60,9 +61,10 @@ k8e_edge_columns(int M, int K, int ldb, int n0, float alpha, const float* __rest
 #pragma unroll
         for (int c = 0; c < EDGE_COLS; ++c) Red[warp][lane][r * EDGE_COLS + c] = acc[r][c];
     __syncthreads();                            // every warp reaches it: none returned early
-    if (lane < u32(EDGE_OUT)) {
-        float s = Red[warp][0][lane];
-        for (int j = 1; j < 32; ++j) s += Red[warp][j][lane];    // lane order: the same bits every run
+    if (warp == 0 && lane < u32(EDGE_OUT)) {
+        float s = 0.0f;
+        for (int w = 0; w < EDGE_WARPS; ++w)    // warp, then lane order: the same bits every run
+            for (int j = 0; j < 32; ++j) s += Red[w][j][lane];
         const u64 row = row0 + lane / EDGE_COLS, col = u64(n0) + lane % EDGE_COLS;
         if (row < u64(M) && col < u64(ldb)) twin::store_c(C, row * ldb + col, s, alpha, beta);
     }

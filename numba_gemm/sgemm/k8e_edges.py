@@ -14,9 +14,11 @@ a column of C is A times a column of B: matrix-vector products that read B and A
                (rows [0, M'), columns [0, N')): the border tiles are never launched
     bottom     rows [M', M), every padded column: k6gv (M ≤ 8) on views of the copies, one
                pass per 8 rows (two at most: each pass reads B′ once more)
-    right      rows [0, M'), columns [N', pn): `edge_columns`, a warp per ROWS rows of A′
-               walking K in float4s, B′'s one or two float4s of each k row beside it, the
-               lanes' sums added in a fixed order through shared memory (no atomics)
+    right      rows [0, M'), columns [N', pn): `edge_columns`, a CTA per ROWS rows of A′
+               whose 8 warps split K in float4s, B′'s one or two float4s of each k row
+               beside them, the sums added in a fixed order through shared memory (no
+               atomics); K split over warps so that the strip fills the GPU (777 rows:
+               384 CTAs, where a warp per 2 rows made 48)
     C          = the first N columns of C′, as k8p
 
 with M' = M − M mod 128 where 1 ≤ M mod 128 ≤ EDGE (16 rows), and N' = N − N mod 128 where the
@@ -64,7 +66,7 @@ THREAD_M, THREAD_N = k8.THREAD_M, k8.THREAD_N
 THREADS = k8.THREADS
 PASSES = 2                                     # k6gv passes over the bottom strip, at most
 EDGE = PASSES * k6gv.MAX_M                     # the thickest bottom border computed as a strip: 16
-ROWS = 2                                       # rows of A′ per warp in edge_columns
+ROWS = 2                                       # rows of A′ per CTA in edge_columns (its warps split K)
 EDGE_WARPS = 8
 EDGE_BLOCK = (32, EDGE_WARPS)
 EDGE_COLS = 8                                  # the right strip: at most two float4s of B′
@@ -88,9 +90,9 @@ def grid(M: int, N: int) -> tuple[int, int]:
 
 
 def edge_config(M: int, N: int) -> tuple[tuple[int], tuple[int, int]]:
-    """(grid, block) of edge_columns over the right strip's M' rows: ROWS rows per warp."""
+    """(grid, block) of edge_columns over the right strip's M' rows: ROWS rows per CTA."""
     m, _ = plan(M, N, 0)
-    return (max(1, -(-m // (ROWS * EDGE_WARPS))),), EDGE_BLOCK
+    return (max(1, -(-m // ROWS)),), EDGE_BLOCK
 
 
 def unsupported(M: int, N: int, K: int):
@@ -110,20 +112,21 @@ ZERO4 = (float32(0.0), float32(0.0), float32(0.0), float32(0.0))
 @cuda.jit
 def edge_columns(M, K, ldb, n0, alpha, A, B, beta, C):
     """C[:M, n0:ldb] = alpha·A @ B[:, n0:ldb] + beta·C[:M, n0:ldb] (rows of ldb floats) for
-    1 or 2 float4s of columns. A warp takes ROWS rows; lane l reads k = 4l, 4l + 128, ... of
-    them, one float4 per row, and the float4s of B's four k rows beside it. The lanes' sums
-    meet in shared memory and lane j adds output j over lanes 0 .. 31 in that order."""
+    1 or 2 float4s of columns. A CTA takes ROWS rows and its warps split K: lane l of warp w
+    reads k = 128w + 4l, then 128·EDGE_WARPS further on, one float4 per row, and the float4s of
+    B's four k rows beside it. The sums meet in shared memory and lane j of warp 0 adds output j
+    over warps 0 .. EDGE_WARPS-1 and their lanes 0 .. 31 in that order."""
     Red = cuda.shared.array((EDGE_WARPS, 32, EDGE_OUT), float32, alignment=SMEM_ALIGN)
     lane = u32(cuda.threadIdx.x)
     warp = u32(cuda.threadIdx.y)
-    row0 = u64(cuda.blockIdx.x) * u64(ROWS * EDGE_WARPS) + u64(warp * ROWS)
+    row0 = u64(cuda.blockIdx.x) * u64(ROWS)
     wide = ldb - n0 > 4                       # two float4s of B per k row, else one
     acc = cuda.local.array((ROWS, EDGE_COLS), float32)
     for r in range(ROWS):
         for c in range(EDGE_COLS):
             acc[r, c] = float32(0.0)
     rb = cuda.local.array((4, EDGE_COLS), float32)
-    kk = u64(lane * 4)
+    kk = u64(warp * 128 + lane * 4)
     while kk < u64(K):
         for i in range(4):                    # B's k rows kk .. kk+3, zero past the strip
             b_off = (kk + u64(i)) * u64(ldb) + u64(n0)
@@ -132,22 +135,21 @@ def edge_columns(M, K, ldb, n0, alpha, A, B, beta, C):
             for c in range(4):
                 rb[i, c] = lo[c]
                 rb[i, c + 4] = hi[c]
-        for r in range(ROWS):                 # the warp's rows past M add zeros
+        for r in range(ROWS):                 # the CTA's rows past M add zeros
             a = load4_global(A, (row0 + u64(r)) * u64(K) + kk) if row0 + u64(r) < u64(M) else ZERO4
             for i in range(4):
                 for c in range(EDGE_COLS):
                     acc[r, c] += a[i] * rb[i, c]
-        kk += u64(128)
+        kk += u64(128 * EDGE_WARPS)
     for r in range(ROWS):
         for c in range(EDGE_COLS):
             Red[warp, lane, r * EDGE_COLS + c] = acc[r, c]
     cuda.syncthreads()                        # every warp reaches it: none returned early
-    if lane < u32(EDGE_OUT):
-        s = Red[warp, 0, lane]
-        j = u32(1)
-        while j < u32(32):                    # lane order: the same bits every run
-            s += Red[warp, j, lane]
-            j += u32(1)
+    if warp == u32(0) and lane < u32(EDGE_OUT):
+        s = float32(0.0)
+        for w in range(EDGE_WARPS):           # warp, then lane order: the same bits every run
+            for j in range(32):
+                s += Red[w, j, lane]
         row = row0 + u64(lane // EDGE_COLS)
         col = u64(n0) + u64(lane % EDGE_COLS)
         if row < u64(M) and col < u64(ldb):
