@@ -18,6 +18,7 @@ from numba_gemm.sgemm import k6gv_skinny as k6gv
 from numba_gemm.sgemm import k8_double_buffer as k8
 from numba_gemm.sgemm import k8e_edges as k8e
 from numba_gemm.sgemm import k8p_pitched as k8p
+from numba_gemm.sgemm import k9_unrolled as k9
 from tests.conftest import exact_twice
 from tests.graph_replay import replays_exactly
 
@@ -59,7 +60,7 @@ def test_run_launches_copies_interior_bottom_right_then_the_copy_back(monkeypatc
     for beta, copies in ((0.0, 2), (1.5, 3)):
         calls.clear()
         k8e.run(A, B, cuda.device_array((130, 133), np.float32), 0.5, beta)
-        assert [c[0] for c in calls] == ([k8p.repitch] * copies + [k8p.kernel, k6gv.SPECIALISATIONS[True, True][1],
+        assert [c[0] for c in calls] == ([k8p.repitch] * copies + [k9.kernel, k6gv.SPECIALISATIONS[True, True][1],
                                          k8e.edge_columns, k8p.repitch])
         fn, grid, block, args = calls[copies]
         assert grid == (1, 1) and block == k8.BLOCK                                    # the one whole tile

@@ -1,14 +1,9 @@
-// k8e twin: k8p's kernels, k8's launched on the whole tiles only, and the right strip's kernel
-// (rows [0, M'), columns [N', pn)); the bottom strip is k6gv's twin on views of the copies. The
-// host (numba_gemm.measure.twins) launches them in the Numba level's order, on the level's workspace.
-#include "double_buffer.cuh"
+// k8e twin: k8p's copy kernel, k9's loop launched on the whole tiles only, and the right strip's
+// kernel (rows [0, M'), columns [N', pn)); the bottom strip is k6gv's twin on views of the copies.
+// The host (numba_gemm.measure.twins) launches them in the Numba level's order, on the level's workspace.
+#include "unrolled_buffers.cuh"
 
-template <bool AV, bool BV>
-__device__ __forceinline__ void k8e_body(SGEMM_ARGS) {
-    wt::double_buffered<AV, BV>(M, N, K, 0, K, alpha, A, B, beta, C);
-}
-
-WT_KERNEL k8e(SGEMM_ARGS) { k8e_body<true, true>(M, N, K, alpha, A, B, beta, C); }
+WT_KERNEL k8e(SGEMM_ARGS) { wt::k9_body<true, true>(M, N, K, alpha, A, B, beta, C); }
 
 // dst (dst_rows x dst_cols) = the top-left dst_rows x dst_cols of src (rows x cols), zero where
 // src has no element: a thread per column, COPY_ROWS rows each, grid y strided past 65535.

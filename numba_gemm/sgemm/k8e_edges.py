@@ -10,8 +10,9 @@ k8p, its loads aligned, still 3.468 ms, 0.90× cuBLAS's 3.123. A row of C is a r
 a column of C is A times a column of B: matrix-vector products that read B and A once, about
 67 MB each at 4097³, some 16 µs each at 4.1 TB/s. So k8e does k8p's copies, then:
 
-    interior   k8's aligned kernel over the padded buffers on the grid of whole tiles only
-               (rows [0, M'), columns [0, N')): the border tiles are never launched
+    interior   k9's all-float4 kernel (k8's tile and loop, its two buffers written out) over
+               the padded buffers on the grid of whole tiles only (rows [0, M'), columns
+               [0, N')): the border tiles are never launched
     bottom     rows [M', M), every padded column: k6gv (M ≤ 8) on views of the copies, one
                pass per 8 rows (two at most: each pass reads B′ once more)
     right      rows [0, M'), columns [N', pn): `edge_columns`, a CTA per ROWS rows of A′
@@ -23,9 +24,11 @@ a column of C is A times a column of B: matrix-vector products that read B and A
 
 with M' = M − M mod 128 where 1 ≤ M mod 128 ≤ EDGE (16 rows), and N' = N − N mod 128 where the
 padded columns past it, pn − N', are 1 or 2 float4s (EDGE_COLS = 8 columns). The pad columns of
-B′ are zeros, so computing C′'s pad is harmless: it is never copied out. k8's kernel takes its tile
+B′ are zeros, so computing C′'s pad is harmless: it is never copied out. k9's kernel takes its tile
 from blockIdx (row0 = blockIdx.y·128, col0 = blockIdx.x·128), so the smaller grid is the
-interior. Every full tile keeps k8's float4 loads; only the border is computed another way.
+interior. Every full tile keeps the float4 loads; only the border is computed another way. The
+interior was k8p's kernel (k8's) until k9 was measured faster on whole tiles: k8e launches only
+whole tiles, so k9's unchecked loads serve every one of them.
 The bottom strip takes two k6gv passes at most: each reads B′ once more (about 16 µs at 4097³),
 where the row of tiles it replaces may cost a whole wave (777 × 5000: 7 × 39 = 273 tiles, two
 waves of 264; 6 × 39 = 234, one).
@@ -39,7 +42,7 @@ strip's rows of A′ per column block, the right strip's columns of B′ per CTA
 Shapes with no thin border (k8p's 33rd tile row or column is not nearly empty) are k8p's, and
 shapes whose rows are whole float4s k8's: k8e refuses both, naming the level to use.
 
-Measured (H200, docs/LADDER.md): 3.235 ms at 4097³, 0.96× cuBLAS and 1.08× k8p in the same rounds.
+Measured: docs/LADDER.md.
 """
 import numpy as np
 from numba import cuda
@@ -48,6 +51,7 @@ from ..ptx.intrinsics import load4_global
 from . import k6gv_skinny as k6gv
 from . import k8_double_buffer as k8
 from . import k8p_pitched as k8p
+from . import k9_unrolled as k9
 from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, int32, launch, u32, u64
 # k8p's copies and their hooks (the twin, the ledgers), re-exported: k8e makes the same copies
 from .k8p_pitched import buffers, copies, copies_bytes, copy_config, pitch, row_lengths  # noqa: F401
@@ -55,15 +59,16 @@ from .k8p_pitched import buffers, copies, copies_bytes, copy_config, pitch, row_
 LEVEL = "k8e"
 PARENT = "k8p"
 TITLE = "k8p with its thin border row and column as matrix-vector products"
-DELTA = ("k8e = k8p + no tiles for a border of 1 to 16 rows or 1 to 8 columns: k8's kernel on the whole "
-         "tiles only, the bottom rows by k6gv and the right columns by a warp-per-rows kernel")
+DELTA = ("k8e = k8p + no tiles for a border of 1 to 16 rows or 1 to 8 columns: k9's kernel on the whole "
+         "tiles only, the bottom rows by k6gv and the right columns by a kernel whose warps split K")
 DTYPES = (np.float32,)
-SASS_MUST_HAVE = k8.SASS_MUST_HAVE             # k8's aligned kernel, and float4 loads of A′ at the edge
+SASS_MUST_HAVE = k9.SASS_MUST_HAVE             # k9's aligned kernel, and float4 loads of A′ at the edge
 
 TILING, GEOMETRY, BLOCK = k8.TILING, k8.GEOMETRY, k8.BLOCK
 TILE_M, TILE_N, TILE_K = k8.TILE_M, k8.TILE_N, k8.TILE_K
 THREAD_M, THREAD_N = k8.THREAD_M, k8.THREAD_N
 THREADS = k8.THREADS
+PHASES_PER_TRIP = k9.PHASES_PER_TRIP           # the interior is k9's loop: two phases a trip
 PASSES = 2                                     # k6gv passes over the bottom strip, at most
 EDGE = PASSES * k6gv.MAX_M                     # the thickest bottom border computed as a strip: 16
 ROWS = 2                                       # rows of A′ per CTA in edge_columns (its warps split K)
@@ -71,7 +76,7 @@ EDGE_WARPS = 8
 EDGE_BLOCK = (32, EDGE_WARPS)
 EDGE_COLS = 8                                  # the right strip: at most two float4s of B′
 EDGE_OUT = ROWS * EDGE_COLS                    # outputs per warp: one lane adds each
-kernel = k8p.kernel                            # k8's kernel with every operand as float4
+kernel = k9.kernel                             # k9's kernel with every operand as float4
 
 
 def plan(M: int, N: int, K: int) -> tuple[int, int]:
@@ -84,7 +89,7 @@ def plan(M: int, N: int, K: int) -> tuple[int, int]:
 
 
 def grid(M: int, N: int) -> tuple[int, int]:
-    """k8's grid over the interior: the whole tiles of the padded output, none of the border."""
+    """The grid over the interior: the whole tiles of the padded output, none of the border."""
     m, n = plan(M, N, 0)
     return k8.grid(m, n)
 
