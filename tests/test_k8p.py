@@ -34,7 +34,7 @@ def test_copy_plan():
                                         ("C out", 5, 8, 5, 7)]
     # each copy reads what it keeps of its source and writes all of its destination, 4 bytes each
     assert k8p.copies_bytes(5, 7, 9, 0.0) == 4 * ((45 + 60) + (63 + 96) + (35 + 35))
-    assert k8p.grid(5, 7) == k8.grid(5, 8) and k8p.copy_config(5000, 4100) == ((17, 157), (256,))
+    assert k8p.grid(5, 7) == k8.grid(5, 8) and k8p.copy_config(5000, 4100) == ((17, 1250), (256,))
     assert k8p.copy_config(2**22, 8)[0] == (1, 65535)            # rows past grid y: strided
 
 

@@ -12,7 +12,7 @@ WT_KERNEL k8p(SGEMM_ARGS) { k8p_body<true, true>(M, N, K, alpha, A, B, beta, C);
 
 // dst (dst_rows x dst_cols) = the top-left dst_rows x dst_cols of src (rows x cols), zero where
 // src has no element: a thread per column, COPY_ROWS rows each, grid y strided past 65535.
-constexpr u64 COPY_ROWS = 32;
+constexpr u64 COPY_ROWS = 4;
 extern "C" __global__ void k8p_repitch(const float* __restrict__ src, int rows, int cols,
                                        float* __restrict__ dst, int dst_rows, int dst_cols) {
     const u64 c = u64(blockIdx.x) * blockDim.x + threadIdx.x;
