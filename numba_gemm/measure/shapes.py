@@ -52,6 +52,7 @@ SUITE = (
     ("ragged rows", 777, 5000, 3001),
 )
 
+
 def names_in(text: str) -> tuple[list[str], list[str]]:
     """(suite shape names, unknown pieces) in a comma-separated list; a name that has a comma of
     its own ("M=128, wide") is matched whole, the longest name first."""
