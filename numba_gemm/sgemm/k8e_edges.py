@@ -75,7 +75,7 @@ ROWS = 2                                       # rows of A′ per CTA in edge_co
 EDGE_WARPS = 8
 EDGE_BLOCK = (32, EDGE_WARPS)
 EDGE_COLS = 8                                  # the right strip: at most two float4s of B′
-EDGE_OUT = ROWS * EDGE_COLS                    # outputs per warp: one lane adds each
+EDGE_OUT = ROWS * EDGE_COLS                    # outputs per CTA: one lane of warp 0 adds each
 kernel = k9.kernel                             # k9's kernel with every operand as float4
 
 
