@@ -4,7 +4,8 @@ CI (no GPU): the refusals (aligned rows: k8's; no thin border: k8p's); the plan 
 functions (M', N', the interior's grid, the right strip's grid); run()'s launches with the
 launcher stubbed (the copies, k8's kernel on the whole tiles, k6gv on the bottom rows,
 edge_columns on the right columns, the copy back, in that order); exactness in the simulator on
-small shapes with either strip or both, beta != 0 and beta == 0 over a NaN-poisoned C.
+small shapes with either strip or both, beta != 0 and beta == 0 over a NaN-poisoned C, with
+B and C copied and in place (N % 4 == 0: only A copied, the K tail by k_tail).
 GPU: exact on ragged shapes, bit-identical reruns, a captured graph replaying the same bits.
 The registry-driven tests (test_sgemm, test_twins, test_sass) cover the rest of the contract.
     python -m pytest -q tests/test_k8e.py -m gpu
@@ -47,7 +48,42 @@ def test_plan_at_4097_cubed_and_around_it():
     assert k8e.plan(777, 5000, 3001) == (768, 4992) and k8e.grid(777, 5000) == (39, 6)   # one wave
     assert k8e.plan(129, 5, 7) == (128, 8) and k8e.grid(129, 5) == (1, 1)
     assert k8e.plan(5, 130, 7) == (5, 128) and k8e.grid(5, 130) == (1, 1)
-    assert k8e.EDGE == 2 * k6gv.MAX_M and k8e.copies_bytes is k8p.copies_bytes
+    assert k8e.EDGE == 2 * k6gv.MAX_M
+
+
+def test_b_and_c_in_place_where_their_rows_are_whole_float4s():
+    """N % 4 == 0: only A is copied, cut to K4 = K - K mod 4 columns (the tail is k_tail's);
+    otherwise k8p's copies. The ledgers read the same plan."""
+    assert k8e.copies(777, 5000, 3001, 0.0) == [("A", 777, 3001, 777, 3000)]
+    assert k8e.copies(777, 5000, 3001, 1.0) == [("A", 777, 3001, 777, 3000)]   # C is never copied
+    assert k8e.row_lengths(777, 5000, 3001) == (3000, 5000)
+    assert k8e.copies_bytes(777, 5000, 3001) == 4 * (777 * 3000 * 2) + 8 * 777 * 5000
+    for shape in [(4097, 4097, 4097), (130, 133, 9), (130, 136, 3)]:         # N % 4 != 0, or K < 4
+        assert not k8e.direct(*shape[1:])
+        assert k8e.copies(*shape, 0.0) == k8p.copies(*shape, 0.0)
+        assert k8e.copies_bytes(*shape) == k8p.copies_bytes(*shape)
+        assert k8e.row_lengths(*shape) == k8p.row_lengths(*shape)
+    from numba import cuda
+
+    A, C = cuda.device_array((130, 9), np.float32), cuda.device_array((130, 136), np.float32)
+    B = cuda.device_array(9 * 136 + 1, np.float32)
+    assert k8e.in_place_for(A, B[:-1].reshape(9, 136), C)
+    assert not k8e.in_place_for(A, B[1:].reshape(9, 136), C)      # 4 bytes past 16: copies
+
+
+def test_in_place_launches_the_a_copy_the_product_then_the_tail(monkeypatch):
+    calls = []
+    monkeypatch.setattr(launch, "launch_numba", lambda fn, grid, block, args, stream=None:
+                        calls.append((fn, grid, args)))
+    from numba import cuda
+
+    A, B = cuda.device_array((139, 9), np.float32), cuda.device_array((9, 132), np.float32)
+    k8e.run(A, B, cuda.device_array((139, 132), np.float32), 0.5, 0.0)
+    gemv = k6gv.SPECIALISATIONS[True, True][1]
+    assert [c[0] for c in calls] == [k8p.repitch, k9.kernel, gemv, gemv, k8e.edge_columns, k8e.k_tail]
+    assert [int(a) for a in calls[0][2][1:3]] + [int(a) for a in calls[0][2][4:]] == [139, 9, 139, 8]
+    assert [int(a) for a in calls[1][2][:3]] == [139, 132, 8]                # M, N, K4: B and C as they are
+    assert [int(a) for a in calls[-1][2][:4]] == [139, 132, 9, 8]            # the k left: 8
 
 
 def test_run_launches_copies_interior_bottom_right_then_the_copy_back(monkeypatch):
@@ -98,13 +134,16 @@ def test_exact_on_small_shapes_with_strips():
     _case(129, 5, 7, 1.0, 0.0, rng)
     _case(130, 133, 9, 0.5, 0.0, rng)
     _case(139, 5, 7, 0.5, -1.5, rng)                 # a bottom strip of 11 rows: two k6gv passes
+    _case(139, 8, 7, 0.5, -1.5, rng)                 # B and C in place: the K tail by k_tail
+    _case(139, 8, 7, 1.0, 0.0, rng)
+    _case(5, 132, 7, -0.75, 2.5, rng)                # in place, the right strip beside the tail
 
 
 @pytest.mark.gpu
 def test_exact_on_ragged_shapes():
     rng = np.random.default_rng()
     for M, N, K in [(129, 131, 133), (1025, 1031, 999), (1036, 1031, 999), (300, 2049, 2051), (2049, 2050, 7),
-                    (4100, 129, 65)]:
+                    (4100, 129, 65), (777, 5000, 3001), (1030, 1032, 998), (2049, 2052, 5)]:   # the last: in place
         _case(M, N, K, 0.5, -1.5, rng)
         _case(M, N, K, 1.0, 0.0, rng)
 
@@ -112,3 +151,4 @@ def test_exact_on_ragged_shapes():
 @pytest.mark.gpu
 def test_captured_graph_replays_the_same_bits():
     replays_exactly("k8e", 257, 259, 261, np.random.default_rng(), dtype=np.float32)
+    replays_exactly("k8e", 257, 260, 261, np.random.default_rng(), dtype=np.float32)   # in place

@@ -1,6 +1,7 @@
-// k8e twin: k8p's copy kernel, k9's loop launched on the whole tiles only, and the right strip's
-// kernel (rows [0, M'), columns [N', pn)); the bottom strip is k6gv's twin on views of the copies.
-// The host (numba_gemm.measure.twins) launches them in the Numba level's order, on the level's workspace.
+// k8e twin: k8p's copy kernel, k9's loop launched on the whole tiles only, the right strip's
+// kernel (rows [0, M'), columns [N', pn)) and, where B and C serve in place, the K tail's kernel;
+// the bottom strip is k6gv's twin on views of the operands. The host (numba_gemm.measure.twins)
+// launches them in the Numba level's order, on the level's workspace.
 #include "unrolled_buffers.cuh"
 
 WT_KERNEL k8e(SGEMM_ARGS) { wt::k9_body<true, true>(M, N, K, alpha, A, B, beta, C); }
@@ -63,4 +64,23 @@ k8e_edge_columns(int M, int K, int ldb, int n0, float alpha, const float* __rest
         const u64 row = row0 + lane / EDGE_COLS, col = u64(n0) + lane % EDGE_COLS;
         if (row < u64(M) && col < u64(ldb)) twin::store_c(C, row * ldb + col, s, alpha, beta);
     }
+}
+
+// C += alpha*A[:, k0:K] @ B[k0:K, :] for the 1 to 3 k's past the product's K4 = k0: a thread per
+// column, COPY_ROWS rows each (the copy kernel's grid), after the product has written C.
+extern "C" __global__ void k8e_tail(int M, int N, int K, int k0, float alpha, const float* __restrict__ A,
+                                    const float* __restrict__ B, float* __restrict__ C) {
+    const u64 c = u64(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (c >= u64(N)) return;
+    float b[3];
+#pragma unroll
+    for (int i = 0; i < 3; ++i) b[i] = k0 + i < K ? B[u64(k0 + i) * N + c] : 0.0f;   // zero past K
+    for (u64 r0 = u64(blockIdx.y) * COPY_ROWS; r0 < u64(M); r0 += u64(gridDim.y) * COPY_ROWS)
+        for (u64 r = r0; r < r0 + COPY_ROWS && r < u64(M); ++r) {
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 3; ++i)
+                if (k0 + i < K) s += A[r * K + k0 + i] * b[i];
+            C[r * N + c] += alpha * s;
+        }
 }

@@ -86,10 +86,15 @@ class Twin:
         return f"{self.level}_edge_columns" if hasattr(self.module, "edge_columns") else None
 
     @property
+    def tail_kernel(self) -> str | None:
+        """The K tail's kernel of a level that may use B and C in place (k8e), else None."""
+        return f"{self.level}_tail" if hasattr(self.module, "k_tail") else None
+
+    @property
     def kernel_names(self) -> tuple[str, ...]:
         spec = getattr(self.module, "SPECIALISATIONS", None)
         names = tuple(name for name, _ in spec.values()) if spec else (self.level,)
-        return names + tuple(k for k in (self.copy_kernel, self.edge_kernel) if k)
+        return names + tuple(k for k in (self.copy_kernel, self.edge_kernel, self.tail_kernel) if k)
 
     def kernel_name(self, A, B, C) -> str:
         """The kernel this call runs: the one the Numba level would pick for these operands."""
@@ -153,6 +158,8 @@ class Twin:
         M, K = A.shape
         N = B.shape[1]
         mod = self.module
+        if self.tail_kernel and mod.in_place_for(A, B, C):
+            return self._run_in_place(fn, A, B, C, alpha, beta, stream)
         pk, pn = mod.pitch(K), mod.pitch(N)
         pad = dict(zip("ABC", mod.buffers(C, M, N, K)))
         ends = {"A": (A, pad["A"]), "B": (B, pad["B"]), "C in": (C, pad["C"]), "C out": (pad["C"], C)}
@@ -174,6 +181,30 @@ class Twin:
         if self.edge_kernel:
             self._run_strips(pad, M, N, K, alpha, beta, stream)
         launch_copy(*out)
+
+    def _run_in_place(self, fn, A, B, C, alpha, beta, stream):
+        """k8e's launches where B and C serve in place: A's first K4 columns copied, the product
+        over K4 on B's first K4 rows and C itself (interior, strips), then the K tail into C."""
+        M, K = A.shape
+        N = B.shape[1]
+        mod = self.module
+        (_, _, _, _, k4), = mod.copies(M, N, K, beta)
+        A2 = workspace.scratch(C, f"{self.level} A", M * k4 * 4).view(np.float32)
+        copy = nvrtc.function(self.source, self.copy_kernel, defines=self.defines)
+        args = [ctypes.c_void_p(_ptr(A)), ctypes.c_int32(M), ctypes.c_int32(K),
+                ctypes.c_void_p(_ptr(A2)), ctypes.c_int32(M), ctypes.c_int32(k4)]
+        launch_native(copy, *mod.copy_config(M, k4), 0, stream, args)
+        ops = {"A": A2, "B": B.reshape(K * N)[:k4 * N], "C": C.reshape(M * N)}
+        args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(k4), ctypes.c_float(alpha),
+                ctypes.c_void_p(_ptr(ops["A"])), ctypes.c_void_p(_ptr(ops["B"])), ctypes.c_float(beta),
+                ctypes.c_void_p(_ptr(ops["C"]))]
+        launch_native(fn, mod.grid(M, N), mod.BLOCK, 0, stream, args)
+        self._run_strips(ops, M, N, k4, alpha, beta, stream)
+        tail = nvrtc.function(self.source, self.tail_kernel, defines=self.defines)
+        args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(k4),
+                ctypes.c_float(alpha), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)),
+                ctypes.c_void_p(_ptr(C))]
+        launch_native(tail, *mod.copy_config(M, N), 0, stream, args)
 
     def _run_strips(self, pad, M, N, K, alpha, beta, stream):
         mod = self.module

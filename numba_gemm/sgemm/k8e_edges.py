@@ -22,6 +22,14 @@ a column of C is A times a column of B: matrix-vector products that read B and A
                384 CTAs, where a warp per 2 rows made 48)
     C          = the first N columns of C′, as k8p
 
+Where B's and C's rows are whole float4s already (N % 4 == 0: only K is ragged, as at
+777 × 5000 × 3001), their copies buy nothing but B's pad rows, and cost a read and write of B
+and of C (43 and 12 µs there under ncu, docs/data/h200_profile_k8e_rows_copy4.txt). So `direct`
+shapes copy only A, into rows of K4 = K − K mod 4 (its last 1 to 3 columns left out); the
+interior and strips run on A′, B's first K4 rows and C in place; and `k_tail` adds
+alpha·A[:, K4:]·B[K4:, :], the k's left, into C, one read and write of C. Base addresses of B
+or C that are not 16-byte aligned take the copies.
+
 with M' = M − M mod 128 where 1 ≤ M mod 128 ≤ EDGE (16 rows), and N' = N − N mod 128 where the
 padded columns past it, pn − N', are 1 or 2 float4s (EDGE_COLS = 8 columns). The pad columns of
 B′ are zeros, so computing C′'s pad is harmless: it is never copied out. k9's kernel takes its tile
@@ -48,13 +56,15 @@ import numpy as np
 from numba import cuda
 
 from ..ptx.intrinsics import load4_global
+from ..runtime import workspace
 from . import k6gv_skinny as k6gv
 from . import k8_double_buffer as k8
 from . import k8p_pitched as k8p
 from . import k9_unrolled as k9
+from ._loaders import vector_operands
 from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, int32, launch, u32, u64
 # k8p's copies and their hooks (the twin, the ledgers), re-exported: k8e makes the same copies
-from .k8p_pitched import buffers, copies, copies_bytes, copy_config, pitch, row_lengths  # noqa: F401
+from .k8p_pitched import PITCH, buffers, copy_config, pitch  # noqa: F401
 
 LEVEL = "k8e"
 PARENT = "k8p"
@@ -76,6 +86,7 @@ EDGE_WARPS = 8
 EDGE_BLOCK = (32, EDGE_WARPS)
 EDGE_COLS = 8                                  # the right strip: at most two float4s of B′
 EDGE_OUT = ROWS * EDGE_COLS                    # outputs per CTA: one lane of warp 0 adds each
+TAIL = PITCH - 1                               # k's past K4 = K - K mod 4 that k_tail adds, at most
 kernel = k9.kernel                             # k9's kernel with every operand as float4
 
 
@@ -165,23 +176,30 @@ def edge_columns(M, K, ldb, n0, alpha, A, B, beta, C):
                 C[off] = alpha * s + beta * C[off]
 
 
-EDGE_SIGNATURE = (int32, int32, int32, int32, float32, float32[::1], float32[::1], float32, float32[::1])
-KERNELS = {LEVEL: (kernel, SIGNATURE), "k8e_edge_columns": (edge_columns, EDGE_SIGNATURE)}
-# launched besides KERNELS, censused with their own levels: compiled ahead with them
-HELPER_KERNELS = {**k8p.HELPER_KERNELS, "k6gv": k6gv.KERNELS["k6gv"]}
-
-
-def bottom(A2, B2, C2, M: int, N: int, K: int) -> list[tuple]:
-    """(A′, B′, C′) of each k6gv pass over the bottom strip: views of the copies' rows [M', M),
-    k6gv.MAX_M rows at a time (none without a strip)."""
-    m, _ = plan(M, N, K)
-    pk, pn = pitch(K), pitch(N)
-    return [(A2[r * pk:e * pk].reshape(e - r, pk), B2.reshape(pk, pn), C2[r * pn:e * pn].reshape(e - r, pn))
-            for r in range(m, M, k6gv.MAX_M) for e in [min(r + k6gv.MAX_M, M)]]
-
-
-def run(A, B, C, alpha, beta, stream=None):
-    k8p.pitched(LEVEL, unsupported, product, A, B, C, alpha, beta, stream)
+@cuda.jit
+def k_tail(M, N, K, k0, alpha, A, B, C):
+    """C += alpha·A[:, k0:K] @ B[k0:K, :] for the 1 to 3 k's past the product's K4 = k0 (rows of
+    K and N floats): a thread per column, k8p.COPY_ROWS rows each, as repitch's grid. It runs
+    after the product has written C, so a NaN in C with beta == 0 is gone before it is read."""
+    c = u64(cuda.blockIdx.x) * u64(cuda.blockDim.x) + u64(cuda.threadIdx.x)
+    if c >= u64(N):
+        return
+    b = cuda.local.array(TAIL, float32)
+    for i in range(TAIL):                     # B's tail rows in this column, zero past K
+        k = u64(k0) + u64(i)
+        b[i] = B[k * u64(N) + c] if k < u64(K) else float32(0.0)
+    r0 = u64(cuda.blockIdx.y) * u64(k8p.COPY_ROWS)
+    while r0 < u64(M):
+        r = r0
+        while r < r0 + u64(k8p.COPY_ROWS) and r < u64(M):
+            s = float32(0.0)
+            for i in range(TAIL):
+                k = u64(k0) + u64(i)
+                if k < u64(K):
+                    s += A[r * u64(K) + k] * b[i]
+            C[r * u64(N) + c] += alpha * s
+            r += u64(1)
+        r0 += u64(cuda.gridDim.y) * u64(k8p.COPY_ROWS)
 
 
 def product(A2, B2, C2, M, N, K, alpha, beta, stream):
@@ -202,5 +220,86 @@ def product(A2, B2, C2, M, N, K, alpha, beta, stream):
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY):
-    """k8's accesses on the padded operands, as k8p's (the interior's tiles are k8p's tiles)."""
-    return k8p.warp_step(M, N, K, bx, by, warp, ph, g)
+    """k8's accesses on the operands the interior reads (row_lengths): k8p's copies, or A′ in
+    rows of K4 beside B in place."""
+    a_cols, b_cols = row_lengths(M, N, K)
+    return k8.warp_step(M, b_cols, a_cols, bx, by, warp, ph, g)
+
+
+EDGE_SIGNATURE = (int32, int32, int32, int32, float32, float32[::1], float32[::1], float32, float32[::1])
+TAIL_SIGNATURE = (int32, int32, int32, int32, float32, float32[::1], float32[::1], float32[::1])
+KERNELS = {LEVEL: (kernel, SIGNATURE), "k8e_edge_columns": (edge_columns, EDGE_SIGNATURE),
+           "k8e_tail": (k_tail, TAIL_SIGNATURE)}
+# launched besides KERNELS, censused with their own levels: compiled ahead with them
+HELPER_KERNELS = {**k8p.HELPER_KERNELS, "k6gv": k6gv.KERNELS["k6gv"]}
+
+
+def bottom(A2, B2, C2, M: int, N: int, K: int) -> list[tuple]:
+    """(A′, B′, C′) of each k6gv pass over the bottom strip: views of the copies' rows [M', M),
+    k6gv.MAX_M rows at a time (none without a strip)."""
+    m, _ = plan(M, N, K)
+    pk, pn = pitch(K), pitch(N)
+    return [(A2[r * pk:e * pk].reshape(e - r, pk), B2.reshape(pk, pn), C2[r * pn:e * pn].reshape(e - r, pn))
+            for r in range(m, M, k6gv.MAX_M) for e in [min(r + k6gv.MAX_M, M)]]
+
+
+def direct(N: int, K: int) -> bool:
+    """Whether B and C serve in place and only A is copied: B's and C's rows are whole float4s
+    (N % 4 == 0; run() also needs their bases 16-byte aligned, else it copies all three)."""
+    return N % PITCH == 0 and K >= PITCH
+
+
+def copies(M: int, N: int, K: int, beta: float) -> list[tuple[str, int, int, int, int]]:
+    """The copies of one call, as k8p's `copies`: A alone, cut to its K4 = K - K mod 4 first
+    columns, where B and C serve in place (`direct`); else k8p's."""
+    return [("A", M, K, M, K - K % PITCH)] if direct(N, K) else k8p.copies(M, N, K, beta)
+
+
+def copies_bytes(M: int, N: int, K: int, beta: float = 0.0) -> int:
+    """Bytes the copies move (k8p.copies_bytes on k8e's copies), and where B and C serve in
+    place the K tail's read and write of C."""
+    moved = sum(4 * (min(r, dr) * min(c, dc) + dr * dc) for _, r, c, dr, dc in copies(M, N, K, beta))
+    return moved + (8 * M * N if direct(N, K) else 0)
+
+
+def row_lengths(M: int, N: int, K: int) -> tuple[int, int]:
+    """The row lengths of the A and B that the interior reads: (K4, N) in place, else k8p's."""
+    return (K - K % PITCH, N) if direct(N, K) else k8p.row_lengths(M, N, K)
+
+
+def in_place_for(A, B, C) -> bool:
+    """Whether this call takes `in_place`: `direct` at its shape, B and C 16-byte aligned."""
+    return direct(B.shape[1], A.shape[1]) and vector_operands(A, B, C)[1]
+
+
+def run(A, B, C, alpha, beta, stream=None):
+    M, K = A.shape
+    N = B.shape[1]
+    reason = unsupported(M, N, K)
+    if reason:
+        raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
+    if in_place_for(A, B, C):
+        in_place(A, B, C, alpha, beta, stream)
+    else:
+        k8p.pitched(LEVEL, unsupported, product, A, B, C, alpha, beta, stream)
+
+
+def in_place(A, B, C, alpha, beta, stream):
+    """B and C where they are: A's first K4 columns copied into rows of K4 floats, the product
+    over those K4 (product() on B's first K4 rows), then C += alpha·A[:, K4:]·B[K4:, :], the 1 to
+    3 k's left, by `k_tail`."""
+    from ..runtime import launch as launches
+    from ..runtime.launch import launch_numba
+
+    M, K = A.shape
+    N = B.shape[1]
+    (_, _, _, _, k4), = copies(M, N, K, beta)
+    A2 = workspace.scratch(C, f"{LEVEL} A", M * k4 * 4).view(np.float32)
+    flat_a, flat_c = A.reshape(M * K), C.reshape(M * N)
+    with launches.keeping((A2,), stream):
+        launch_numba(k8p.repitch, *copy_config(M, k4),
+                     (flat_a, np.int32(M), np.int32(K), A2, np.int32(M), np.int32(k4)), stream)
+        product(A2, B.reshape(K * N)[:k4 * N], flat_c, M, N, k4, alpha, beta, stream)
+        launch_numba(k_tail, *copy_config(M, N),
+                     (np.int32(M), np.int32(N), np.int32(K), np.int32(k4), np.float32(alpha),
+                      flat_a, B.reshape(K * N), flat_c), stream)
