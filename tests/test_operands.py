@@ -51,6 +51,22 @@ def test_contiguity_ignores_unit_dims():
         Operand(0, (2, 5), (6, 1), np.dtype(np.float32), 0, "x", None).reshape(10)
 
 
+def test_contiguous_views_reshape_and_cut_flat_ranges():
+    """What the SGEMM launches take of a record: a flat or 2-D view, and [a:b] of a flat one
+    (k8e's B rows and C rows where they lie), with the pointer moved by a's bytes."""
+    op = Operand(4096, (3, 4), None, np.dtype(np.float32), 0, "x", None)
+    v = op.reshape(12)[4:12].reshape(2, 4)
+    assert (v.ptr, v.shape, v.contiguous) == (4096 + 16, (2, 4), True)
+    assert op.reshape(12)[:8].ptr == 4096 and op.reshape(4, 3).shape == (4, 3)
+    for bad in (slice(0, 13), slice(5, 4), slice(0, 8, 2), 3):
+        with pytest.raises(TypeError):
+            op.reshape(12)[bad]
+    with pytest.raises(TypeError):
+        op[0:1]                                   # only flat views are cut
+    with pytest.raises(ValueError):
+        op.reshape(5, 3)
+
+
 # --- a CUDA-device DLPack producer, with a capsule built by hand (no GPU needed to parse it)
 
 class _DLTensor(ctypes.Structure):

@@ -185,6 +185,10 @@ class Twin:
     def _run_in_place(self, fn, A, B, C, alpha, beta, stream):
         """k8e's launches where B and C serve in place: A's first K4 columns copied, the product
         over K4 on B's first K4 rows and C itself (interior, strips), then the K tail into C."""
+        import numpy as np
+
+        from ..runtime import workspace
+
         M, K = A.shape
         N = B.shape[1]
         mod = self.module

@@ -90,12 +90,27 @@ class Operand:
             step *= n
         return True
 
-    def reshape(self, n):
-        """A flat (1-D) view of n elements; only for C-contiguous records (the SGEMM launch)."""
+    def reshape(self, *shape):
+        """A view of the same elements in `shape`, row-major; only for C-contiguous records
+        (the SGEMM launches: flat, or 2-D for a level that cuts its operands into views)."""
+        n = 1
+        for d in shape:
+            n *= d
         if n != self.size or not self.contiguous:
-            raise ValueError(f"cannot view a {self.shape} operand as {n} contiguous elements")
-        return Operand(self.ptr, (n,), None, self.dtype, self.device, self.library, self.obj,
-                       self.readonly, self.stream)
+            raise ValueError(f"cannot view a {self.shape} operand as {shape} contiguous elements")
+        return self._view(shape)
+
+    def __getitem__(self, key):
+        """Elements [a:b] of a flat view (k8e cuts B's first rows and C's last rows where they lie)."""
+        flat = isinstance(key, slice) and len(self.shape) == 1 and key.step in (None, 1)
+        start = (key.start or 0) if flat else 0
+        if not (flat and key.stop is not None and 0 <= start <= key.stop <= self.size):
+            raise TypeError(f"an operand takes only [a:b] of a flat view, not {key!r} of {self.shape}")
+        return self._view((key.stop - start,), start)
+
+    def _view(self, shape, start=0):
+        return Operand(self.ptr + start * self.dtype.itemsize, tuple(shape), None, self.dtype,
+                       self.device, self.library, self.obj, self.readonly, self.stream)
 
     @property
     def __cuda_array_interface__(self):
