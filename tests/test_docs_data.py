@@ -300,8 +300,9 @@ _FP32_SUITE = json.loads((ROOT / "docs" / "data" / "h200_shapes_fp32_refit8.json
 _16_SUITES = [json.loads((ROOT / "docs" / "data" / f"h200_shapes_{dt}_refit8.json").read_text())["results"]
               for dt in ("fp16", "bf16")]
 
-_K8E = {(r["level"], r["M"]): r for r in json.loads(     # k8e on k9's interior, c971224
-    (ROOT / "docs" / "data" / "h200_k8e_copy_rows.json").read_text())}
+_K8E = {(r["level"], r["M"]): r for r in json.loads(     # k8e with B and C in place, d70bd12
+    (ROOT / "docs" / "data" / "h200_k8e_in_place.json").read_text())}
+_FP32_IN_PLACE = json.loads((ROOT / "docs" / "data" / "h200_shapes_fp32_in_place.json").read_text())["results"]
 _GV = {(r["M"], r["N"]): r for r in json.loads(     # k6gv in one launch, 73177cc
     (ROOT / "docs" / "data" / "h200_k6gv_in_kernel.json").read_text())}
 README_FIGURES = {
@@ -336,10 +337,10 @@ README_FIGURES = {
     "M = 512 ({}–": min(next(r for r in rs if r["name"] == "M=512")["auto_vs_cublas"] for rs in _16_SUITES),
     "–{}×); in fp32": max(next(r for r in rs if r["name"] == "M=512")["auto_vs_cublas"] for rs in _16_SUITES),
     "takes decode M = 1 at {}× cuBLAS": _GV[1, 4096]["cublas_ms"] / _GV[1, 4096]["ms"],
-    "ragged rows ({}×), which": next(r for r in _FP32_SUITE if r["name"] == "ragged rows")["auto_vs_cublas"],
-    "has since taken to {}× (its": _K8E["k8e", 777]["cublas_ms"] / _K8E["k8e", 777]["ms"],
+    "ragged rows from {}× to": next(r for r in _FP32_SUITE if r["name"] == "ragged rows")["auto_vs_cublas"],
+    "to {}× (its interior": next(r for r in _FP32_IN_PLACE if r["name"] == "ragged rows")["auto_vs_cublas"],
     "({}× cuBLAS at 4097³, 1.14": _K8E["k8e", 4097]["cublas_ms"] / _K8E["k8e", 4097]["ms"],
-    "at 4097³, {}× k8p; twentieth": _K8E["k8p", 4097]["ms"] / _K8E["k8e", 4097]["ms"],
+    "at 4097³, {}× k8p; twenty-first": _K8E["k8p", 4097]["ms"] / _K8E["k8e", 4097]["ms"],
     "geomean auto/cuBLAS {} in bf16": _SUITE_GEOMEAN["bfloat16"],
     "in bf16, {} in fp16": _SUITE_GEOMEAN["float16"],
     "in fp16, {} in fp32": _SUITE_GEOMEAN["float32"],
