@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from numba_gemm import splitk
 from numba_gemm.hgemm import _common as cm
+from numba_gemm.hgemm import _wgmma as wg
 from numba_gemm.hgemm import v11sl_splitk as sl
 from numba_gemm.measure import check
 from numba_gemm.registry import registry
@@ -52,9 +53,9 @@ def test_tile_rule():
             for M, N in [(16, 8192), (64, 64), (65, 64), (4096, 128), (128, 4096)]] == \
         [(64, 64, 4), (64, 64, 4), (128, 64, 4), (128, 64, 4), (128, 64, 4)]
     assert sl.tile_for(4096, 4096, bm=64, bn=128) == dataclasses.replace(sl.CONFIG, bm=64, bn=128)
-    deep = sl.deepest(sl.tile_for(4096, 128))                    # 8 stages of 24 KB fit, up to MAX_STAGES
-    assert deep.stages == sl.MAX_STAGES and deep.smem() <= cm.SMEM_LIMIT
-    wide = sl.deepest(sl.tile_for(128, 4096, bn=256))             # 48 KB stages: 4 is all that fits
+    deep = wg.deepest(sl.tile_for(4096, 128))                    # 8 stages of 24 KB fit, up to MAX_STAGES
+    assert deep.stages == wg.MAX_STAGES and deep.smem() <= cm.SMEM_LIMIT
+    wide = wg.deepest(sl.tile_for(128, 4096, bn=256))             # 48 KB stages: 4 is all that fits
     assert wide.stages == 4 and dataclasses.replace(wide, stages=5).smem() > cm.SMEM_LIMIT
     for bad in [dict(bm=32), dict(bn=96), dict(bm=256), dict(stages=1), dict(bn=256, stages=5)]:
         with pytest.raises(ValueError, match="no tile"):
@@ -78,7 +79,7 @@ def test_plan_splits_covers_k_once(M, n8, k8, sms):
     N, K = 8 * n8, 8 * k8
     tile, S = sl.plan_splits(M, N, K, sms=sms)
     tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
-    assert tile == (sl.deepest(sl.tile_for(M, N)) if tiles * S <= sms else sl.tile_for(M, N))
+    assert tile == (wg.deepest(sl.tile_for(M, N)) if tiles * S <= sms else sl.tile_for(M, N))
     tiles, k_tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn), ceil_div(K, 64)
     assert 1 <= S <= min(sl.MAX_SPLITS, k_tiles)
     per = splitk.slice_k_tiles(k_tiles, S)
@@ -148,7 +149,7 @@ def test_run_with_a_split_is_one_cluster_launch(stubbed):
     with launch.recording() as rec:
         sl.run(A, B, C, -1.5, 0.25)
     (L,) = rec.launches                                          # no reduction launch
-    tile = sl.deepest(sl.tile_for(M, N))
+    tile = wg.deepest(sl.tile_for(M, N))
     assert L.grid == (64 * 2, 1, 1) and L.cluster == 2              # the 2 slices of a tile: one cluster
     assert L.block == (tile.threads, 1, 1) and L.smem == tile.smem()
     assert [a.value for a in L.keep[:3]] == [0x3000, -1.5, 0.25]   # C, alpha and beta: applied once

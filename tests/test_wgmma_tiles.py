@@ -11,6 +11,7 @@ shapes, both dtypes, alpha/beta and NaN-poisoned C with beta == 0.
     python -m pytest -q tests/test_wgmma_tiles.py -m gpu
 """
 import ctypes
+import dataclasses
 import re
 
 import numpy as np
@@ -90,16 +91,22 @@ def test_run_with_another_tile_launches_that_tile(monkeypatch):
     monkeypatch.setattr(nvrtc, "function", function)
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(v11.wg, "maps_and_args", maps_and_args)
+    monkeypatch.setattr(v11.cm, "sm_count", lambda: 132)
     A, B, C = _Array((512, 1024), np.float16), _Array((1024, 512), np.float16), _Array((512, 512), np.float32)
+    big = _Array((4096, 1024), np.float16), _Array((1024, 4096), np.float16), _Array((4096, 4096), np.float32)
     with launch.recording() as rec:
         v11.run(A, B, C, 1.0, 0.0, bm=64, bn=128)
         v11.run(A, B, C, 1.0, 0.0)
-    small, shipped = rec.launches
+        v11.run(*big, 1.0, 0.0, bm=64, bn=128)
+    small, shipped, many = rec.launches
     t = v11.tile(64, 128)
-    assert (small.grid, small.block, small.smem) == ((8 * 4, 1, 1), (128, 1, 1), t.smem())
+    deep = dataclasses.replace(t, stages=8)        # 32 tiles on 132 SMs: as deep as fits, up to 8
+    assert (small.grid, small.block, small.smem) == ((8 * 4, 1, 1), (128, 1, 1), deep.smem())
     assert (shipped.grid, shipped.block, shipped.smem) == ((4 * 2, 1, 1), (256, 1, 1), v11.CONFIG.smem())
-    assert mapped == [t, v11.CONFIG]
-    assert compiled == [(v11.SOURCE, "v11_wgmma_f16", t.defines()), (v11.SOURCE, "v11_wgmma_f16", v11.DEFINES)]
+    assert (many.grid, many.smem) == ((64 * 32, 1, 1), t.smem())                # 2048 tiles: 4 stages
+    assert mapped == [t, v11.CONFIG, t]                        # the maps are the tile's, at any depth
+    assert compiled == [(v11.SOURCE, "v11_wgmma_f16", deep.defines()), (v11.SOURCE, "v11_wgmma_f16", v11.DEFINES),
+                        (v11.SOURCE, "v11_wgmma_f16", t.defines())]
 
 
 def test_hopper_top_spec_times_a_tile(monkeypatch):

@@ -113,6 +113,17 @@ def variant(level: str, shipped: WgmmaTile, bm, bn) -> WgmmaTile:
     return _checked(level, shipped, *ints)
 
 
+MAX_STAGES = 8      # the deepest pipeline measured (v11sl's 128×64 tile: 8 stages of 24 KB)
+
+
+def deepest(tile: WgmmaTile) -> WgmmaTile:
+    """`tile` with as many stages as fit in shared memory, up to MAX_STAGES: for a grid of at
+    most one CTA per SM, where no second CTA wants the SM's shared memory."""
+    depth = max(s for s in range(tile.stages, MAX_STAGES + 1)
+                if dataclasses.replace(tile, stages=s).smem() <= cm.SMEM_LIMIT)
+    return dataclasses.replace(tile, stages=depth)
+
+
 INNER_BYTES = 128   # every box row is one 128-byte swizzle span (what the descriptors assume)
 FALLBACK = "v9"    # the fastest level without TMA's 16-byte row rule
 

@@ -35,12 +35,14 @@ other shapes are refused before launch, naming v9, which serves any shape.
 
 Other tiles, same source: run(..., bm=64|128, bn=64|128|256) compiles the body for that tile
 (m64n{bn}k16, bn / 64 B panels per stage, bn / 2 accumulators per thread; 4 stages, lag 2 as
-shipped), each its own cubin. More, smaller CTAs for shapes whose 128×256 tiles leave SMs idle
+shipped, or as many stages as fit when the tiles fit one CTA per SM: `planned`), each its own
+cubin. More, smaller CTAs for shapes whose 128×256 tiles leave SMs idle
 (512³: 32 CTAs for 132 SMs; 64×64 tiles: 64 KB of stages, several CTAs per SM), timed against
 the shipped tile with tools/hopper_top.py --levels v11,v11:bm=64:bn=128.
 """
 from __future__ import annotations
 
+from ..util import ceil_div
 from . import _common as cm
 from . import _wgmma as wg
 
@@ -79,20 +81,44 @@ def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn) -> wg.WgmmaTile:
     return wg.variant(LEVEL, CONFIG, bm, bn)
 
 
+def planned(M: int, N: int, config: wg.WgmmaTile = CONFIG, sms: int = 132) -> wg.WgmmaTile:
+    """`config` as run() launches it at M × N: as deep as shared memory allows (wg.deepest) when
+    its tiles fit one CTA per SM, where no second CTA wants the SM's shared memory (v11sl's
+    rule: at 1024³ v11sl's 128×64 tile, 8 stages deep, took 8.7 µs where v11's, 4 deep, took
+    9.4); else as given. The shipped 128×256 tile has room for no fifth stage."""
+    tiles = ceil_div(M, config.bm) * ceil_div(N, config.bn)
+    return wg.deepest(config) if tiles <= sms else config
+
+
 # The tiles auto may rank (numba_gemm.choose: each under its own calibration entry, so none but
 # CONFIG runs under auto before it has been measured).
 TILE_CHOICES = tuple(tile(bm, bn) for bm in (64, 128) for bn in wg.WGMMA_N)
-# python -m numba_gemm warm compiles the other tiles too (auto runs the calibrated ones)
-WARM_VARIANTS = {f"bm={t.bm},bn={t.bn}": t.defines() for t in TILE_CHOICES
-                 if (t.bm, t.bn) != (CONFIG.bm, CONFIG.bn)}
+
+
+def _warm_variants() -> dict[str, tuple[str, ...]]:
+    """Each other tile at the shipped depth, and each tile as deep as `planned` makes it."""
+    out = {}
+    for t in TILE_CHOICES:
+        deep = wg.deepest(t)
+        if t != CONFIG:
+            out[f"bm={t.bm},bn={t.bn}"] = t.defines()
+        if deep != t:
+            out[f"bm={t.bm},bn={t.bn},stages={deep.stages}"] = deep.defines()
+    return out
+
+
+# python -m numba_gemm warm compiles these too (auto runs the calibrated tiles)
+WARM_VARIANTS = _warm_variants()
 
 
 def run(A, B, C, alpha, beta, stream=None, bm: int = CONFIG.bm, bn: int = CONFIG.bn):
-    """C = alpha·A@B + beta·C with the bm × bn tile (default: the shipped 128×256)."""
+    """C = alpha·A@B + beta·C with the bm × bn tile (default: the shipped 128×256), as deep as
+    `planned` makes it at this shape."""
     config = tile(bm, bn)                  # before any operand is touched
-    defines = config.defines()
     M, K = A.shape
     N = B.shape[1]
-    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config)
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config)   # refuses bad operands first
+    config = planned(M, N, config, cm.sm_count())                  # the same boxes, maybe deeper
+    defines = config.defines()
     grid, block, smem = launch_config(M, N, K, config)
     cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args, defines)

@@ -59,7 +59,6 @@ DEFINES = CONFIG.defines()
 SMALL_M = 64                      # M <= SMALL_M takes the 64-row tile
 MIN_SLICE_K_TILES = 8             # v11sk's: shorter slices lost to one CTA per tile on the H200
 MAX_SPLITS = 8                    # the portable cluster size
-MAX_STAGES = 8                    # deeper pipelines where the tile leaves shared memory free
 
 
 def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None,
@@ -75,13 +74,6 @@ def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None,
     return tile
 
 
-def deepest(tile: wg.WgmmaTile) -> wg.WgmmaTile:
-    """`tile` with as many stages as fit in shared memory, up to MAX_STAGES."""
-    depth = max(s for s in range(tile.stages, MAX_STAGES + 1)
-                if dataclasses.replace(tile, stages=s).smem() <= cm.SMEM_LIMIT)
-    return dataclasses.replace(tile, stages=depth)
-
-
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
                 bm: int | None = None, bn: int | None = None, stages: int | None = None):
     """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
@@ -93,7 +85,7 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
     k_tiles = ceil_div(K, tile.bk)
     S = splitk.cluster_splits(LEVEL, tiles, k_tiles, M, N, K, sms, splits, MAX_SPLITS, MIN_SLICE_K_TILES)
     if stages is None and tiles * S <= sms:
-        tile = deepest(tile)
+        tile = wg.deepest(tile)
     return tile, S
 
 
