@@ -97,16 +97,17 @@ def test_run_with_another_tile_launches_that_tile(monkeypatch):
     with launch.recording() as rec:
         v11.run(A, B, C, 1.0, 0.0, bm=64, bn=128)
         v11.run(A, B, C, 1.0, 0.0)
-        v11.run(*big, 1.0, 0.0, bm=64, bn=128)
-    small, shipped, many = rec.launches
-    t = v11.tile(64, 128)
-    deep = dataclasses.replace(t, stages=8)        # 32 tiles on 132 SMs: as deep as fits, up to 8
-    assert (small.grid, small.block, small.smem) == ((8 * 4, 1, 1), (128, 1, 1), deep.smem())
+        v11.run(*big, 1.0, 0.0, bm=64, bn=64)
+        v11.run(A, B, C, 1.0, 0.0, bm=64, bn=64)
+    small, shipped, many, narrow = rec.launches
+    t, n = v11.tile(64, 128), v11.tile(64, 64)
+    deep = dataclasses.replace(n, stages=8)        # 64 tiles on 132 SMs: as deep as fits, up to 8
+    assert (small.grid, small.block, small.smem) == ((8 * 4, 1, 1), (128, 1, 1), t.smem())   # 128 wide: 4
     assert (shipped.grid, shipped.block, shipped.smem) == ((4 * 2, 1, 1), (256, 1, 1), v11.CONFIG.smem())
-    assert (many.grid, many.smem) == ((64 * 32, 1, 1), t.smem())                # 2048 tiles: 4 stages
-    assert mapped == [t, v11.CONFIG, t]                        # the maps are the tile's, at any depth
-    assert compiled == [(v11.SOURCE, "v11_wgmma_f16", deep.defines()), (v11.SOURCE, "v11_wgmma_f16", v11.DEFINES),
-                        (v11.SOURCE, "v11_wgmma_f16", t.defines())]
+    assert (many.grid, many.smem) == ((64 * 64, 1, 1), n.smem())               # 4096 tiles: 4 stages
+    assert (narrow.grid, narrow.smem) == ((8 * 8, 1, 1), deep.smem())
+    assert mapped == [t, v11.CONFIG, n, n]                     # the maps are the tile's, at any depth
+    assert [c[2] for c in compiled] == [t.defines(), v11.DEFINES, n.defines(), deep.defines()]
 
 
 def test_hopper_top_spec_times_a_tile(monkeypatch):

@@ -35,8 +35,8 @@ other shapes are refused before launch, naming v9, which serves any shape.
 
 Other tiles, same source: run(..., bm=64|128, bn=64|128|256) compiles the body for that tile
 (m64n{bn}k16, bn / 64 B panels per stage, bn / 2 accumulators per thread; 4 stages, lag 2 as
-shipped, or as many stages as fit when the tiles fit one CTA per SM: `planned`), each its own
-cubin. More, smaller CTAs for shapes whose 128×256 tiles leave SMs idle
+shipped, or for a 64-wide tile as many stages as fit when its tiles fit one CTA per SM:
+`planned`), each its own cubin. More, smaller CTAs for shapes whose 128×256 tiles leave SMs idle
 (512³: 32 CTAs for 132 SMs; 64×64 tiles: 64 KB of stages, several CTAs per SM), timed against
 the shipped tile with tools/hopper_top.py --levels v11,v11:bm=64:bn=128.
 """
@@ -81,13 +81,17 @@ def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn) -> wg.WgmmaTile:
     return wg.variant(LEVEL, CONFIG, bm, bn)
 
 
+DEEP_BN = 64   # the tile width that gains from a deeper pipeline on one wave (v11sl's tiles)
+
+
 def planned(M: int, N: int, config: wg.WgmmaTile = CONFIG, sms: int = 132) -> wg.WgmmaTile:
-    """`config` as run() launches it at M × N: as deep as shared memory allows (wg.deepest) when
-    its tiles fit one CTA per SM, where no second CTA wants the SM's shared memory (v11sl's
-    rule: at 1024³ v11sl's 128×64 tile, 8 stages deep, took 8.7 µs where v11's, 4 deep, took
-    9.4); else as given. The shipped 128×256 tile has room for no fifth stage."""
+    """`config` as run() launches it at M × N: a 64-wide tile whose tiles fit one CTA per SM as
+    deep as shared memory allows (wg.deepest: no second CTA wants the SM's shared memory), else
+    as given. Measured on the H200 (docs/RESULTS.md, twenty-first run): 128×64 at 1024³, 8 deep,
+    8.7 µs where 4 deep took 9.4, as v11sl's 128×64 does; but 128×128 at 512×4096×4096, 7 deep,
+    36.8 µs against 32.9, and 64×256 5 deep 39.8 against 36.4: the wider tiles keep 4 stages."""
     tiles = ceil_div(M, config.bm) * ceil_div(N, config.bn)
-    return wg.deepest(config) if tiles <= sms else config
+    return wg.deepest(config) if tiles <= sms and config.bn == DEEP_BN else config
 
 
 # The tiles auto may rank (numba_gemm.choose: each under its own calibration entry, so none but
@@ -99,7 +103,7 @@ def _warm_variants() -> dict[str, tuple[str, ...]]:
     """Each other tile at the shipped depth, and each tile as deep as `planned` makes it."""
     out = {}
     for t in TILE_CHOICES:
-        deep = wg.deepest(t)
+        deep = wg.deepest(t) if t.bn == DEEP_BN else t
         if t != CONFIG:
             out[f"bm={t.bm},bn={t.bn}"] = t.defines()
         if deep != t:
