@@ -61,9 +61,9 @@ from . import k6gv_skinny as k6gv
 from . import k8_double_buffer as k8
 from . import k8p_pitched as k8p
 from . import k9_unrolled as k9
-from ._loaders import vector_operands
 from ._common import SIGNATURE, SMEM_ALIGN, float32, grid_limit, int32, launch, u32, u64
-# k8p's copies and their hooks (the twin, the ledgers), re-exported: k8e makes the same copies
+from ._loaders import vector_operands
+# k8p's buffers and copy grid, re-exported for the twin (k8e's own `copies` plan is below)
 from .k8p_pitched import PITCH, buffers, copy_config, pitch  # noqa: F401
 
 LEVEL = "k8e"
@@ -235,8 +235,9 @@ HELPER_KERNELS = {**k8p.HELPER_KERNELS, "k6gv": k6gv.KERNELS["k6gv"]}
 
 
 def bottom(A2, B2, C2, M: int, N: int, K: int) -> list[tuple]:
-    """(A′, B′, C′) of each k6gv pass over the bottom strip: views of the copies' rows [M', M),
-    k6gv.MAX_M rows at a time (none without a strip)."""
+    """(A′, B′, C′) of each k6gv pass over the bottom strip: views of rows [M', M) of what the
+    interior reads (the copies, or A′ beside B and C in place), k6gv.MAX_M rows at a time (none
+    without a strip)."""
     m, _ = plan(M, N, K)
     pk, pn = pitch(K), pitch(N)
     return [(A2[r * pk:e * pk].reshape(e - r, pk), B2.reshape(pk, pn), C2[r * pn:e * pn].reshape(e - r, pn))
