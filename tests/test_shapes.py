@@ -191,11 +191,11 @@ def _measured():
 # tile where v11sl is 7-8 % faster (1 µs of 9; the two predictions are 2 % apart: v11sl runs
 # that tile 8 stages deep, which the model does not see). Those runs predate v11's 64-wide tiles
 # running as deep on one wave: since, fp16 1024³ took 8.70 µs on v11's 128x64 against v11sl's
-# 8.83 (docs/data/h200_shapes_fp16_v11_deep.json), so the next suite runs should drop it. At M = 64 it picks v11t where v11sl is 8-10 % faster
-# (64x4096x4096, 64x14336x4096): v11t's fit has one tensor rate for every M, and at M = 64, its
-# widest wgmma N, v11t is compute-bound where its M <= 32 samples are not. In fp32, at
-# 1036x1031x999 it picks k8sk where k5sk is 5 % faster (97 µs against 93; predicted 5 % apart
-# the other way).
+# 8.83 (docs/data/h200_shapes_fp16_v11_deep.json), so the next suite runs should drop it.
+# At M = 64 it picks v11t where v11sl is 8-10 % faster (64x4096x4096, 64x14336x4096): v11t's
+# fit has one tensor rate for every M, and at M = 64, its widest wgmma N, v11t is compute-bound
+# where its M <= 32 samples are not. In fp32, at 1036x1031x999 it picks k8sk where k5sk is 5 %
+# faster (97 µs against 93; predicted 5 % apart the other way).
 KNOWN_MISSES = {("float16", 1024, 1024, 1024), ("bfloat16", 1024, 1024, 1024),
                 ("float32", 1036, 1031, 999),
                 ("float16", 64, 4096, 4096), ("bfloat16", 64, 4096, 4096),
