@@ -257,10 +257,9 @@ def copies(M: int, N: int, K: int, beta: float) -> list[tuple[str, int, int, int
 
 
 def copies_bytes(M: int, N: int, K: int, beta: float = 0.0) -> int:
-    """Bytes the copies move (k8p.copies_bytes on k8e's copies), and where B and C serve in
+    """Bytes the copies move (k8p.bytes_moved of k8e's copies), and where B and C serve in
     place the K tail's read and write of C."""
-    moved = sum(4 * (min(r, dr) * min(c, dc) + dr * dc) for _, r, c, dr, dc in copies(M, N, K, beta))
-    return moved + (8 * M * N if direct(N, K) else 0)
+    return k8p.bytes_moved(copies(M, N, K, beta)) + (8 * M * N if direct(N, K) else 0)
 
 
 def row_lengths(M: int, N: int, K: int) -> tuple[int, int]:
@@ -294,7 +293,7 @@ def in_place(A, B, C, alpha, beta, stream):
 
     M, K = A.shape
     N = B.shape[1]
-    (_, _, _, _, k4), = copies(M, N, K, beta)
+    k4, _ = row_lengths(M, N, K)
     A2 = workspace.scratch(C, f"{LEVEL} A", M * k4 * 4).view(np.float32)
     flat_a, flat_c = A.reshape(M * K), C.reshape(M * N)
     with launches.keeping((A2,), stream):

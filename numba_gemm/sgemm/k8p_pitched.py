@@ -106,10 +106,15 @@ def copies(M: int, N: int, K: int, beta: float) -> list[tuple[str, int, int, int
     return out + [("C out", M, pn, M, N)]
 
 
+def bytes_moved(plan) -> int:
+    """Bytes a list of copies (as `copies` gives them) moves: each reads its source's part and
+    writes its destination."""
+    return sum(4 * (min(r, dr) * min(c, dc) + dr * dc) for _, r, c, dr, dc in plan)
+
+
 def copies_bytes(M: int, N: int, K: int, beta: float = 0.0) -> int:
-    """Bytes the copies move: each reads its source's part and writes its destination (C is
-    copied in only when beta != 0)."""
-    return sum(4 * (min(r, dr) * min(c, dc) + dr * dc) for _, r, c, dr, dc in copies(M, N, K, beta))
+    """Bytes the copies move (C is copied in only when beta != 0)."""
+    return bytes_moved(copies(M, N, K, beta))
 
 
 def buffers(C, M: int, N: int, K: int):
