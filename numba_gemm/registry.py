@@ -94,8 +94,8 @@ def spec_name(level: str, kwargs: tuple) -> str:
 
 
 def _order(name: str):
-    # k1 < k2 < k3 < k3c < k4 ... ; v7 < v8 < v8py < v9 < v10
-    m = re.fullmatch(r"([a-z])(\d+)([a-z]*)", name)
+    # k1 < k2 < k3 < k3c < k4 ... < k6gv < k6gv16 < k7; v7 < v8 < v8py < v9 < v10
+    m = re.fullmatch(r"([a-z])(\d+)([a-z]*\d*)", name)
     return (m.group(1), int(m.group(2)), m.group(3)) if m else (name, 0, "")
 
 

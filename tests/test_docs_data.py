@@ -1003,6 +1003,11 @@ def _section_figures():
     def tiles_of(tile):
         return -(-NARROW_N[0] // tile.bm) * -(-NARROW_N[1] // tile.bn)
     s5 = k5sk.plan_splits(16, 8192, 8192)
+    gv16 = get("k6gv16").module
+    partials16 = gv16.plan_splits(16, 8192, 8192) * 16 * 8192 * 4
+    decode16 = next(r for r in json.loads((ROOT / "docs" / "data" / "h200_shapes_fp32_in_place.json")
+                                          .read_text())["results"] if r["name"] == "decode M=16")
+    k5sk_16 = next(t["kernel_ms"] for t in decode16["levels"] if t["level"] == "k5sk")
     partials5, b5 = s5 * 16 * 8192 * 4, 8192 * 8192 * 4
     sched = figures.pipeline_schedule
     default_tiles = inspect.signature(sched).parameters["tiles"].default
@@ -1054,6 +1059,16 @@ def _section_figures():
             "each way, beside B's {} MB. Written": b5 / 1e6,
             "that is {} % more bytes than B's": 100 * 2 * partials5 / b5,
             "S = 660 // 64 = {} (K": s5,
+        },
+        "k6gv16": {
+            "in shared memory, at {} of": decode16["roofline_ms"] / k5sk_16,
+            "8192 / 128 = {} tiles of 16 rows": gv16.grid(16, 8192)[0],
+            "264 // 64 = {} slices of": gv16.plan_splits(16, 8192, 8192),
+            "slices of {} k, 256": gv16.split_plan(16, 8192, 8192)[1],
+            "2048 k, {} CTAs": gv16.grid(16, 8192)[0] * gv16.plan_splits(16, 8192, 8192),
+            "16 × 8192 × 4 = {} MB each way": partials16 / 1e6,
+            "beside B's {} MB: 1.6": 8192 * 8192 * 4 / 1e6,
+            "MB: {} % more bytes for": 100 * 2 * partials16 / (8192 * 8192 * 4),
         },
         "k8sk": {
             "(512×4096, S = 2: {} MB each way)": k8sk.plan_splits(512, 4096, 4096) * 512 * 4096 * 4 / 1e6,

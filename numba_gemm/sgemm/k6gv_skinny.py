@@ -37,7 +37,8 @@ unaligned: B's four floats 32 columns apart, so a warp's LDG still reads one 128
 Every load is checked (a float4 is wholly inside or outside; the 32-bit form per float): the
 loop has issue slots to spare, so there is no interior/border split.
 
-M > 8 is refused (`unsupported`): B would be read once per 8 rows; k5sk, k8sk or k8 serve it.
+M > 8 is refused (`unsupported`): B would be read once per 8 rows; k6gv16 (this kernel built
+with `make_kernel(..., rows=16)`), k5sk, k8sk or k8 serve it.
 Ledger: the phase's accesses (`warp_step`); DRAM bytes are B once + A per column block + the
 partials (S·M·N·4 each way). Measured on the H200: docs/LADDER.md and docs/RESULTS.md.
 """
@@ -71,11 +72,10 @@ KW = TILE_K // WARPS                        # k rows of B per warp per phase: 8 
 THREAD_M, THREAD_N = TILE_M // WARPS, 4     # outputs per thread after the block's sum: 1 × 4
 BLOCK = (TILE_N // THREAD_N, WARPS)         # (32, 8): 256 threads
 THREADS = BLOCK[0] * BLOCK[1]
-A_LOADS = TILE_M * TILE_K // THREADS        # floats of A per thread per phase: 2
 A_ROW_STEP = THREADS // TILE_K              # rows between a thread's floats of A: 4
 SPREAD = TILE_N // 4                        # 32-bit B: a lane's four columns, 32 apart
-AS_ROWS = 2 * TILE_K                        # A's chunk, double-buffered: 4 KB
-RED_ROWS = WARPS * TILE_M                   # the warps' partial tiles: 32 KB
+AS_ROWS = 2 * TILE_K                        # A's chunk, double-buffered: 4 KB at 8 rows
+RED_ROWS = WARPS * WARPS                    # the warps' partial tiles, 8 rows at a time: 32 KB
 GEOMETRY = Geometry(block=BLOCK, tile_m=TILE_M, tile_n=TILE_N, tile_k=TILE_K,
                     thread_m=THREAD_M, thread_n=THREAD_N)
 # CTAs of 256 threads an SM holds under the launch bounds below (128 registers a thread; the
@@ -92,14 +92,14 @@ SPLIT_IN_KERNEL = True
 SPLITS = None
 
 
-def grid(M: int, N: int) -> tuple[int, int]:
-    return (ceil_div(N, TILE_N), ceil_div(M, TILE_M))
+def grid(M: int, N: int, rows: int = TILE_M) -> tuple[int, int]:
+    return (ceil_div(N, TILE_N), ceil_div(M, rows))
 
 
 # plan_splits and split_plan as the other split levels': this level's tile, residency and SPLITS
-def plan_splits(M: int, N: int, K: int, sms: int = 132) -> int:
+def plan_splits(M: int, N: int, K: int, sms: int = 132, rows: int = TILE_M) -> int:
     """The number of K slices for an M×N×K product on a GPU of `sms` SMs (1: no split)."""
-    gx, gy = grid(M, N)
+    gx, gy = grid(M, N, rows)
     return _splitk_parts.plan(gx * gy, K, TILE_K, M, N, sms, CTAS_PER_SM)
 
 
@@ -110,8 +110,9 @@ def split_plan(M: int, N: int, K: int, splits: int | None = None) -> tuple[int, 
                                 lambda: plan_splits(M, N, K))
 
 
-# ---- the block's partial tiles in shared memory: Red[w·8 + r, c] = warp w's sum for row r,
-# column c. A lane's four columns: one STS.128 (float4 B) or four STS 32 apart (32-bit B).
+# ---- the block's partial tiles in shared memory, WARPS rows at a time: Red[w·WARPS + r, c] =
+# warp w's sum for row r of the group, column c. A lane's four columns: one STS.128 (float4 B)
+# or four STS 32 apart (32-bit B).
 
 @inline
 def _red_vector(Red, row, c, acc, r):
@@ -126,32 +127,40 @@ def _red_spread(Red, row, c, acc, r):
     Red[row, u32(c + 3 * SPREAD)] = acc[r, 3]
 
 
-# [excerpt:k6gv-step]
-@inline
-def _step(i, As, arow, rb, acc):
-    """k row i of the warp's KW: two broadcast LDS.128 (A's 8 rows at k) feed 32 FFMA."""
-    a_lo = load4_shared(As, (u32(arow + i), 0))     # rows 0..3 of A at this k
-    a_hi = load4_shared(As, (u32(arow + i), 4))     # rows 4..7
-    for j in range(THREAD_N):
-        for r in range(4):
-            acc[r, j] += a_lo[r] * rb[i, j]
-            acc[r + 4, j] += a_hi[r] * rb[i, j]
-# [/excerpt]
+def steps(rows: int):
+    """The warp's KW k rows of a phase as straight-line code, for a tile of `rows` rows."""
+    # [excerpt:k6gv-step]
+    @inline
+    def _step(i, As, arow, rb, acc):
+        """k row i of the warp's KW: rows/4 broadcast LDS.128 (A's rows at k), 4·rows FFMA."""
+        a = cuda.local.array(rows, float32)
+        for h in range(rows // 4):
+            q = load4_shared(As, (u32(arow + i), 4 * h))    # rows 4h .. 4h+3 of A at this k
+            for r in range(4):
+                a[4 * h + r] = q[r]
+        for j in range(THREAD_N):
+            for r in range(4):
+                for h in range(rows // 4):
+                    acc[4 * h + r, j] += a[4 * h + r] * rb[i, j]
+    # [/excerpt]
+    return unrolled(_step, KW)
 
 
-_all_steps = unrolled(_step, KW)
-
-
-def make_kernel(bc_vec: bool):
-    """The k6gv kernel (a Python function, not yet jitted): 128-bit access to B and C when
-    `bc_vec`, else 32-bit (B's four floats SPREAD apart, C's consecutive), each float checked."""
+def make_kernel(bc_vec: bool, rows: int = TILE_M):
+    """The kernel (a Python function, not yet jitted) for tiles of `rows` rows, a multiple of
+    WARPS (k6gv: 8, k6gv16: 16): 128-bit access to B and C when `bc_vec`, else 32-bit (B's four
+    floats SPREAD apart, C's consecutive), each float checked. After the block's sum a warp
+    owns rows // WARPS rows of the tile, WARPS rows apart."""
     load_b = vector_load(load4_global) if bc_vec else scalar_load(plain, SPREAD)
     load_c = vector_load(load4_global) if bc_vec else scalar_load(plain, 1)
     store_c = store_vector if bc_vec else store_scalar
     red_store = _red_vector if bc_vec else _red_spread
+    all_steps = steps(rows)
+    groups = rows // WARPS                  # rows a warp owns after the block's sum
+    a_loads = rows * TILE_K // THREADS      # floats of A per thread per phase, A_ROW_STEP rows apart
 
     def k6gv(M, N, K, kslice, alpha, A, B, beta, C, P, counters):
-        As = cuda.shared.array((AS_ROWS, TILE_M), float32, alignment=SMEM_ALIGN)    # 2 × As[k, m]
+        As = cuda.shared.array((AS_ROWS, rows), float32, alignment=SMEM_ALIGN)      # 2 × As[k, m]
         Red = cuda.shared.array((RED_ROWS, TILE_N), float32, alignment=SMEM_ALIGN)  # Red[w·8 + r, c]
         last = cuda.shared.array(1, uint32)                 # this CTA is its tile's last slice
 
@@ -159,7 +168,7 @@ def make_kernel(bc_vec: bool):
         w = u32(cuda.threadIdx.y)
         tid = u32(w * 32 + lane)
         m, n, k = u32(M), u32(N), u32(K)
-        row0 = u32(cuda.blockIdx.y * TILE_M)
+        row0 = u32(cuda.blockIdx.y * rows)
         col0 = u32(cuda.blockIdx.x * TILE_N)
         z = u32(cuda.blockIdx.z)
         # this CTA's slice [k_lo, k_hi): z·kslice < K < 2**31, so neither sum wraps in 32 bits
@@ -170,17 +179,17 @@ def make_kernel(bc_vec: bool):
 
         b_c = u32(lane * 4) if bc_vec else lane       # my first column of the tile
         col = u32(col0 + b_c)
-        # A's chunk, two floats per thread: elements (a_r, a_c) and (a_r + 4, a_c) of the 8×64
-        # chunk, a warp's 32 consecutive k of one row (one 128-byte line; the transposed store,
-        # 8-way conflicted, is one STS per float per phase)
+        # A's chunk, a_loads floats per thread: elements (a_r + t·A_ROW_STEP, a_c) of the
+        # rows×64 chunk, a warp's 32 consecutive k of one row (one 128-byte line; the transposed
+        # store, 8-way conflicted, is one STS per float per phase)
         a_r = u32(tid // TILE_K)
         a_c = u32(tid % TILE_K)
         a_off = u64(row0 + a_r) * u64(k) + u64(k_lo + a_c)
         # my first k row of B in the phase: w·KW; 64-bit, as K·N may pass 2**31
         b_off = u64(k_lo + w * KW) * u64(n) + u64(col)
 
-        acc = cuda.local.array((TILE_M, THREAD_N), float32)
-        for r in range(TILE_M):
+        acc = cuda.local.array((rows, THREAD_N), float32)
+        for r in range(rows):
             for j in range(THREAD_N):
                 acc[r, j] = float32(0.0)
         rb = cuda.local.array((KW, 4), float32)
@@ -195,55 +204,69 @@ def make_kernel(bc_vec: bool):
                 rb[i, 1] = v[1]
                 rb[i, 2] = v[2]
                 rb[i, 3] = v[3]
-            # ---- A: A_LOADS floats, zero past M and past the slice
+            # ---- A: a_loads floats, zero past M and past the slice
             kc = u32(k0 + a_c)
-            for t in range(A_LOADS):
+            for t in range(a_loads):
                 ar = u32(a_r + t * A_ROW_STEP)
                 a = A[a_off + u64(t * A_ROW_STEP) * u64(k)] if (u32(row0 + ar) < m) & (kc < k_hi) else float32(0.0)
                 As[buf * TILE_K + a_c, ar] = a
             # one barrier: As is double-buffered, so this phase's stores cannot meet the
             # previous phase's reads of the other buffer
             cuda.syncthreads()
-            _all_steps(0, As, u32(buf * TILE_K + w * KW), rb, acc)
+            all_steps(0, As, u32(buf * TILE_K + w * KW), rb, acc)
             k0 = u32(k0 + TILE_K)
             buf = u32(1 - buf)
             a_off += u64(TILE_K)
             b_off += u64(TILE_K) * u64(n)
 
-        # ---- the 8 warps' partial tiles meet in shared memory; warp w sums row w in warp order
-        for r in range(TILE_M):
-            red_store(Red, u32(w * TILE_M + r), b_c, acc, r)
-        cuda.syncthreads()
-        j0 = u32(lane * 4)                    # epilogue: my 4 consecutive columns of row w
-        s = load4_shared(Red, (w, j0))
-        s0, s1, s2, s3 = s[0], s[1], s[2], s[3]
-        for v in range(1, WARPS):
-            t = load4_shared(Red, (u32(v * TILE_M + w), j0))
-            s0 += t[0]
-            s1 += t[1]
-            s2 += t[2]
-            s3 += t[3]
+        # ---- the warps' partial tiles meet in shared memory, WARPS rows at a time: warp w sums
+        # row g·WARPS + w over warps 0 .. WARPS-1 in that order
+        j0 = u32(lane * 4)                    # epilogue: my 4 consecutive columns of each row
+        # [excerpt:k6gv-groups]
+        s = cuda.local.array((groups, 4), float32)
+        for g in range(groups):
+            if g > 0:
+                cuda.syncthreads()            # every warp has read the previous group's sums
+            for r in range(WARPS):
+                red_store(Red, u32(w * WARPS + r), b_c, acc, g * WARPS + r)
+            cuda.syncthreads()
+            t = load4_shared(Red, (w, j0))
+            s[g, 0], s[g, 1], s[g, 2], s[g, 3] = t[0], t[1], t[2], t[3]
+            for v in range(1, WARPS):
+                t = load4_shared(Red, (u32(v * WARPS + w), j0))
+                s[g, 0] += t[0]
+                s[g, 1] += t[1]
+                s[g, 2] += t[2]
+                s[g, 3] += t[3]
+        # [/excerpt]
 
-        row = u32(row0 + w)
         ccol = u32(col0 + j0)
-        off = u64(row) * u64(n) + u64(ccol)
-        # ---- split: park slice z's sum; the tile's last CTA to arrive adds all S in order
+        # ---- split: park slice z's sums; the tile's last CTA to arrive adds all S in order
         S = u32(cuda.gridDim.z)
         if S > u32(1):
             mn = u64(m) * u64(n)
-            store_c(P, u64(z) * mn + off, row < m, ccol, n, (s0, s1, s2, s3))
+            for g in range(groups):
+                row = u32(row0 + g * WARPS + w)
+                off = u64(row) * u64(n) + u64(ccol)
+                store_c(P, u64(z) * mn + off, row < m, ccol, n, (s[g, 0], s[g, 1], s[g, 2], s[g, 3]))
             if not arrive(counters, last, tid, S):
                 return
-            s0, s1, s2, s3 = sum_slices4(P, off, mn, S, row < m, ccol, n)
+            for g in range(groups):
+                row = u32(row0 + g * WARPS + w)
+                off = u64(row) * u64(n) + u64(ccol)
+                s[g, 0], s[g, 1], s[g, 2], s[g, 3] = sum_slices4(P, off, mn, S, row < m, ccol, n)
 
         # ---- C: beta == 0 never reads C (BLAS: NaN must not leak)
-        if beta == float32(0.0):
-            out = (alpha * s0, alpha * s1, alpha * s2, alpha * s3)
-        else:
-            c = load_c(C, off, row < m, ccol, n)
-            out = (alpha * s0 + beta * c[0], alpha * s1 + beta * c[1],
-                   alpha * s2 + beta * c[2], alpha * s3 + beta * c[3])
-        store_c(C, off, row < m, ccol, n, out)
+        for g in range(groups):
+            row = u32(row0 + g * WARPS + w)
+            off = u64(row) * u64(n) + u64(ccol)
+            if beta == float32(0.0):
+                out = (alpha * s[g, 0], alpha * s[g, 1], alpha * s[g, 2], alpha * s[g, 3])
+            else:
+                c = load_c(C, off, row < m, ccol, n)
+                out = (alpha * s[g, 0] + beta * c[0], alpha * s[g, 1] + beta * c[1],
+                       alpha * s[g, 2] + beta * c[2], alpha * s[g, 3] + beta * c[3])
+            store_c(C, off, row < m, ccol, n, out)
 
     return k6gv
 
@@ -262,9 +285,9 @@ KERNELS = {name: (k, SIGNATURE) for name, k in SPECIALISATIONS.values()}
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
-    """Phase `ph` of warp `warp` of block (bx, by), vector kernel: A_LOADS floats of A per
+    """Phase `ph` of warp `warp` of block (bx, by), vector kernel: tile_m·64/256 floats of A per
     thread into the phase's buffer of As (transposed), KW float4 rows of B straight to
-    registers, then per k two 128-bit broadcasts of A."""
+    registers, then per k tile_m/4 128-bit broadcasts of A (k6gv16: g its GEOMETRY)."""
     ls = lanes(g, warp)
     T = g.tile_k
     kw = T // (g.threads // 32)
@@ -273,7 +296,7 @@ def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
     acc = []
     r = [t // T for t in tids]
     c = [t % T for t in tids]
-    for t in range(g.tile_m * T // g.threads):               # rows r, r + 4: A_ROW_STEP apart
+    for t in range(g.tile_m * T // g.threads):               # rows r, r + 4, …: A_ROW_STEP apart
         rt = [rr + t * (g.threads // T) for rr in r]
         acc.append(global_load("A", [(by * g.tile_m + rr) * K + ph * T + cc for rr, cc in zip(rt, c)]))
         acc.append(shared_access("As", [base + cc * g.tile_m + rr for rr, cc in zip(rt, c)],
@@ -282,16 +305,21 @@ def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:
         acc.append(global_load("B", [(ph * T + warp * kw + i) * N + bx * g.tile_n + 4 * tx
                                      for tx, _ in ls], 16))
     for i in range(kw):
-        for h in range(2):                                   # rows 0..3, 4..7: broadcast
+        for h in range(g.tile_m // 4):                       # rows 0..3, 4..7, …: broadcast
             acc.append(shared_access("As", [base + (warp * kw + i) * g.tile_m + 4 * h for _ in ls], 16))
     return Step(kw * g.tile_m * 4, tuple(acc), "one phase")
 
 
+def refusal(level: str, rows: int, M: int, N: int, instead: str):
+    """Why `level`, whose tile has `rows` rows, cannot serve M×N (None if it can)."""
+    if M > rows:
+        return (f"{level} serves M ≤ {rows} (one {rows}-row tile, so B is read once); M = {M} would "
+                f"read B {ceil_div(M, rows)} times: use {instead} or level='auto'")
+    return grid_limit(grid(M, N, rows))
+
+
 def unsupported(M: int, N: int, K: int):
-    if M > MAX_M:
-        return (f"k6gv serves M ≤ {MAX_M} (one 8-row tile, so B is read once); M = {M} would read "
-                f"B {ceil_div(M, MAX_M)} times: use k5sk (skinny M), k8/k8sk or level='auto'")
-    return grid_limit(grid(M, N))
+    return refusal(LEVEL, MAX_M, M, N, "k6gv16 (M ≤ 16), k5sk (skinny M), k8/k8sk")
 
 
 def run(A, B, C, alpha, beta, stream=None, splits=None):
