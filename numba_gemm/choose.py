@@ -238,7 +238,7 @@ def rank(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
     TILE_CHOICES (a Prediction with kwargs), ranked among the levels once calibrated, else
     listed after every level."""
     dtype = as_dtype(dtype)
-    out, pending = [], []
+    out, pending, as_parent = [], [], set()
     for lv in reversed(list(_levels.registry().values())):
         if dtype not in lv.dtypes or not (opted_out or getattr(lv.module, "AUTO", True)):
             continue
@@ -257,11 +257,13 @@ def rank(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
         ms, why = predict_ms(p, g, M, N, K, dtype.itemsize, beta, sms)
         if parent is not None:
             why += f"; one slice on {parent}'s tile: {parent}'s kernel, priced with {parent}'s constants"
+            as_parent.add(lv.name)
         out.append(Prediction(lv.name, ms, g, why))
     # stable: uncalibrated keep ladder order (highest first) after the calibrated ones, and
-    # uncalibrated tiles after every level
+    # uncalibrated tiles after every level; a level priced as its parent follows the parent it
+    # ties with (k9sk at one slice runs k9: auto names k9)
     out += [q for q in pending if q.ms is not None]
-    return sorted(out, key=lambda q: (q.ms is None, q.ms if q.ms is not None else 0.0)) + \
+    return sorted(out, key=lambda q: (q.ms is None, q.ms if q.ms is not None else 0.0, q.level in as_parent)) + \
         [q for q in pending if q.ms is None]
 
 

@@ -1004,6 +1004,10 @@ def _section_figures():
         return -(-NARROW_N[0] // tile.bm) * -(-NARROW_N[1] // tile.bn)
     s5 = k5sk.plan_splits(16, 8192, 8192)
     gv16 = get("k6gv16").module
+    k9sk = get("k9sk").module
+    fp32_4096 = {t["level"]: t["kernel_ms"] for r in json.loads(
+        (ROOT / "docs" / "data" / "h200_shapes_fp32_in_place.json").read_text())["results"]
+        if r["name"] == "square 4096" for t in r["levels"]}
     partials16 = gv16.plan_splits(16, 8192, 8192) * 16 * 8192 * 4
     decode16 = next(r for r in json.loads((ROOT / "docs" / "data" / "h200_shapes_fp32_in_place.json")
                                           .read_text())["results"] if r["name"] == "decode M=16")
@@ -1069,6 +1073,13 @@ def _section_figures():
             "16 × 8192 × 4 = {} MB each way": partials16 / 1e6,
             "beside B's {} MB: 1.6": 8192 * 8192 * 4 / 1e6,
             "MB: {} % more bytes for": 100 * 2 * partials16 / (8192 * 8192 * 4),
+        },
+        "k9sk": {
+            "faster than k8 ({} % at 4096³)": 100 * (fp32_4096["k8"] / fp32_4096["k9"] - 1),
+            "(128×4096×4096, S = 8: {} MB)": k9sk.plan_splits(128, 4096, 4096) * 128 * 4096 * 4 / 1e6,
+            "8 × 128 × 4096 × 4 bytes = {} MB": k9sk.plan_splits(128, 4096, 4096) * 128 * 4096 * 4 / 1e6,
+            "{} CTAs add them": k9sk.grid(128, 4096)[0] * k9sk.grid(128, 4096)[1],
+            "floats = {} partials": k9sk.plan_splits(128, 4096, 4096) * k9sk.THREAD_M * k9sk.THREAD_N,
         },
         "k8sk": {
             "(512×4096, S = 2: {} MB each way)": k8sk.plan_splits(512, 4096, 4096) * 512 * 4096 * 4 / 1e6,

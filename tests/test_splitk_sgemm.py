@@ -1,9 +1,10 @@
-"""The SGEMM split-K levels (k5sk, k8sk): exact with every split count on ragged shapes (edge
+"""The SGEMM split-K levels (k5sk, k8sk; k9sk, whose tiles' last CTAs add the slices in the
+kernel): exact with every split count on ragged shapes (edge
 tiles, a short last slice), deterministic, beta == 0 never reading C, every partial written;
 the split plan as a pure function (hypothesis); the SASS census of the split kernels; on a GPU,
 the shapes they exist for (16×8192×8192, 64×64×2**20), M·N past 2**31 and a captured graph.
 
-The simulator runs one Python thread per GPU thread (256 per k8sk block, 128 per k5sk block),
+The simulator runs one Python thread per GPU thread (256 per k8sk and k9sk block, 128 per k5sk block),
 so its shapes are a few CTAs: S forced to 1, 2 and 3 on K of three K tiles.
 """
 
@@ -21,7 +22,7 @@ from numba_gemm.measure.twins import main_loop
 from numba_gemm.registry import get
 from numba_gemm.runtime import workspace
 
-LEVELS = ["k5sk", "k8sk"]
+LEVELS = ["k5sk", "k8sk", "k9sk"]
 
 
 def _mod(level):
@@ -62,7 +63,7 @@ K5_SHAPES = [
     (33, 9, 65),       # two tile rows, the second with one row: three warps skip the multiply
     (17, 130, 96),     # two tile columns, the second one column wide; three whole slices
 ]
-SHAPES = {"k8sk": K8_SHAPES, "k5sk": K5_SHAPES}
+SHAPES = {"k8sk": K8_SHAPES, "k9sk": K8_SHAPES, "k5sk": K5_SHAPES}     # k9sk: the same four kernels
 
 
 @pytest.mark.parametrize("splits", [1, 2, 3])
@@ -197,6 +198,8 @@ PLANNED = {
     "k8sk": {(16, 8192, 8192): 4, (128, 4096, 4096): 8, (512, 4096, 4096): 2, (64, 64, 2**20): 16,
              (1024, 1024, 1024): 4, (4096, 4096, 4096): 1, (128, 128, 56): 1, (128, 128, 57): 2},
     "k5sk": {(16, 8192, 8192): 10, (128, 4096, 4096): 5, (64, 64, 2**20): 16, (4096, 4096, 4096): 1},
+    "k9sk": {(128, 4096, 4096): 8, (512, 4096, 4096): 2, (1024, 1024, 1024): 4, (4096, 128, 4096): 8,
+             (512, 4096, 14336): 2, (4096, 4096, 4096): 1, (128, 128, 56): 1, (128, 128, 57): 2},
 }
 
 
@@ -242,7 +245,7 @@ def census():
     from numba_gemm.explain import sass
 
     try:
-        got = sass.kernel_censuses("k8", *LEVELS)
+        got = sass.kernel_censuses("k8", "k9", *LEVELS)
     except sass.CensusUnavailable as e:
         pytest.skip(str(e))
     return {name: {"opcodes": c.opcodes, "registers": c.registers, "bounds": c.launch_bounds,
@@ -279,6 +282,25 @@ def test_k8sk_census(census):
     assert narrow["bounds"] == [128, 4] and 0 < narrow["registers"] <= 128, narrow["registers"]
     loop = main_loop(narrow["sass"])
     assert sum(op == "FFMA" for op in loop) == 64 * tk and narrow["opcodes"].get("LDS.128", 0) == 4 * tk
+
+
+def test_k9sk_census(census):
+    """k9's main loop over a slice: its work per trip (two phases, 4 LDS.128 and 64 FFMA per k)
+    in at most 3 % more instructions than k9's (address work the slice bounds' registers push into
+    the loop: docs/LADDER.md), within the 128-register cap, no local memory; the slices' sum (the
+    partials read back through L2, LDG.E.STRONG.GPU) outside it."""
+    tk = _mod("k9sk").TILE_K
+    for name in ("k9sk", "k9sk_edge", "k9sk_bc", "k9sk_a"):
+        c = census[name]
+        _common(c, name)
+        assert c["bounds"] == [256, 2] and 0 < c["registers"] <= 128, (name, c["registers"])
+        loop = main_loop(c["sass"])
+        assert sum(op == "FFMA" for op in loop) == 2 * 64 * tk, name          # two phases a trip
+        parent = main_loop(census[name.replace("k9sk", "k9")]["sass"])
+        assert len(loop) <= 1.03 * len(parent), f"{name}: main loop {len(loop)}, k9's {len(parent)}"
+        assert loop.count("LDS.128") == 2 * 4 * tk, name
+        assert not any(op.startswith("LDG") for op in loop if "STRONG" in op), name
+    assert any("STRONG" in op for op in census["k9sk"]["opcodes"]), "no L2 load of the partials"
 
 
 def test_k5sk_census(census):
@@ -423,5 +445,9 @@ def test_gpu_recorded_launches_hold_the_workspace(level):
     with launch.recording() as rec:
         _mod(level).run(dA, dB, dC, 1.0, 0.0, splits=2)
     P = workspace.partials(dC, 2, M, N)
-    assert len(rec.launches) == 2
-    assert all(L.keep[1] is P for L in rec.launches)
+    if getattr(_mod(level), "SPLIT_IN_KERNEL", False):       # k9sk: one launch, P and the counters
+        (L,) = rec.launches
+        assert L.keep[1][0] is P
+    else:
+        assert len(rec.launches) == 2
+        assert all(L.keep[1] is P for L in rec.launches)

@@ -79,15 +79,15 @@ def _compile(level, options):
 def test_twin_options_are_the_levels_constants(level):
     mod = numba_gemm.registry.get(level).module
     got = {k: int(v) for k, v in _options(level).items()}
+    # a level that reduces its K slices in the kernel (k6gv, k9sk) also gets the reduction's batch
+    in_kernel = {"REDUCE_BATCH": splitk.REDUCE_BATCH} if getattr(mod, "SPLIT_IN_KERNEL", False) else {}
     if hasattr(mod, "TILING"):
         t = mod.TILING
         assert got == {"WT_TM": t.tile_m, "WT_TN": t.tile_n, "WT_TK": t.tile_k, "WT_WM": t.warp_m,
                        "WT_WN": t.warp_n, "WT_LANES_N": t.lanes_n, "WT_A_PAD": _warptile.A_PAD,
-                       "WT_MIN_BLOCKS": _warptile.blocks_per_sm(t)}
+                       "WT_MIN_BLOCKS": _warptile.blocks_per_sm(t), **in_kernel}
         assert (mod.TILE_M, mod.TILE_N, mod.TILE_K) == (t.tile_m, t.tile_n, t.tile_k)
     else:
-        # a level that reduces its K slices in the kernel (k6gv) also gets the reduction's batch
-        in_kernel = {"REDUCE_BATCH": splitk.REDUCE_BATCH} if getattr(mod, "SPLIT_IN_KERNEL", False) else {}
         assert got == {"TILE_M": mod.TILE_M, "TILE_N": mod.TILE_N, "TILE_K": mod.TILE_K,
                        "THREAD_M": mod.THREAD_M, "THREAD_N": mod.THREAD_N,
                        "BLOCK_X": mod.BLOCK[0], "BLOCK_Y": mod.BLOCK[1], **in_kernel}

@@ -40,6 +40,7 @@ from ._common import ceil_div, float32, u32, u64
 from ._loaders import inline as _inline
 from ._loaders import (plain, scalar_load, store_scalar, store_vector, vector_load,
                        vector_load_in)
+from ._splitk_parts import sum_slices4
 
 A_PAD = 4          # floats: keeps As rows 16-byte aligned (LDS.128) while spreading the banks
 MIN_BLOCKS = 2     # blocks of 256 threads per SM: ptxas may use up to 128 registers per thread
@@ -277,6 +278,27 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     def epilogue_row(i, C, acc, alpha, beta, row0, col0, am, bn, m, n):
         epilogue_row_at(i, C, u64(0), acc, alpha, beta, row0, col0, am, bn, m, n)
 
+    @_inline
+    def slices_to_c(P, mn, S, C, alpha, beta, row0, col0, am, bn, m, n):
+        """What the last CTA of a tile split inside the kernel writes: for each of the thread's
+        THREAD_M × SUB_N float4s of C, the tile's S partials in P (mn elements apart) added in
+        slice order (_splitk_parts.sum_slices4), then C = alpha·sum + beta·C (beta == 0 never
+        reads C). A loop, not unrolled: acc is not read, and 16 inlined sums more than tripled
+        the kernel's code."""
+        for g in range(THREAD_M * SUB_N):
+            i = g // SUB_N
+            row = u32(row0 + am + i // 4 * M_STEP + i % 4)
+            col = u32(col0 + bn + g % SUB_N * N_STEP)
+            off = u64(row) * u64(n) + u64(col)
+            v = sum_slices4(P, off, mn, S, row < m, col, n)
+            if beta == float32(0.0):
+                out = (alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3])
+            else:
+                c = load_c(C, off, row < m, col, n)
+                out = (alpha * v[0] + beta * c[0], alpha * v[1] + beta * c[1],
+                       alpha * v[2] + beta * c[2], alpha * v[3] + beta * c[3])
+            store_c(C, off, row < m, col, n, out)
+
     # Unrolled here, not left to NVVM: with the checked 32-bit stores the row loop stays a
     # loop, acc[i, j] gets a run-time index and the 64 accumulators move to local memory.
     epilogue = unrolled(epilogue_row, THREAD_M)         # epilogue(0, C, acc, ...)
@@ -346,34 +368,39 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
 
     @_inline
     def unrolled_buffers(A, B, As, Bs, ra, rb, af, bf, acc, a_r, a_c, b_r, b_c, am, bn,
-                         row0, col0, m, n, k):
-        """k9's pipeline over all of K into acc. As k8's, with two phases per trip of the
-        loop, so that each reads and writes a fixed buffer (every shared address is a base
+                         row0, col0, m, n, k, k_lo, k_hi):
+        """k9's pipeline over the K range [k_lo, k_hi) (k9: all of K; k9sk: a slice, whose
+        bounds are multiples of TK or k_hi == k) into acc. As k8's, with two phases per trip of
+        the loop, so that each reads and writes a fixed buffer (every shared address is a base
         register plus a constant), and rows of A past M (columns of float4 B past N) clamped
         to the last one: their products land in accumulators the epilogue never stores, and
-        every load but those of the last phase or two needs no check and no zeroing."""
+        every load but those of the last phase or two of K needs no check and no zeroing. As
+        in double_buffered, loads are checked against k, not k_hi: a slice's last prefetch
+        reads the next slice's first tile into the buffer that is not read again."""
         a_row = min(u32(row0 + a_r), u32(m - 1))
         b_col = u32(col0 + b_c)
         if bc_vec:
             b_col = min(b_col, u32(n - 4))
-        a_off = u64(a_row) * u64(k) + u64(a_c)
-        b_off = u64(b_r) * u64(n) + u64(b_col)
+        a_off = u64(a_row) * u64(k) + u64(k_lo + a_c)
+        b_off = u64(k_lo + b_r) * u64(n) + u64(b_col)
         # rows are clamped, so the row check is passed as row 0 of a 1-row matrix
-        load_tiles(A, B, ra, rb, a_off, b_off, u32(0), a_c, b_r, u32(col0 + b_c), u32(1), n, k)
+        load_tiles(A, B, ra, rb, a_off, b_off, u32(0), u32(k_lo + a_c), u32(k_lo + b_r), u32(col0 + b_c),
+                   u32(1), n, k)
         store_tiles(As, Bs, u32(0), ra, rb, a_r, a_c, b_r, b_c)
         cuda.syncthreads()
-        ph = u32(0)
-        while ph < k:
+        ph = k_lo
+        while ph < k_hi:
             ph, a_off, b_off = phase(A, B, As, Bs, ra, rb, af, bf, acc, a_off, b_off, a_r, a_c,
                                      b_r, b_c, am, bn, col0, n, k, ph, u32(0), u32(TK))
-            if ph >= k:
+            if ph >= k_hi:
                 break
             ph, a_off, b_off = phase(A, B, As, Bs, ra, rb, af, bf, acc, a_off, b_off, a_r, a_c,
                                      b_r, b_c, am, bn, col0, n, k, ph, u32(TK), u32(0))
 
     return SimpleNamespace(loaders=loaders, load_tiles=load_tiles,
                            store_tiles=store_tiles, compute=compute, thread_tile=thread_tile,
-                           epilogue=epilogue, epilogue_at=epilogue_at, double_buffered=double_buffered,
+                           epilogue=epilogue, epilogue_at=epilogue_at, slices_to_c=slices_to_c,
+                           double_buffered=double_buffered,
                            # one clamped A row per thread: more would each need their own offset
                            unrolled_buffers=unrolled_buffers if A_LOADS == 1 else None)
 

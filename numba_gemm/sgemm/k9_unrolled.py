@@ -90,7 +90,8 @@ def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
             for j in range(TNR):
                 acc[i, j] = float32(0.0)
 
-        pipeline(A, B, As, Bs, ra, rb, af, bf, acc, a_r, a_c, b_r, b_c, am, bn, row0, col0, m, n, k)
+        pipeline(A, B, As, Bs, ra, rb, af, bf, acc, a_r, a_c, b_r, b_c, am, bn, row0, col0, m, n, k,
+                 u32(0), k)
         epilogue(0, C, acc, alpha, beta, row0, col0, am, bn, m, n)
 
     return k9
