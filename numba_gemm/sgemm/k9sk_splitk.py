@@ -33,7 +33,7 @@ from numba import cuda, float32
 from . import _splitk_parts, _warptile
 from . import k9_unrolled as k9
 from ._access import Step
-from ._common import SMEM_ALIGN, grid_limit, u32, u64, uint32
+from ._common import SMEM_ALIGN, grid_limit, launch, u32, u64, uint32
 from ._loaders import vector_operands     # which operands may move as float4 (k6's rule)
 from ._splitk_parts import SIGNATURE_IN_KERNEL as SIGNATURE   # (M, N, K, kslice, alpha, A, B, beta, C, P, counters)
 from ._splitk_parts import arrive, launch_in_kernel
@@ -152,7 +152,8 @@ def run(A, B, C, alpha, beta, stream=None, splits=None):
     N = B.shape[1]
     S, kslice = split_plan(M, N, K, splits)
     if S == 1:              # one slice is k9: its kernel, as auto prices it (choose._one_slice_parent)
-        return k9.run(A, B, C, alpha, beta, stream)
+        launch(k9.SPECIALISATIONS[vector_operands(A, B, C)][1], grid(M, N), BLOCK, A, B, C, alpha, beta, stream)
+        return
     launch_in_kernel(SPECIALISATIONS[vector_operands(A, B, C)][1], _splitk_parts.grid(grid(M, N), S),
                      BLOCK, A, B, C, alpha, beta, stream, kslice)
 
