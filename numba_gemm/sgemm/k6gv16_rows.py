@@ -48,7 +48,7 @@ GEOMETRY = Geometry(block=BLOCK, tile_m=TILE_M, tile_n=TILE_N, tile_k=TILE_K,
 CTAS_PER_SM = gv.CTAS_PER_SM                 # 128 registers a thread, 40 KB of shared memory
 SPLIT_IN_KERNEL = True
 
-# An int forces the split count (benchmarks); None: plan_splits (k6gv's SPLITS, for this level).
+# An int forces the split count (benchmarks); None: plan_splits. Read when a call's launches are made.
 SPLITS = None
 
 _bounded = cuda.jit if SIMULATOR else cuda.jit(launch_bounds=(THREADS, CTAS_PER_SM))
