@@ -16,6 +16,11 @@ say theirs through `plan_splits`), a shape M × N × K gives
 A split-K level that plans one slice on its parent's tile runs its parent's kernel (k8sk at
 S = 1 is k8) and is priced with its parent's constants.
 
+A stream-K level (k9st: `stream_plan`) shares the K tiles of its last waves evenly over the
+resident CTAs, so where it streams its waves are not rounded up: t_mma prices ctas / slots
+waves, the work itself. Where its plan has no stream part it runs its parent's kernel, priced
+as the parent.
+
 A level that reduces its slices inside the GEMM kernel (SPLIT_IN_KERNEL = True: v11sl, whose
 slices add through distributed shared memory) pays neither the partials' bytes nor the second
 launch.
@@ -66,12 +71,14 @@ DEFAULT_BANDWIDTH = 4.133e12
 
 @dataclass(frozen=True)
 class Geometry:
-    """What the model needs of a level at a shape: its output tile and its K split, and whether
-    its slices reduce inside the kernel (no partials in memory, no second launch)."""
+    """What the model needs of a level at a shape: its output tile and its K split, whether
+    its slices reduce inside the kernel (no partials in memory, no second launch), and whether
+    it shares its last waves out by stream-K (no partly empty wave)."""
     bm: int
     bn: int
     splits: int = 1
     in_kernel: bool = False
+    streamed: bool = False
 
     @property
     def launches(self) -> int:
@@ -98,16 +105,20 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
         tile = at(M, N) if at else getattr(mod, "GEOMETRY", None) or getattr(mod, "CONFIG")
     bm = getattr(tile, "tile_m", None) or tile.bm
     bn = getattr(tile, "tile_n", None) or tile.bn
-    return Geometry(int(bm), int(bn), int(splits), bool(getattr(mod, "SPLIT_IN_KERNEL", False)))
+    stream = getattr(mod, "stream_plan", None)
+    streamed = stream is not None and stream(M, N, K, slots=sms * mod.CTAS_PER_SM).streams
+    return Geometry(int(bm), int(bn), int(splits), bool(getattr(mod, "SPLIT_IN_KERNEL", False)), streamed)
 
 
 def _one_slice_parent(lv, g: Geometry, M: int, N: int, K: int, sms: int) -> str | None:
-    """The parent's name where a split-K level plans one slice on its parent's tile, else None.
-    There it runs its parent's kernel over all of K (k8sk at S = 1 is k8), so it is priced with
-    the parent's constants: its own are fitted mostly where it splits, and would price the same
-    kernel twice, differently (k8sk above k9 at 2048³, where k9 is 5 % faster)."""
+    """The parent's name where a split-K level plans one slice on its parent's tile (or a
+    stream-K level no stream part), else None. There it runs its parent's kernel over all of K
+    (k8sk at S = 1 is k8), so it is priced with the parent's constants: its own are fitted mostly
+    where it splits, and would price the same kernel twice, differently (k8sk above k9 at 2048³,
+    where k9 is 5 % faster)."""
     parent = _levels.registry().get(getattr(lv.module, "PARENT", ""))
-    if g.splits != 1 or getattr(lv.module, "plan_splits", None) is None or parent is None:
+    plans = any(hasattr(lv.module, hook) for hook in ("plan_splits", "stream_plan"))
+    if g.splits != 1 or g.streamed or not plans or parent is None:
         return None
     if getattr(parent.module, "plan_splits", None) is not None:
         return None
@@ -177,7 +188,8 @@ def _terms(g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float, sm
     geometry g."""
     ctas = ceil_div(M, g.bm) * ceil_div(N, g.bn) * g.splits
     slots = sms * blocks_per_sm
-    priced = ceil_div(ctas, slots) * slots * 2.0 * g.bm * g.bn * K / g.splits
+    waves = ctas / slots if g.streamed else ceil_div(ctas, slots)
+    priced = waves * slots * 2.0 * g.bm * g.bn * K / g.splits
     part = 4 * M * N * g.splits if g.partials else 0            # the partials, written then read
     read = (M * K + K * N) * elem_bytes + (4 * M * N if beta else 0) + part
     return priced, read, 4 * M * N + part, g.launches, ctas, slots
@@ -196,9 +208,13 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     waves = ceil_div(ctas, slots)
     split = f", split {g.splits}{' reduced in the kernel' * g.in_kernel}" if g.splits > 1 else ""
     split += f", ragged rows x{slow:.2f}" if slow != 1.0 else ""
-    why = (f"{g.bm}x{g.bn} tiles{split}: {ctas} CTA{'s' * (ctas != 1)} in {waves} wave{'s' * (waves != 1)} of "
-           f"{slots} ({sms} SMs × {p['blocks_per_sm']} fitted; {100 * ctas / (waves * slots):.0f} % full), "
-           f"{'compute' if t_mma >= t_mem else 'memory'}-bound")
+    if g.streamed:
+        spread = (f"{ctas} tile{'s' * (ctas != 1)} streamed: {ctas / slots:.2f} waves of work shared evenly "
+                  f"over {slots} ({sms} SMs × {p['blocks_per_sm']} fitted)")
+    else:
+        spread = (f"{ctas} CTA{'s' * (ctas != 1)} in {waves} wave{'s' * (waves != 1)} of {slots} "
+                  f"({sms} SMs × {p['blocks_per_sm']} fitted; {100 * ctas / (waves * slots):.0f} % full)")
+    why = f"{g.bm}x{g.bn} tiles{split}: {spread}, {'compute' if t_mma >= t_mem else 'memory'}-bound"
     return t * 1e3, why
 
 

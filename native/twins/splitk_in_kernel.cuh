@@ -13,13 +13,12 @@
 namespace twin {
 
 // Called once every thread of the CTA has stored its partial: true, in every thread, for the
-// tile's last CTA to arrive.
-__device__ __forceinline__ bool arrive(unsigned* counters, u32 tid, u32 S) {
+// last of the S CTAs counted on counters[tile] to arrive (k9st: a stream tile's parts).
+__device__ __forceinline__ bool arrive_at(unsigned* counters, u32 tile, u32 tid, u32 S) {
     __shared__ unsigned last;
     __threadfence();
     __syncthreads();
     if (tid == 0) {
-        const u32 tile = blockIdx.y * gridDim.x + blockIdx.x;
         const bool is_last = atomicAdd(&counters[tile], 1u) == S - 1;
         if (is_last) counters[tile] = 0;
         last = is_last;
@@ -28,6 +27,11 @@ __device__ __forceinline__ bool arrive(unsigned* counters, u32 tid, u32 S) {
     const bool is_last = last != 0;
     if (is_last) __threadfence();
     return is_last;
+}
+
+// arrive_at on the counter of the CTA's (x, y) tile in the grid
+__device__ __forceinline__ bool arrive(unsigned* counters, u32 tid, u32 S) {
+    return arrive_at(counters, blockIdx.y * gridDim.x + blockIdx.x, tid, S);
 }
 
 // P[off .. off+3] summed over the S slices mn apart, in slice order; columns past n and rows

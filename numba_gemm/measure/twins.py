@@ -113,6 +113,8 @@ class Twin:
         fn = nvrtc.function(self.source, self.kernel_name(A, B, C), defines=self.defines)
         if hasattr(self.module, "split_plan"):
             return self._run_split(fn, A, B, C, alpha, beta, stream)
+        if hasattr(self.module, "stream_plan"):
+            return self._run_stream(fn, A, B, C, alpha, beta, stream)
         if hasattr(self.module, "copies"):
             return self._run_pitched(fn, A, B, C, alpha, beta, stream)
         args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_float(alpha),
@@ -150,6 +152,22 @@ class Twin:
                     ctypes.c_float(alpha), ctypes.c_float(beta), ctypes.c_void_p(_ptr(C))]
             launch_native(nvrtc.function(REDUCE_SOURCE, "splitk_reduce", defines=REDUCE_DEFINES),
                           (splitk.reduce_grid(M * N),), (splitk.REDUCE_THREADS,), 0, stream, args)
+
+    def _run_stream(self, fn, A, B, C, alpha, beta, stream):
+        """A stream-K level's launch (k9st) in CUDA C: its plan's grid, with the workspace's
+        partial tiles and counters; a plan with no stream part runs the parent's twin, as the
+        level runs its parent's kernel."""
+        M, K = A.shape
+        N = B.shape[1]
+        p = self.module.stream_plan(M, N, K)
+        if not p.streams:
+            return twin(self.module.PARENT).run(A, B, C, alpha, beta, stream)
+        P, counters = self.module.buffers(C, p)
+        args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(p.whole),
+                ctypes.c_float(alpha), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)),
+                ctypes.c_float(beta), ctypes.c_void_p(_ptr(C)), ctypes.c_void_p(_ptr(P)),
+                ctypes.c_void_p(_ptr(counters))]
+        launch_native(fn, p.grid, self.module.BLOCK, 0, stream, args)
 
     def _run_pitched(self, fn, A, B, C, alpha, beta, stream):
         """k8p's and k8e's launches in CUDA C: the level's copies (its `copies` plan, its
@@ -265,13 +283,12 @@ def time_twin(level_name: str, M: int, N: int, K: int, buffers=None, reps=None,
     return bench(lambda: t.run(dA, dB, dC, 1.0, 0.0), reps=reps, flush_l2=flush_l2).median_ms
 
 
-def main_loop(sass_text: str, operands: bool = False) -> list[str]:
-    """Opcodes of the longest loop in nvdisasm text of one function (a label, then a backward
-    branch to it): for a GEMM kernel, the K loop the time goes to. With `operands`, whole
-    instructions (predicate, opcode, operands) instead."""
+def _loops(sass_text: str, operands: bool) -> tuple[list[str], list[tuple[int, int]]]:
+    """(the function's opcodes, (start, end) of each loop in them: a label, then a backward
+    branch to it)."""
     from ..explain.sass import _INSTR
 
-    labels, ops, loops = {}, [], []
+    labels, ops, spans = {}, [], []
     for line in sass_text.splitlines():
         m = re.match(r"^\s*\.(L_x_\d+):", line)
         if m:
@@ -282,8 +299,19 @@ def main_loop(sass_text: str, operands: bool = False) -> list[str]:
             ops.append(line.split("*/", 1)[1].split(";")[0].strip() if operands else m.group(1))
             target = re.search(r"BRA\s.*`\(\.(L_x_\d+)\)", line)
             if target and labels.get(target.group(1), len(ops)) < len(ops):
-                loops.append(ops[labels[target.group(1)]:])
-    return max(loops, key=len) if loops else []
+                spans.append((labels[target.group(1)], len(ops)))
+    return ops, spans
+
+
+def main_loop(sass_text: str, operands: bool = False) -> list[str]:
+    """Opcodes of the longest innermost loop in nvdisasm text of one function: for a GEMM kernel,
+    the K loop the time goes to (k9st runs it inside a loop over segments of K). With
+    `operands`, whole instructions (predicate, opcode, operands) instead."""
+    ops, spans = _loops(sass_text, operands)
+    inner = [(a, b) for a, b in spans
+             if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in spans)]
+    a, b = max(inner, key=lambda s: s[1] - s[0], default=(0, 0))
+    return ops[a:b]
 
 
 def twin_sass(level_name: str) -> dict[str, str]:

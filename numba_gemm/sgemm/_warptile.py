@@ -157,7 +157,7 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     bad = t.problems()
     if bad:
         raise ValueError(f"{t}: " + "; ".join(bad))
-    TK, TN = t.tile_k, t.tile_n
+    TM, TK, TN = t.tile_m, t.tile_k, t.tile_n
     THREADS = t.threads
     A_LOADS, B_LOADS = t.a_loads, t.b_loads
     A_ROW_STEP = THREADS // (TK // 4)         # tile rows between a thread's A float4s
@@ -279,25 +279,46 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
         epilogue_row_at(i, C, u64(0), acc, alpha, beta, row0, col0, am, bn, m, n)
 
     @_inline
+    def sum_to_c(P, p_off, stride, S, C, off, row, col, alpha, beta, m, n):
+        """One float4 of C at `off` (element row, col): the S partials at P[p_off], `stride`
+        elements apart, added in order (_splitk_parts.sum_slices4), then C = alpha·sum + beta·C
+        (beta == 0 never reads C)."""
+        v = sum_slices4(P, p_off, stride, S, row < m, col, n)
+        if beta == float32(0.0):
+            out = (alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3])
+        else:
+            c = load_c(C, off, row < m, col, n)
+            out = (alpha * v[0] + beta * c[0], alpha * v[1] + beta * c[1],
+                   alpha * v[2] + beta * c[2], alpha * v[3] + beta * c[3])
+        store_c(C, off, row < m, col, n, out)
+
+    # The two sums of partials below are loops, not unrolled: acc is not read, and 16 inlined
+    # sums more than tripled the kernel's code.
+    @_inline
     def slices_to_c(P, mn, S, C, alpha, beta, row0, col0, am, bn, m, n):
         """What the last CTA of a tile split inside the kernel writes: for each of the thread's
-        THREAD_M × SUB_N float4s of C, the tile's S partials in P (mn elements apart) added in
-        slice order (_splitk_parts.sum_slices4), then C = alpha·sum + beta·C (beta == 0 never
-        reads C). A loop, not unrolled: acc is not read, and 16 inlined sums more than tripled
-        the kernel's code."""
+        THREAD_M × SUB_N float4s of C, the tile's S partials in P (M × N slices, mn elements
+        apart) added in slice order, then alpha and beta (sum_to_c)."""
         for g in range(THREAD_M * SUB_N):
             i = g // SUB_N
             row = u32(row0 + am + i // 4 * M_STEP + i % 4)
             col = u32(col0 + bn + g % SUB_N * N_STEP)
             off = u64(row) * u64(n) + u64(col)
-            v = sum_slices4(P, off, mn, S, row < m, col, n)
-            if beta == float32(0.0):
-                out = (alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3])
-            else:
-                c = load_c(C, off, row < m, col, n)
-                out = (alpha * v[0] + beta * c[0], alpha * v[1] + beta * c[1],
-                       alpha * v[2] + beta * c[2], alpha * v[3] + beta * c[3])
-            store_c(C, off, row < m, col, n, out)
+            sum_to_c(P, off, mn, S, C, off, row, col, alpha, beta, m, n)
+
+    @_inline
+    def parts_to_c(P, base, S, C, alpha, beta, row0, col0, am, bn, m, n):
+        """slices_to_c for partials stored as whole tiles (k9st): S tile_m × tile_n blocks of P
+        from element `base` on, one after another (the layout `epilogue_at` writes with row0 =
+        col0 = 0, m = tile_m and n = tile_n), added in order into C's tile at (row0, col0)."""
+        for g in range(THREAD_M * SUB_N):
+            i = g // SUB_N
+            r = u32(am + i // 4 * M_STEP + i % 4)
+            c = u32(bn + g % SUB_N * N_STEP)
+            row = u32(row0 + r)
+            col = u32(col0 + c)
+            sum_to_c(P, base + u64(r) * u64(TN) + u64(c), u64(TM * TN), S, C,
+                     u64(row) * u64(n) + u64(col), row, col, alpha, beta, m, n)
 
     # Unrolled here, not left to NVVM: with the checked 32-bit stores the row loop stays a
     # loop, acc[i, j] gets a run-time index and the 64 accumulators move to local memory.
@@ -400,6 +421,7 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     return SimpleNamespace(loaders=loaders, load_tiles=load_tiles,
                            store_tiles=store_tiles, compute=compute, thread_tile=thread_tile,
                            epilogue=epilogue, epilogue_at=epilogue_at, slices_to_c=slices_to_c,
+                           parts_to_c=parts_to_c,
                            double_buffered=double_buffered,
                            # one clamped A row per thread: more would each need their own offset
                            unrolled_buffers=unrolled_buffers if A_LOADS == 1 else None)

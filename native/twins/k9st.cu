@@ -1,0 +1,70 @@
+// k9st twin: stream-K on k9's loop (unrolled_buffers.cuh). CTA b < whole: tile b over all of K.
+// CTA whole + c: K tiles [start(c), start(c + 1)) of the stream tiles (whole .. tiles-1) laid end
+// to end, start(c) = floor(c * n / ctas) = c*q + c*r / ctas; a segment per output tile it meets,
+// each k9's loop over that part of the tile's K. A whole tile: k9's epilogue into C. Part of one:
+// its raw sum into slot s + c of P (tile-local, TM x TN), then the tile's last CTA to arrive
+// (splitk_in_kernel.cuh) adds the parts in order of c and writes C with alpha and beta, in a
+// loop over the thread's float4s of C (as _warptile.parts_to_c): one launch.
+#include "splitk_in_kernel.cuh"
+#include "unrolled_buffers.cuh"
+
+#define K9ST_ARGS int M, int N, int K, int whole, float alpha, const float* __restrict__ A, \
+                  const float* __restrict__ B, float beta, float* __restrict__ C, float* __restrict__ P, \
+                  unsigned* counters
+
+// first K tile of stream CTA c (k9st_streamk.share_start), and the CTA whose share holds K tile x
+__device__ __forceinline__ u32 share_start(u32 c, u32 q, u32 r, u32 ctas) { return c * q + c * r / ctas; }
+__device__ __forceinline__ u32 owner(u32 x, u32 q, u32 r, u32 ctas) {
+    u32 c = min(x / q, ctas - 1);
+    while (share_start(c, q, r, ctas) > x) --c;
+    return c;
+}
+
+template <bool AV, bool BV>
+__device__ __forceinline__ void k9st_body(K9ST_ARGS) {
+    constexpr u32 TILE = wt::TM * wt::TN;
+    const u32 m = M, n = N, k = K, w = whole, b = blockIdx.x;
+    const u32 gx = (n + wt::TN - 1) / wt::TN, tiles = gx * ((m + wt::TM - 1) / wt::TM);
+    const u32 iters = (k + wt::TK - 1) / wt::TK;
+    const u32 ctas = gridDim.x - w, n_it = (tiles - w) * iters, q = n_it / ctas, r = n_it - q * ctas;
+    const u32 c = b - min(b, w);
+    u32 it = b < w ? b * iters : w * iters + share_start(c, q, r, ctas);
+    const u32 end = b < w ? it + iters : w * iters + share_start(c + 1, q, r, ctas);
+    while (it < end) {
+        const u32 tile = it / iters, first = tile * iters, stop = min(end, first + iters);
+        const u32 row0 = tile / gx * wt::TM, col0 = tile % gx * wt::TN;
+        u32 am, bn;
+        float acc[wt::THREAD_M][wt::THREAD_N] = {};
+        wt::k9_loop<AV, BV>(A, B, m, n, k, (it - first) * wt::TK, min(k, (stop - first) * wt::TK), row0, col0,
+                            am, bn, acc);
+        if (it == first && stop == first + iters) {
+            wt::epilogue<BV>(C, acc, alpha, beta, row0, col0, am, bn, m, n);
+        } else {
+            const u32 s = tile - w, x0 = s * iters;
+            const u32 lo = owner(x0, q, r, ctas), parts = owner(x0 + iters - 1, q, r, ctas) - lo + 1;
+            wt::epilogue<BV>(P + u64(s + c) * TILE, acc, 1.f, 0.f, 0, 0, am, bn, wt::TM, wt::TN);
+            if (twin::arrive_at(counters, s, threadIdx.y * 32 + threadIdx.x, parts)) {
+#pragma unroll 1   // a loop, as the Numba level's: acc is not read
+                for (int g = 0; g < wt::THREAD_M * wt::SUB_N; ++g) {
+                    const int i = g / wt::SUB_N;
+                    const u32 tr = am + i / 4 * wt::M_STEP + i % 4, tc = bn + g % wt::SUB_N * wt::N_STEP;
+                    const u32 row = row0 + tr, col = col0 + tc;
+                    const u64 off = u64(row) * n + col;
+                    float v[4];
+                    twin::sum_slices4(P, u64(s + lo) * TILE + tr * wt::TN + tc, TILE, parts, row < m, col, n, v);
+                    const float4 out = beta == 0.f ? twin::ax4(alpha, v)
+                                                   : twin::axpby4(alpha, v, beta, twin::load4<BV>(C, off, row < m, col, n));
+                    twin::store4<BV>(C, off, row < m, col, n, out);
+                }
+            }
+        }
+        it = stop;
+    }
+}
+
+#define K9ST_KERNEL(NAME, AV, BV) \
+    WT_KERNEL NAME(K9ST_ARGS) { k9st_body<AV, BV>(M, N, K, whole, alpha, A, B, beta, C, P, counters); }
+K9ST_KERNEL(k9st, true, true)
+K9ST_KERNEL(k9st_edge, false, false)
+K9ST_KERNEL(k9st_bc, false, true)      // K % 4 != 0
+K9ST_KERNEL(k9st_a, true, false)       // N % 4 != 0
