@@ -1005,6 +1005,9 @@ def _section_figures():
     s5 = k5sk.plan_splits(16, 8192, 8192)
     gv16 = get("k6gv16").module
     k9sk = get("k9sk").module
+    k9st = get("k9st").module
+    st4097, st_rows = k9st.stream_plan(4097, 4097, 4097), k9st.stream_plan(777, 5000, 3001)
+    st_q, st_r = divmod((st4097.tiles - st4097.whole) * st4097.iters, st4097.ctas)
     fp32_4096 = {t["level"]: t["kernel_ms"] for r in json.loads(
         (ROOT / "docs" / "data" / "h200_shapes_fp32_in_place.json").read_text())["results"]
         if r["name"] == "square 4096" for t in r["levels"]}
@@ -1080,6 +1083,20 @@ def _section_figures():
             "8 × 128 × 4096 × 4 bytes = {} MB": k9sk.plan_splits(128, 4096, 4096) * 128 * 4096 * 4 / 1e6,
             "{} CTAs add them": k9sk.grid(128, 4096)[0] * k9sk.grid(128, 4096)[1],
             "floats = {} partials": k9sk.plan_splits(128, 4096, 4096) * k9sk.THREAD_M * k9sk.THREAD_N,
+        },
+        "k9st": {
+            "at 4097³, {} tiles are 4.125 waves": st4097.tiles,
+            "tiles are {} waves of work done in 5": st4097.tiles / 264,
+            "280 tiles are {} waves of work": st_rows.tiles / 264,
+            "(4097³: {} tiles over 264 CTAs": st4097.tiles - st4097.whole,
+            "264 CTAs, {} tiles each": (st4097.tiles - st4097.whole) / st4097.ctas,
+            "so the first 3 waves stay whole: {} tiles": st4097.whole,
+            "The other 297 tiles hold 297 × 513 = {} K tiles": (st4097.tiles - st4097.whole) * st4097.iters,
+            "that is 577 or 578 each (q = {}, r = 33)": st_q,
+            "(q = 577, r = {})": st_r,
+            "ends at 3 + 1.125 = {} units": st4097.whole / 264 + (st4097.tiles - st4097.whole) / st4097.ctas,
+            "against k9's 5 waves: {} % less": 100 * (1 - (st4097.whole / 264 + (st4097.tiles - st4097.whole)
+                                                          / st4097.ctas) / 5),
         },
         "k8sk": {
             "(512×4096, S = 2: {} MB each way)": k8sk.plan_splits(512, 4096, 4096) * 512 * 4096 * 4 / 1e6,

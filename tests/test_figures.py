@@ -475,6 +475,24 @@ def test_coarsening_is_k3cs_geometry_against_k3():
     assert (k3["loads_per_output"], k3c["loads_per_output"]) == (2, 1.25)   # k3c's headline
 
 
+def test_stream_schedule_is_k9sts_plan():
+    """The figure's schedule: every tile's K tiles covered once, k9's waves against k9st's whole
+    tiles and equal shares, the split tiles those whose K tiles two CTAs share; the caption's
+    3 against 2.5 units."""
+    d = figures.stream_schedule()
+    p, R = d["plan"], d["slots"]
+    assert (p.tiles, p.whole, p.ctas, R) == (10, 4, 4, 4) and d["time"] == {"k9": 3, "k9st": 2.5}
+    done = {}
+    for row in d["k9st"]:
+        assert all(b1 == a2 for (_, _, b1, _), (_, a2, _, _) in zip(row, row[1:]))   # back to back
+        for t, a, b, whole in row:
+            done[t] = done.get(t, 0) + (b - a)
+            assert whole == (b - a == 1)
+    assert done == {t: 1 for t in range(p.tiles)}
+    assert set(d["parts"]) == {t for row in d["k9st"] for t, _, _, whole in row if not whole} == {5, 8}
+    assert sorted(t for row in d["k9"] for t, _, _ in row) == list(range(p.tiles))
+
+
 def test_splitk_plans_are_the_levels_own():
     from numba_gemm import splitk
     from numba_gemm.registry import get

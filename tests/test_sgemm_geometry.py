@@ -22,7 +22,7 @@ def _launch(module, M, N, K):
 
     seen = []
     mp = pytest.MonkeyPatch()
-    for name in ("launch", "launch_in_kernel"):      # k6gv: its split reduced in the kernel
+    for name in ("launch", "launch_in_kernel", "launch_stream"):   # k6gv, k9sk: split in the kernel; k9st
         if hasattr(module, name):
             mp.setattr(module, name, lambda kernel, grid, block, *a, **kw: seen.append((grid, block)))
     mp.setattr(launch, "launch_numba", lambda *a, **kw: None)   # k8p's copies: not the GEMM's launch
@@ -61,6 +61,9 @@ def test_geometry_is_what_run_launches(level):
         grid, block = _launch(mod, M, N, K)
         t = mod.tile_for(M, N) if hasattr(mod, "tile_for") else g     # k8sk: 64 wide where N ≤ 64
         assert tuple(block) == t.block
+        if hasattr(mod, "stream_plan") and mod.stream_plan(M, N, K).streams:   # k9st: one CTA a share
+            assert tuple(grid) == mod.stream_plan(M, N, K).grid
+            continue
         rows, cols = grid[axis], grid[1 - axis]
         m, n = mod.plan(M, N, K) if hasattr(mod, "plan") else (M, N)   # k8e: the whole tiles only
         assert (rows, cols) == (-(-m // t.tile_m), -(-n // t.tile_n)), (M, N, grid)

@@ -122,18 +122,18 @@ def in_kernel_buffers(C, grid, M: int, N: int):
 
 @inline
 def arrive(counters, flag, tid, S):
-    """Call once every thread of the CTA has stored its partial: True, in every thread, for the
-    CTA that is the last of its tile's S slices to arrive. That CTA resets the tile's counter
-    for the next call (and for a graph's replay). `flag`: a 1-element uint32 shared array.
-    The tile is the CTA's (x, y) in the grid (`arrive_at` for any other counter)."""
+    """`arrive_at` on the counter of the CTA's own (x, y) tile of the grid."""
     return arrive_at(counters, u32(cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x), flag, tid, S)
 
 
 @inline
 def arrive_at(counters, tile, flag, tid, S):
-    """`arrive` on counter `tile` (k9st: the stream-K tile a CTA's segment of K belongs to). The fences
-    order this CTA's partial before its arrival, and the others' before the last CTA's loads
-    (the pattern of the CUDA programming guide's threadfence example)."""
+    """Call once every thread of the CTA has stored its partial: True, in every thread, for the
+    last of the S CTAs counted on counters[tile] to arrive (k6gv, k9sk: a tile's slices; k9st:
+    the CTAs sharing a stream tile). That CTA resets the counter for the next call (and for a
+    graph's replay). `flag`: a 1-element uint32 shared array. The fences order this CTA's
+    partial before its arrival, and the others' before the last CTA's loads (the pattern of
+    the CUDA programming guide's threadfence example)."""
     cuda.threadfence()
     cuda.syncthreads()
     if tid == u32(0):

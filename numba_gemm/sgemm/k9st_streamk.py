@@ -1,4 +1,4 @@
-"""read: diff native/twins/k9sk.cu native/twins/k9st.cu · run: python bench.py --level k9st
+"""read: diff native/twins/k9.cu native/twins/k9st.cu · run: python bench.py --level k9st
 
 k9st — stream-K on k9's loop: the last wave's tiles shared out evenly, K tile by K tile.
 
@@ -203,7 +203,7 @@ def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
             else:                                           # part of a stream tile s
                 s = u32(tile - w)
                 x0 = u32(s * iters)                         # its first K tile in the stream
-                lo = owner_of(x0, q, r, ctas)                  # the CTAs that share it: lo .. hi
+                lo = owner_of(x0, q, r, ctas)               # the CTAs that share it: lo .. hi
                 hi = owner_of(u32(x0 + iters - 1), q, r, ctas)
                 epilogue_at(0, P, u64(s + c) * u64(TILE), acc, float32(1.0), float32(0.0),
                             u32(0), u32(0), am, bn, u32(TM), u32(TN))
@@ -236,21 +236,28 @@ def buffers(C, p: StreamPlan):
 
 
 def run(A, B, C, alpha, beta, stream=None, slots=None):
-    from ..runtime import launch as launches
-    from ..runtime.launch import launch_numba
-
     M, K = A.shape
     N = B.shape[1]
     p = stream_plan(M, N, K, slots)
     if not p.streams:           # whole waves: k9, its kernel (auto prices it so)
         launch(k9.SPECIALISATIONS[vector_operands(A, B, C)][1], grid(M, N), BLOCK, A, B, C, alpha, beta, stream)
         return
+    launch_stream(SPECIALISATIONS[vector_operands(A, B, C)][1], p.grid, BLOCK, A, B, C, alpha, beta, stream, p)
+
+
+def launch_stream(kernel, grid, block, A, B, C, alpha, beta, stream, p: StreamPlan):
+    """`kernel` over the 1-D `grid` of plan p, once, with C's workspace (`buffers`)."""
+    from ..runtime import launch as launches
+    from ..runtime.launch import launch_numba
+
+    M, K = A.shape
+    N = B.shape[1]
     P, counters = buffers(C, p)
     args = (np.int32(M), np.int32(N), np.int32(K), np.int32(p.whole), np.float32(alpha),
             A.reshape(M * K), B.reshape(K * N), np.float32(beta), C.reshape(M * N), P, counters)
     # a recorded launch keeps only its packed parameters: it holds the workspace too
     with launches.keeping((P, counters), stream):
-        launch_numba(SPECIALISATIONS[vector_operands(A, B, C)][1], p.grid, BLOCK, args, stream)
+        launch_numba(kernel, grid, block, args, stream)
 
 
 def warp_step(M, N, K, bx, by, warp, ph, g=GEOMETRY) -> Step:

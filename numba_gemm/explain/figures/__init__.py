@@ -13,7 +13,7 @@
                 from numba_gemm.ptx, numba_gemm.hgemm and the constants of the native sources
     tensor_draw their drawing
     variant_data the side rungs' figures' data (k3c's coarsening, the split-K levels' slices and
-                reduction, v11r's register-staged loads), from those levels' own plans and models
+                reduction, k9st's stream-K schedule, v11r's register-staged loads), from those levels' own plans and models
     variant_draw their drawing
     measured    the roofline, the ladder and the size curve, from bench.py --json output (the
                 committed input is the manifest docs/data/h200_ladder.json; its forms are in
@@ -37,9 +37,9 @@ from .tensor_data import (epilogue_timeline, mma_fragments, native_constants, tm
                           v13_multicast, v13_schedule)
 from .tensor_draw import (draw_epilogue_overlap, draw_mma_fragments, draw_tma_box, draw_v12_roles,
                           draw_v13_cluster)
-from .variant_data import (RAGGED_SHAPE, SPLITK_SHAPES, coarsening, reduction_terms, splitk_plan,
-                           splitk_plans, staged_loads)
-from .variant_draw import draw_coarsening, draw_splitk, draw_staged_loads
+from .variant_data import (RAGGED_SHAPE, SPLITK_SHAPES, STREAMK_SHAPE, STREAMK_SLOTS, coarsening, reduction_terms,
+                           splitk_plan, splitk_plans, staged_loads, stream_schedule)
+from .variant_draw import draw_coarsening, draw_splitk, draw_staged_loads, draw_streamk
 from .measured import (CURVE_JSON, DATA_DIR, RESULTS_JSON, ROOT, compute_roof, cublas_lines, draw_curve,
                        draw_ladder, draw_roofline, label_boxes, label_layout, ladder_chart,
                        load_results, roof_label, roofline_points, tensor_ceilings, tile_intensity,
@@ -70,6 +70,7 @@ FIGURES = {
     "epilogue": ("v12_v13_epilogue.png", draw_epilogue_overlap),
     "coarsen": ("k3c_coarsening.png", draw_coarsening),
     "splitk": ("splitk.png", draw_splitk),
+    "streamk": ("k9st_streamk.png", draw_streamk),
     "staged": ("v11r_staged_loads.png", draw_staged_loads),
 }
 MEASURED = ("roofline", "ladder")   # drawn from --results; the curve from CURVE_JSON
@@ -110,7 +111,8 @@ __all__ = [
     "v12_roles", "v13_multicast", "v13_schedule", "epilogue_timeline", "draw_mma_fragments",
     "draw_tma_box", "draw_v12_roles", "draw_v13_cluster", "draw_epilogue_overlap",
     "coarsening", "splitk_plan", "splitk_plans", "reduction_terms", "staged_loads", "SPLITK_SHAPES",
-    "RAGGED_SHAPE", "draw_coarsening", "draw_splitk", "draw_staged_loads", "PNG", "ROOT", "DATA_DIR", "RESULTS_JSON",
+    "RAGGED_SHAPE", "STREAMK_SHAPE", "STREAMK_SLOTS", "stream_schedule", "draw_coarsening", "draw_splitk",
+    "draw_streamk", "draw_staged_loads", "PNG", "ROOT", "DATA_DIR", "RESULTS_JSON",
     "CURVE_JSON", "load_results", "tensor_ceilings", "compute_roof", "tile_intensity",
     "roofline_points", "cublas_lines", "tile_model_points", "roof_label", "label_layout", "label_boxes", "draw_roofline", "draw_ladder",
     "ladder_chart", "draw_curve", "FIGURES_DIR", "FIGURES", "MEASURED", "build", "main",

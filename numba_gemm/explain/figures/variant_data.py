@@ -1,7 +1,8 @@
 """The data behind the side rungs' figures — k3c's coarsening, the split-K levels (k5sk, k8sk,
-v11sk) and v11r's register-staged loads: pure functions of those levels' own code (k3's and
-k3c's warp_step, the split plans of numba_gemm.splitk and each level's plan_splits /
-split_plan, v11r's load_width, tile_instructions, StagedTile and stage_image). Tested without
+v11sk), k9st's stream-K schedule and v11r's register-staged loads: pure functions of those
+levels' own code (k3's and k3c's warp_step, the split plans of numba_gemm.splitk and each
+level's plan_splits / split_plan, k9st's stream_plan, share_start and owner, v11r's
+load_width, tile_instructions, StagedTile and stage_image). Tested without
 matplotlib; numba_gemm.explain.figures.variant_draw draws them.
 """
 from __future__ import annotations
@@ -104,6 +105,49 @@ def reduction_terms(S: int) -> list[int]:
     S − 1, one after the other, then alpha once and beta·C once (tests run the kernel in the
     simulator against exactly this order)."""
     return list(range(S))
+
+
+# ---------------------------------------------------------------------------------------
+# stream-K: k9's waves against k9st's shares of the last ones
+
+STREAMK_SHAPE = (256, 640, 96)   # 10 tiles of 12 K tiles: the figure's small case
+STREAMK_SLOTS = 4                # resident CTAs it is shared over
+
+
+def stream_schedule(M: int = STREAMK_SHAPE[0], N: int = STREAMK_SHAPE[1], K: int = STREAMK_SHAPE[2],
+                    slots: int = STREAMK_SLOTS) -> dict:
+    """k9 and k9st at M×N×K on `slots` resident CTAs, in units of one tile's whole K loop.
+    "plan": k9st.stream_plan; "k9": per slot, [(tile, start, end)] as whole tiles come in
+    waves; "k9st": per slot, [(tile, start, end, whole)] — the whole tiles' waves, then stream
+    CTA c's segments in that slot, from the kernel's own share_start; "parts": {tile: (lo, hi)}
+    the stream CTAs sharing each split tile (k9st.owner); "time": each level's last end."""
+    from ...registry import get
+
+    st = get("k9st").module
+    p = st.stream_plan(M, N, K, slots)
+    I = p.iters
+    k9 = [[(t, t // slots, t // slots + 1) for t in range(j, p.tiles, slots)] for j in range(slots)]
+    sched = [[(t, t // slots, t // slots + 1, True) for t in range(j, p.whole, slots)] for j in range(slots)]
+    parts = {}
+    if p.streams:
+        n = (p.tiles - p.whole) * I
+        q, r = divmod(n, p.ctas)
+        t0 = p.whole // slots                     # the waves of whole tiles before the stream part
+        for c in range(p.ctas):
+            x, end = int(st.share_start(c, q, r, p.ctas)), int(st.share_start(c + 1, q, r, p.ctas))
+            while x < end:
+                s = x // I
+                stop = min(end, (s + 1) * I)
+                lo, hi = int(st.owner(s * I, q, r, p.ctas)), int(st.owner((s + 1) * I - 1, q, r, p.ctas))
+                if hi > lo:
+                    parts[p.whole + s] = (lo, hi)
+                base = t0 + (x - int(st.share_start(c, q, r, p.ctas))) / I
+                sched[c].append((p.whole + s, base, base + (stop - x) / I, hi == lo))
+                x = stop
+    ends = {"k9": max(e for row in k9 for _, _, e in row),
+            "k9st": max(e for row in sched for _, _, e, _ in row)}
+    return {"shape": (M, N, K), "slots": slots, "plan": p, "k9": k9, "k9st": sched, "parts": parts,
+            "time": ends}
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """The side rungs' figures, drawn from numba_gemm.explain.figures.variant_data with matplotlib (imported
 only when a figure is drawn): k3c's four column tiles per block, the split-K levels' slices,
-partials and reduction, v11r's register-staged loads."""
+partials and reduction, k9st's stream-K schedule, v11r's register-staged loads."""
 from __future__ import annotations
 
 from .draw import BLUE, GREEN, GREY, ORANGE, RED, _plt, _save
-from .variant_data import coarsening, reduction_terms, splitk_plans, staged_loads
+from .variant_data import coarsening, reduction_terms, splitk_plans, staged_loads, stream_schedule
 
 
 def draw_coarsening(path, levels=("k3", "k3c"), n: int = 256):
@@ -123,6 +123,43 @@ def draw_splitk(path):
           "output tile gets S CTAs, one per slice of K, which store raw fp32 partials (α = 1, β = 0);\n"
           "one more kernel adds them in a fixed order and applies α and β once: no atomics, the same "
           "bits every run", fontsize=11)
+    _save(fig, path)
+
+
+def draw_streamk(path):
+    """k9 against k9st on the figure's small case: the resident CTA slots over time (a tile's
+    whole K loop = 1), whole tiles in waves, then the stream CTAs' equal shares of the rest;
+    a tile split between two CTAs hatched, with the CTAs whose parts its last one adds."""
+    plt = _plt()
+    from matplotlib.patches import Rectangle
+
+    d = stream_schedule()
+    p, R = d["plan"], d["slots"]
+    M, N, K = d["shape"]
+    cmap = plt.get_cmap("tab10")
+    fig, axes = plt.subplots(1, 2, figsize=(14, 3.6), layout="constrained", sharex=True)
+    rows = {"k9": [[(t, a, b, True) for t, a, b in row] for row in d["k9"]], "k9st": d["k9st"]}
+    for ax, (lv, sched) in zip(axes, rows.items()):
+        for j, row in enumerate(sched):
+            for t, a, b, whole in row:
+                ax.add_patch(Rectangle((a, j + 0.1), b - a, 0.8, color=cmap(t % 10), alpha=0.75,
+                                       hatch=None if whole else "///", ec="white", lw=1))
+                ax.text((a + b) / 2, j + 0.5, f"tile {t}" if whole else f"{t}: part", ha="center",
+                        va="center", fontsize=8)
+        ax.axvline(d["time"][lv], color=RED, lw=1.2)
+        ax.set_ylim(R, 0)
+        ax.set_yticks([j + 0.5 for j in range(R)], [f"slot {j}" for j in range(R)], fontsize=8)
+        ax.set_xlim(0, d["time"]["k9"] + 0.2)
+        ax.set_xlabel("time, in one tile's whole K loop", fontsize=9)
+    axes[0].set_title(f"k9: {p.tiles} tiles in waves of {R}: {d['time']['k9']:g} units, the last wave "
+                      f"{100 * (p.tiles % R) / R:.0f} % full", fontsize=10)
+    split = ", ".join(f"tile {t} = CTA {lo} + CTA {hi}" if hi == lo + 1 else f"tile {t} = CTAs {lo}…{hi}"
+                      for t, (lo, hi) in d["parts"].items())
+    axes[1].set_title(f"k9st: {p.whole} whole tiles, then {p.tiles - p.whole} tiles' K tiles shared by "
+                      f"{p.ctas} CTAs: {d['time']['k9st']:g} units\n(split: {split}, added in CTA order "
+                      "by the tile's last CTA)", fontsize=10)
+    fig.suptitle(f"Stream-K at {M}×{N}×{K} ({p.tiles} tiles of {p.iters} K tiles) on {R} resident CTAs, "
+                 "from k9st's own stream_plan and share_start", fontsize=11)
     _save(fig, path)
 
 
