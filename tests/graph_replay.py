@@ -1,6 +1,6 @@
 """A level's call captured in a CUDA graph with the driver's stream capture, replayed: shared by
 the tests of the levels that launch more than one kernel or keep state between launches (v11sk,
-v11sl, v11p, v11gv in fp16; k8p and k8e in fp32)."""
+v11sl, v11p, v11gv in fp16; k8p, k8e and k9st in fp32)."""
 import numpy as np
 
 from numba_gemm.measure import check
