@@ -33,7 +33,7 @@
 #             figures, notebook): every tests/test_*.py not named above, so none is left out (146 s)
 #     (pytest's seconds on the H200 after the warm step; docs/data/h200_gpu_suite.json)
 #   `tests` runs chunk ${TEST_CHUNK:-1} and says which to run next, or the files in TEST_FILES.
-#   LEVELS / SIZES narrow the sgemm step, HGEMM_LEVELS the hgemm step, SANITIZE_LEVELS (default:
+#   LEVELS / SIZES (or SGEMM_SHAPES: space-separated M,N,K) narrow the sgemm step, HGEMM_LEVELS the hgemm step, SANITIZE_LEVELS (default:
 #   every native level) the sanitize step, HGEMM_DTYPES (default: fp16 bf16) the hgemm step,
 #   OVERHEAD_LEVELS (default: every level) the overhead step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
 #   SANITIZE_TOOLS the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE (or
@@ -115,7 +115,9 @@ if has sanitize; then  # every native level on a small ragged shape, each checke
   done
 fi
 if has sgemm; then
-  timeout 420 python3 bench.py --level "${LEVELS:-sgemm}" --size "${SIZES:-4096,4097,8192}" --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
+  if [[ -n "${SGEMM_SHAPES:-}" ]]; then sizes=(); for s in $SGEMM_SHAPES; do sizes+=(--shape "$s"); done
+  else sizes=(--size "${SIZES:-4096,4097,8192}"); fi
+  timeout 420 python3 bench.py --level "${LEVELS:-sgemm}" "${sizes[@]}" --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
   cat "$OUT/sgemm.txt"
 fi
 if has hgemm; then
