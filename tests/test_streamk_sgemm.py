@@ -173,6 +173,12 @@ def test_short_k_is_not_shared_out():
     assert MOD.stream_plan(4096, 4096, 24).streams              # of 3: 264 shares of 5-6
 
 
+def test_bad_forced_slots_are_refused():
+    for bad in (-1, 2.5, True, "264", MOD.MAX_SLOTS + 1):
+        with pytest.raises(ValueError, match="slots"):
+            MOD.stream_plan(777, 5000, 3001, bad)
+
+
 def test_refuses_what_32_bits_cannot_count():
     why = MOD.unsupported(2**16, 2**16, 2**16)        # 512·512 tiles of 8192 K tiles: 2**31
     assert why and "32 bits" in why

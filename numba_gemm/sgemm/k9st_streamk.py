@@ -70,6 +70,7 @@ CTAS_PER_SM = _warptile.blocks_per_sm(TILING)   # k9's launch bounds: 2 CTAs of 
 SMS = 132
 MIN_ITERS = splitk.MIN_K_TILES_PER_SPLIT    # K tiles a stream CTA runs at least (its pipeline's fill)
 MAX_ITERATIONS = 2**31                      # tiles · I: the kernel counts K tiles in 32 bits
+MAX_SLOTS = 2**16 - 1                       # stream CTAs at most: c·r (r < ctas) fits 32 bits
 # numba_gemm.choose: one launch, the parts reduced inside it
 SPLIT_IN_KERNEL = True
 
@@ -111,6 +112,8 @@ def stream_plan(M: int, N: int, K: int, slots: int | None = None) -> StreamPlan:
     gx, gy = grid(M, N)
     T, I = gx * gy, ceil_div(K, TILE_K)
     R = slots or SLOTS or SMS * CTAS_PER_SM
+    if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or not 1 <= R <= MAX_SLOTS:
+        raise ValueError(f"{LEVEL}: slots must be an int in 1..{MAX_SLOTS}, got {R!r}")
     waves, rest = divmod(T, R)
     if rest == 0:
         return StreamPlan(T, I, T, 0)
@@ -124,7 +127,7 @@ def stream_plan(M: int, N: int, K: int, slots: int | None = None) -> StreamPlan:
 
 # The kernel's arithmetic, plain functions the host calls too (tests, the twin's checks), in
 # 32 bits (a 64-bit division is a subroutine call in SASS): n = q·ctas + r K tiles of the
-# stream tiles (n < 2**31: unsupported), ctas ≤ 2**16 (c·r < 2**32).
+# stream tiles (n < 2**31: unsupported), ctas ≤ MAX_SLOTS (c·r < 2**32).
 def share_start(c, q, r, ctas):
     """First K tile (counted from the first stream tile) of stream CTA c: floor(c·n / ctas),
     as c·q + floor(c·r / ctas)."""

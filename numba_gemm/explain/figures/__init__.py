@@ -13,7 +13,8 @@
                 from numba_gemm.ptx, numba_gemm.hgemm and the constants of the native sources
     tensor_draw their drawing
     variant_data the side rungs' figures' data (k3c's coarsening, the split-K levels' slices and
-                reduction, k9st's stream-K schedule, v11r's register-staged loads), from those levels' own plans and models
+                reduction, k9st's stream-K schedule, v11r's register-staged loads), from those
+                levels' own plans and models
     variant_draw their drawing
     measured    the roofline, the ladder and the size curve, from bench.py --json output (the
                 committed input is the manifest docs/data/h200_ladder.json; its forms are in
