@@ -1008,6 +1008,9 @@ def _section_figures():
     k9st = get("k9st").module
     st4097, st_rows = k9st.stream_plan(4097, 4097, 4097), k9st.stream_plan(777, 5000, 3001)
     st_q, st_r = divmod((st4097.tiles - st4097.whole) * st4097.iters, st4097.ctas)
+    es = get("k8es").module.interior_plan(777, 5000, 3000)[2]
+    es_q, es_r = divmod(es.tiles * es.iters, es.ctas)
+    es_share = es.tiles * es.iters / es.ctas / es.iters
     fp32_4096 = {t["level"]: t["kernel_ms"] for r in json.loads(
         (ROOT / "docs" / "data" / "h200_shapes_fp32_in_place.json").read_text())["results"]
         if r["name"] == "square 4096" for t in r["levels"]}
@@ -1097,6 +1100,18 @@ def _section_figures():
             "ends at 3 + 1.125 = {} units": st4097.whole / 264 + (st4097.tiles - st4097.whole) / st4097.ctas,
             "against k9's 5 waves: {} % less": 100 * (1 - (st4097.whole / 264 + (st4097.tiles - st4097.whole)
                                                           / st4097.ctas) / 5),
+        },
+        "k8es": {
+            "they are 6 × 39 = {}, 0.89 of a wave": es.tiles,
+            "= 234, {} of a wave": es.tiles / 264,
+            "so {} slots idle while": 264 - es.tiles,
+            "takes 332 or 333 of the interior's {} K tiles": es.tiles * es.iters,
+            "of the interior's 87750 K tiles, {} of a tile": es_share,
+            "234 tiles × 375 K tiles (K4 = 3000, 8 deep) = {};": es.tiles * es.iters,
+            "87750 = {} × 264 + 102": es_q,
+            "= 332 × 264 + {}, so": es_r,
+            "and the rest 332: {} of a tile each": es_share,
+            "524 µs × 234 / 264 = {} µs": 524 * es.tiles / 264,
         },
         "k8sk": {
             "(512×4096, S = 2: {} MB each way)": k8sk.plan_splits(512, 4096, 4096) * 512 * 4096 * 4 / 1e6,

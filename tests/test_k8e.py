@@ -7,7 +7,9 @@ edge_columns on the right columns, the copy back, in that order); exactness in t
 small shapes with either strip or both, beta != 0 and beta == 0 over a NaN-poisoned C, with
 B and C copied and in place (N % 4 == 0: only A copied, the K tail by k_tail).
 GPU: exact on ragged shapes, bit-identical reruns, a captured graph replaying the same bits.
-The registry-driven tests (test_sgemm, test_twins, test_sass) cover the rest of the contract.
+k8es (k8e with its interior by k9st's stream-K kernel and plan): the interior's plan, its
+launches, exactness in the simulator with the interior streamed (slots forced to 3), and on a
+GPU as k8e's. The registry-driven tests (test_sgemm, test_twins, test_sass) cover the rest of the contract.
     python -m pytest -q tests/test_k8e.py -m gpu
 """
 import numpy as np
@@ -152,3 +154,65 @@ def test_exact_on_ragged_shapes():
 def test_captured_graph_replays_the_same_bits():
     replays_exactly("k8e", 257, 259, 261, np.random.default_rng(), dtype=np.float32)
     replays_exactly("k8e", 257, 260, 261, np.random.default_rng(), dtype=np.float32)   # in place
+
+
+# ---- k8es: k8e with its interior shared out by stream-K (k9st's kernel and plan) ----------------
+
+from numba_gemm.sgemm import k8es_streamk as k8es  # noqa: E402
+from numba_gemm.sgemm import k9st_streamk as k9st  # noqa: E402
+
+
+def test_k8es_plans_the_interior_alone():
+    """k9st's plan over k8e's whole tiles: at 777×5000×3001 the 234 interior tiles, 0.89 of a
+    wave, shared by 264 CTAs; at 4097³ 1024 tiles, two waves whole; whole waves: k8e itself."""
+    assert registry()["k8es"].parent == "k8e"
+    assert k8es.interior_plan(777, 5000, 3000) == (768, 39, k9st.StreamPlan(234, 375, 0, 264))
+    assert k8es.interior_plan(4097, 4097, 4100) == (4096, 32, k9st.StreamPlan(1024, 513, 528, 264))
+    assert k8es.stream_plan(4097, 4097, 4097) == k8es.interior_plan(4097, 4097, 4100)[2]
+    assert not k8es.interior_plan(33 * 128 + 5, 8 * 128 + 3, 4096)[2].streams     # 33 × 8 = 264 tiles
+    for shape in [(4096, 4096, 4096), (100, 7, 5)]:
+        assert k8es.unsupported(*shape) == k8e.unsupported(*shape)
+
+
+def test_k8es_launches_k8es_interior_kernel_where_it_streams(monkeypatch):
+    """In place at 139×132×70 on 3 slots: A's copy, the interior as one stream launch over
+    the first 128 rows (its plan's grid, the workspace held), the strips, the K tail."""
+    calls = []
+    monkeypatch.setattr(launch, "launch_numba", lambda fn, grid, block, args, stream=None:
+                        calls.append((fn, grid, args)))
+    monkeypatch.setattr(k9st, "SLOTS", 3)
+    from numba import cuda
+
+    A, B = cuda.device_array((139, 70), np.float32), cuda.device_array((70, 132), np.float32)
+    C = cuda.device_array((139, 132), np.float32)
+    m, tiles_n, p = k8es.interior_plan(139, 132, 68)
+    assert (m, tiles_n, p) == (128, 1, k9st.StreamPlan(1, 9, 0, 2))
+    k8es.run(A, B, C, 1.0, 0.0)
+    fns = [fn for fn, _, _ in calls]
+    assert fns[0] is k8p.repitch and fns[1] is k8es.kernel and fns[-1] is k8e.k_tail
+    assert calls[1][1] == p.grid and int(calls[1][2][0]) == m and int(calls[1][2][3]) == tiles_n
+    assert k8e.edge_columns in fns and fns.count(k8e.k_tail) == 1
+
+
+def test_k8es_exact_with_a_streamed_interior(monkeypatch):
+    """In the simulator on 3 slots, so that two CTAs share the interior's one tile: with B and
+    C copied (N % 4 != 0) and in place (N % 4 == 0, the K tail by k_tail), both strips."""
+    monkeypatch.setattr(k9st, "SLOTS", 3)
+    rng = np.random.default_rng()
+    for M, N, K, alpha, beta, k in [(130, 133, 70, 1.0, 0.0, 72), (139, 132, 70, 0.5, -1.5, 68)]:
+        assert k8es.interior_plan(M, N, k)[2].streams
+        exact_twice("k8es", M, N, K, alpha, beta, rng)
+
+
+@pytest.mark.gpu
+def test_k8es_exact_on_ragged_shapes():
+    rng = np.random.default_rng()
+    for M, N, K in [(1025, 1031, 999), (300, 2049, 2051), (4100, 129, 65), (777, 5000, 3001), (2049, 2052, 5)]:
+        exact_twice("k8es", M, N, K, 0.5, -1.5, rng)
+        exact_twice("k8es", M, N, K, 1.0, 0.0, rng)
+
+
+@pytest.mark.gpu
+def test_k8es_captured_graph_replays_the_same_bits():
+    replays_exactly("k8es", 777, 1029, 300, np.random.default_rng(), dtype=np.float32)
+    replays_exactly("k8es", 777, 1032, 301, np.random.default_rng(), dtype=np.float32)   # in place

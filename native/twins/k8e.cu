@@ -4,12 +4,19 @@
 // launches them in the Numba level's order, on the level's workspace.
 #include "unrolled_buffers.cuh"
 
+// k8es.cu builds the copy, strip and tail kernels below under its own names (K8E_LEVEL) beside
+// its own interior kernel
+#ifndef K8E_LEVEL
+#define K8E_LEVEL k8e
 WT_KERNEL k8e(SGEMM_ARGS) { wt::k9_body<true, true>(M, N, K, alpha, A, B, beta, C); }
+#endif
+#define K8E_PASTE(level, suffix) level##suffix
+#define K8E_NAME(level, suffix) K8E_PASTE(level, suffix)
 
 // dst (dst_rows x dst_cols) = the top-left dst_rows x dst_cols of src (rows x cols), zero where
 // src has no element: a thread per column, COPY_ROWS rows each, grid y strided past 65535.
 constexpr u64 COPY_ROWS = 4;
-extern "C" __global__ void k8e_repitch(const float* __restrict__ src, int rows, int cols,
+extern "C" __global__ void K8E_NAME(K8E_LEVEL, _repitch)(const float* __restrict__ src, int rows, int cols,
                                        float* __restrict__ dst, int dst_rows, int dst_cols) {
     const u64 c = u64(blockIdx.x) * blockDim.x + threadIdx.x;
     if (c >= u64(dst_cols)) return;
@@ -24,7 +31,7 @@ extern "C" __global__ void k8e_repitch(const float* __restrict__ src, int rows, 
 // warp 0 adds output j over warps 0..7 and their lanes 0..31 in that order.
 constexpr int EDGE_ROWS = 2, EDGE_WARPS = 8, EDGE_COLS = 8, EDGE_OUT = EDGE_ROWS * EDGE_COLS;
 extern "C" __global__ void __launch_bounds__(32 * EDGE_WARPS)
-k8e_edge_columns(int M, int K, int ldb, int n0, float alpha, const float* __restrict__ A,
+K8E_NAME(K8E_LEVEL, _edge_columns)(int M, int K, int ldb, int n0, float alpha, const float* __restrict__ A,
                  const float* __restrict__ B, float beta, float* __restrict__ C) {
     __shared__ float Red[EDGE_WARPS][32][EDGE_OUT];
     const u32 lane = threadIdx.x, warp = threadIdx.y;
@@ -68,7 +75,7 @@ k8e_edge_columns(int M, int K, int ldb, int n0, float alpha, const float* __rest
 
 // C += alpha*A[:, k0:K] @ B[k0:K, :] for the 1 to 3 k's past the product's K4 = k0: a thread per
 // column, COPY_ROWS rows each (the copy kernel's grid), after the product has written C.
-extern "C" __global__ void k8e_tail(int M, int N, int K, int k0, float alpha, const float* __restrict__ A,
+extern "C" __global__ void K8E_NAME(K8E_LEVEL, _tail)(int M, int N, int K, int k0, float alpha, const float* __restrict__ A,
                                     const float* __restrict__ B, float* __restrict__ C) {
     const u64 c = u64(blockIdx.x) * blockDim.x + threadIdx.x;
     if (c >= u64(N)) return;

@@ -113,10 +113,10 @@ class Twin:
         fn = nvrtc.function(self.source, self.kernel_name(A, B, C), defines=self.defines)
         if hasattr(self.module, "split_plan"):
             return self._run_split(fn, A, B, C, alpha, beta, stream)
+        if hasattr(self.module, "copies"):              # k8p, k8e, k8es (whose interior streams)
+            return self._run_pitched(fn, A, B, C, alpha, beta, stream)
         if hasattr(self.module, "stream_plan"):
             return self._run_stream(fn, A, B, C, alpha, beta, stream)
-        if hasattr(self.module, "copies"):
-            return self._run_pitched(fn, A, B, C, alpha, beta, stream)
         args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_float(alpha),
                 ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)), ctypes.c_float(beta),
                 ctypes.c_void_p(_ptr(C))]
@@ -163,8 +163,8 @@ class Twin:
         if not p.streams:
             return twin(self.module.PARENT).run(A, B, C, alpha, beta, stream)
         P, counters = self.module.buffers(C, p)
-        args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(p.whole),
-                ctypes.c_float(alpha), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)),
+        args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(self.module.grid(M, N)[0]),
+                ctypes.c_int32(p.whole), ctypes.c_float(alpha), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)),
                 ctypes.c_float(beta), ctypes.c_void_p(_ptr(C)), ctypes.c_void_p(_ptr(P)),
                 ctypes.c_void_p(_ptr(counters))]
         launch_native(fn, p.grid, self.module.BLOCK, 0, stream, args)
@@ -192,10 +192,7 @@ class Twin:
         *into, out = mod.copies(M, N, K, beta)
         for c in into:
             launch_copy(*c)
-        args = [ctypes.c_int32(M), ctypes.c_int32(pn), ctypes.c_int32(pk), ctypes.c_float(alpha),
-                ctypes.c_void_p(_ptr(pad["A"])), ctypes.c_void_p(_ptr(pad["B"])), ctypes.c_float(beta),
-                ctypes.c_void_p(_ptr(pad["C"]))]
-        launch_native(fn, mod.grid(M, N), mod.BLOCK, 0, stream, args)
+        self._interior(fn, pad, M, N, pn, pk, alpha, beta, stream)
         if self.edge_kernel:
             self._run_strips(pad, M, N, K, alpha, beta, stream)
         launch_copy(*out)
@@ -217,16 +214,37 @@ class Twin:
                 ctypes.c_void_p(_ptr(A2)), ctypes.c_int32(M), ctypes.c_int32(k4)]
         launch_native(copy, *mod.copy_config(M, k4), 0, stream, args)
         ops = {"A": A2, "B": B.reshape(K * N)[:k4 * N], "C": C.reshape(M * N)}
-        args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(k4), ctypes.c_float(alpha),
-                ctypes.c_void_p(_ptr(ops["A"])), ctypes.c_void_p(_ptr(ops["B"])), ctypes.c_float(beta),
-                ctypes.c_void_p(_ptr(ops["C"]))]
-        launch_native(fn, mod.grid(M, N), mod.BLOCK, 0, stream, args)
+        self._interior(fn, ops, M, N, N, k4, alpha, beta, stream)
         self._run_strips(ops, M, N, k4, alpha, beta, stream)
         tail = nvrtc.function(self.source, self.tail_kernel, defines=self.defines)
         args = [ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K), ctypes.c_int32(k4),
                 ctypes.c_float(alpha), ctypes.c_void_p(_ptr(A)), ctypes.c_void_p(_ptr(B)),
                 ctypes.c_void_p(_ptr(C))]
         launch_native(tail, *mod.copy_config(M, N), 0, stream, args)
+
+    def _interior(self, fn, ops, M, N, ld, k, alpha, beta, stream):
+        """The product on the operands `ops` ({"A", "B", "C"}: k8p's copies, or k8e's A′ beside
+        B and C in place; rows of k and ld floats): the twin's kernel on the level's grid, or
+        where the level shares the interior out (k8es: interior_plan) its stream kernel over the
+        first M' rows, with the level's workspace; with whole waves k8e's kernel, as the level."""
+        mod = self.module
+        ptrs = [ctypes.c_void_p(_ptr(ops[x])) for x in "ABC"]
+        plan = getattr(mod, "interior_plan", None)
+        m, tiles_n, p = plan(M, N, k) if plan else (M, 0, None)
+        if p is None or not p.streams:
+            if p is not None:
+                fn = nvrtc.function(source(mod.PARENT), mod.PARENT, defines=defines(mod.PARENT))
+            args = [ctypes.c_int32(M), ctypes.c_int32(ld), ctypes.c_int32(k), ctypes.c_float(alpha),
+                    ptrs[0], ptrs[1], ctypes.c_float(beta), ptrs[2]]
+            launch_native(fn, mod.grid(M, N), mod.BLOCK, 0, stream, args)
+            return
+        from ..sgemm import k9st_streamk as k9st
+
+        P, counters = k9st.buffers(ops["C"][:m * ld], p)     # the workspace the level's launch uses
+        args = [ctypes.c_int32(m), ctypes.c_int32(ld), ctypes.c_int32(k), ctypes.c_int32(tiles_n),
+                ctypes.c_int32(p.whole), ctypes.c_float(alpha), ptrs[0], ptrs[1], ctypes.c_float(beta),
+                ptrs[2], ctypes.c_void_p(_ptr(P)), ctypes.c_void_p(_ptr(counters))]
+        launch_native(fn, p.grid, mod.BLOCK, 0, stream, args)
 
     def _run_strips(self, pad, M, N, K, alpha, beta, stream):
         mod = self.module

@@ -52,6 +52,8 @@ shapes whose rows are whole float4s k8's: k8e refuses both, naming the level to 
 
 Measured: docs/LADDER.md.
 """
+import functools
+
 import numpy as np
 from numba import cuda
 
@@ -202,15 +204,22 @@ def k_tail(M, N, K, k0, alpha, A, B, C):
         r0 += u64(cuda.gridDim.y) * u64(k8p.COPY_ROWS)
 
 
-def product(A2, B2, C2, M, N, K, alpha, beta, stream):
-    """The interior, then the strips, on the copies. The launches hold A2, B2, C2 (k8p.pitched)
-    and so the strips' views of them; k6gv's split keeps its own partials."""
+def interior(A2, B2, C2, M, N, K, alpha, beta, stream):
+    """k9's kernel on the grid of whole tiles (`grid`) of the flat operands product() gets."""
+    pk, pn = pitch(K), pitch(N)
+    launch(kernel, grid(M, N), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
+           alpha, beta, stream)
+
+
+def product(A2, B2, C2, M, N, K, alpha, beta, stream, inner=interior):
+    """The interior (`inner`: k8e's, or k8es's shared out by stream-K), then the strips, on the
+    copies. The launches hold A2, B2, C2 (k8p.pitched) and so the strips' views of them; k6gv's
+    split keeps its own partials."""
     from ..runtime.launch import launch_numba
 
     pk, pn = pitch(K), pitch(N)
     m, n = plan(M, N, K)
-    launch(kernel, grid(M, N), BLOCK, A2.reshape(M, pk), B2.reshape(pk, pn), C2.reshape(M, pn),
-           alpha, beta, stream)
+    inner(A2, B2, C2, M, N, K, alpha, beta, stream)
     for strip in bottom(A2, B2, C2, M, N, K):
         k6gv.run(*strip, alpha, beta, stream)
     if n < pn:
@@ -273,18 +282,23 @@ def in_place_for(A, B, C) -> bool:
 
 
 def run(A, B, C, alpha, beta, stream=None):
+    compute(LEVEL, A, B, C, alpha, beta, stream)
+
+
+def compute(level, A, B, C, alpha, beta, stream, inner=interior):
+    """k8e's launches with the interior `inner` (k8es: its own), refused as `level`."""
     M, K = A.shape
     N = B.shape[1]
     reason = unsupported(M, N, K)
     if reason:
-        raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
+        raise ValueError(f"level {level} cannot run M={M}, N={N}, K={K}: {reason}")
     if in_place_for(A, B, C):
-        in_place(A, B, C, alpha, beta, stream)
+        in_place(A, B, C, alpha, beta, stream, inner)
     else:
-        k8p.pitched(LEVEL, unsupported, product, A, B, C, alpha, beta, stream)
+        k8p.pitched(level, unsupported, functools.partial(product, inner=inner), A, B, C, alpha, beta, stream)
 
 
-def in_place(A, B, C, alpha, beta, stream):
+def in_place(A, B, C, alpha, beta, stream, inner=interior):
     """B and C where they are: A's first K4 columns copied into rows of K4 floats, the product
     over those K4 (product() on B's first K4 rows), then C += alpha·A[:, K4:]·B[K4:, :], the 1 to
     3 k's left, by `k_tail`."""
@@ -299,7 +313,7 @@ def in_place(A, B, C, alpha, beta, stream):
     with launches.keeping((A2,), stream):
         launch_numba(k8p.repitch, *copy_config(M, k4),
                      (flat_a, np.int32(M), np.int32(K), A2, np.int32(M), np.int32(k4)), stream)
-        product(A2, B.reshape(K * N)[:k4 * N], flat_c, M, N, k4, alpha, beta, stream)
+        product(A2, B.reshape(K * N)[:k4 * N], flat_c, M, N, k4, alpha, beta, stream, inner)
         launch_numba(k_tail, *copy_config(M, N),
                      (np.int32(M), np.int32(N), np.int32(K), np.int32(k4), np.float32(alpha),
                       flat_a, B.reshape(K * N), flat_c), stream)

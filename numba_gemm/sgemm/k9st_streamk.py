@@ -38,17 +38,20 @@ Measured: docs/RESULTS.md.
 from dataclasses import dataclass
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, int32, uint32
 
 from .. import splitk
 from ..runtime import workspace
 from . import _warptile
 from . import k9_unrolled as k9
 from ._access import Step
-from ._common import SMEM_ALIGN, ceil_div, grid_limit, launch, u32, u64, uint32
+from ._common import SMEM_ALIGN, ceil_div, grid_limit, launch, u32, u64
 from ._loaders import inline, vector_operands     # which operands may move as float4 (k6's rule)
-from ._splitk_parts import SIGNATURE_IN_KERNEL as SIGNATURE   # (M, N, K, whole, alpha, A, B, beta, C, P, counters)
-from ._splitk_parts import arrive_at
+from ._splitk_parts import SIGNATURE_IN_KERNEL, arrive_at
+
+# (M, N, K, tiles_n, whole, alpha, A, B, beta, C, P, counters): the in-kernel split's arguments
+# with the tiles across N apart from N (k8es runs the kernel on whole tiles short of N)
+SIGNATURE = SIGNATURE_IN_KERNEL[:3] + (int32,) + SIGNATURE_IN_KERNEL[3:]
 
 LEVEL = "k9st"
 PARENT = "k9"
@@ -143,6 +146,13 @@ def owner(x, q, r, ctas):
     return c
 
 
+# The words of a CTA's plan in shared memory (thread 0 works it out once): its K tiles
+# [IT, END), then what a segment needs of the stream's shape. Kept in registers beside k9's
+# 128 they spilled (k9st_edge: 84 bytes), and they are read once a segment.
+IT, END, ITERS, TILES_N, WHOLE, CTA, Q, R, CTAS = range(9)
+PLAN_WORDS = 9
+
+
 def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
     """The k9st kernel (not yet jitted) for tiling `t` (arguments as k9's make_kernel)."""
     p = _warptile.make(t, a_vec, bc_vec)
@@ -154,32 +164,36 @@ def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
     TILE = TM * TN
     start_of, owner_of = inline(share_start), inline(owner)
 
-    def k9st(M, N, K, whole, alpha, A, B, beta, C, P, counters):
+    def k9st(M, N, K, tiles_n, whole, alpha, A, B, beta, C, P, counters):
         As = cuda.shared.array((TK2, AS), float32, alignment=SMEM_ALIGN)   # As[k, m]
         Bs = cuda.shared.array((TK2, TN), float32, alignment=SMEM_ALIGN)   # Bs[k, n]
         last = cuda.shared.array(1, uint32)                 # this CTA is its tile's last part
+        plan = cuda.shared.array(PLAN_WORDS, uint32)        # the CTA's share and the stream's shape
 
         lane = u32(cuda.threadIdx.x)
         warp = u32(cuda.threadIdx.y)
         tid = u32(warp * 32 + lane)
         m, n, k = u32(M), u32(N), u32(K)
-        gx = u32((n + u32(TN - 1)) // u32(TN))
-        tiles = u32(gx * u32((m + u32(TM - 1)) // u32(TM)))
-        iters = u32((k + u32(TK - 1)) // u32(TK))
-        w = u32(whole)
-        ctas = u32(cuda.gridDim.x - w)
-        n_it = u32((tiles - w) * iters)                     # the stream tiles' K tiles: q·ctas + r
-        q = u32(n_it // ctas)
-        r = u32(n_it - q * ctas)
-        b = u32(cuda.blockIdx.x)
-        c = u32(b - min(b, w))                              # this CTA's place among the stream CTAs
         # [excerpt:k9st-share]
-        if b < w:                                           # a whole tile: k9's CTA
-            it = u32(b * iters)
-            end = u32(it + iters)
-        else:                                               # an equal share of the stream tiles' K tiles
-            it = u32(w * iters + start_of(c, q, r, ctas))
-            end = u32(w * iters + start_of(c + u32(1), q, r, ctas))
+        if tid == u32(0):
+            iters = u32((k + u32(TK - 1)) // u32(TK))
+            tiles = u32(u32(tiles_n) * u32((m + u32(TM - 1)) // u32(TM)))
+            w = u32(whole)
+            ctas = u32(cuda.gridDim.x - w)
+            n_it = u32((tiles - w) * iters)                 # the stream tiles' K tiles: q·ctas + r
+            q = u32(n_it // ctas)
+            r = u32(n_it - q * ctas)
+            b = u32(cuda.blockIdx.x)
+            c = u32(b - min(b, w))                          # this CTA's place among the stream CTAs
+            if b < w:                                       # a whole tile: k9's CTA
+                it = u32(b * iters)
+                end = u32(it + iters)
+            else:                                           # an equal share of the stream tiles' K tiles
+                it = u32(w * iters + start_of(c, q, r, ctas))
+                end = u32(w * iters + start_of(c + u32(1), q, r, ctas))
+            for i, v in enumerate((it, end, iters, u32(tiles_n), w, c, q, r, ctas)):
+                plan[i] = v
+        cuda.syncthreads()
         # [/excerpt]
         a_r, a_c, b_r, b_c, _, _ = loaders(tid, u32(0), u32(0), k, n)
         am, bn = thread_tile(lane, warp)
@@ -190,30 +204,44 @@ def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
         bf = cuda.local.array(TNR, float32)
         acc = cuda.local.array((TMR, TNR), float32)
         # [excerpt:k9st-segments]
-        while it < end:                                     # one segment: K tiles of one output tile
-            tile = u32(it // iters)
-            first = u32(tile * iters)
-            stop = min(end, u32(first + iters))
-            row0 = u32(tile // gx * TM)
-            col0 = u32(tile % gx * TN)
+        while plan[IT] < plan[END]:                         # one segment: K tiles of one output tile
+            it = plan[IT]
+            tile = u32(it // plan[ITERS])
+            first = u32(tile * plan[ITERS])
+            stop = min(plan[END], u32(first + plan[ITERS]))
+            row0 = u32(tile // plan[TILES_N] * TM)
+            col0 = u32(tile % plan[TILES_N] * TN)
             for i in range(TMR):
                 for j in range(TNR):
                     acc[i, j] = float32(0.0)
             pipeline(A, B, As, Bs, ra, rb, af, bf, acc, a_r, a_c, b_r, b_c, am, bn, row0, col0, m, n, k,
                      u32((it - first) * TK), min(k, u32((stop - first) * TK)))
+            # the segment again from the plan, read back after the loop's barriers, so that
+            # none of it holds a register through k9's loop
+            it = plan[IT]
+            iters = plan[ITERS]
+            tile = u32(it // iters)
+            first = u32(tile * iters)
+            stop = min(plan[END], u32(first + iters))
+            row0 = u32(tile // plan[TILES_N] * TM)
+            col0 = u32(tile % plan[TILES_N] * TN)
             if it == first and stop == u32(first + iters):
                 epilogue(0, C, acc, alpha, beta, row0, col0, am, bn, m, n)
             else:                                           # part of a stream tile s
-                s = u32(tile - w)
+                q, r, ctas = plan[Q], plan[R], plan[CTAS]
+                s = u32(tile - plan[WHOLE])
                 x0 = u32(s * iters)                         # its first K tile in the stream
                 lo = owner_of(x0, q, r, ctas)               # the CTAs that share it: lo .. hi
                 hi = owner_of(u32(x0 + iters - 1), q, r, ctas)
-                epilogue_at(0, P, u64(s + c) * u64(TILE), acc, float32(1.0), float32(0.0),
+                epilogue_at(0, P, u64(s + plan[CTA]) * u64(TILE), acc, float32(1.0), float32(0.0),
                             u32(0), u32(0), am, bn, u32(TM), u32(TN))
                 if arrive_at(counters, s, last, tid, u32(hi - lo + 1)):
                     parts_to_c(P, u64(s + lo) * u64(TILE), u32(hi - lo + 1), C, alpha, beta,
                                row0, col0, am, bn, m, n)
-            it = stop
+            cuda.syncthreads()                              # every thread has read plan[IT]
+            if tid == u32(0):
+                plan[IT] = stop
+            cuda.syncthreads()
         # [/excerpt]
 
     return k9st
@@ -245,18 +273,20 @@ def run(A, B, C, alpha, beta, stream=None, slots=None):
     if not p.streams:           # whole waves: k9, its kernel (auto prices it so)
         launch(k9.SPECIALISATIONS[vector_operands(A, B, C)][1], grid(M, N), BLOCK, A, B, C, alpha, beta, stream)
         return
-    launch_stream(SPECIALISATIONS[vector_operands(A, B, C)][1], p.grid, BLOCK, A, B, C, alpha, beta, stream, p)
+    launch_stream(SPECIALISATIONS[vector_operands(A, B, C)][1], p.grid, BLOCK, A, B, C, alpha, beta, stream, p,
+                  grid(M, N)[0])
 
 
-def launch_stream(kernel, grid, block, A, B, C, alpha, beta, stream, p: StreamPlan):
-    """`kernel` over the 1-D `grid` of plan p, once, with C's workspace (`buffers`)."""
+def launch_stream(kernel, grid, block, A, B, C, alpha, beta, stream, p: StreamPlan, tiles_n: int):
+    """`kernel` over the 1-D `grid` of plan p, once, with C's workspace (`buffers`): the
+    product's first tiles_n tiles across N in each row of tiles."""
     from ..runtime import launch as launches
     from ..runtime.launch import launch_numba
 
     M, K = A.shape
     N = B.shape[1]
     P, counters = buffers(C, p)
-    args = (np.int32(M), np.int32(N), np.int32(K), np.int32(p.whole), np.float32(alpha),
+    args = (np.int32(M), np.int32(N), np.int32(K), np.int32(tiles_n), np.int32(p.whole), np.float32(alpha),
             A.reshape(M * K), B.reshape(K * N), np.float32(beta), C.reshape(M * N), P, counters)
     # a recorded launch keeps only its packed parameters: it holds the workspace too
     with launches.keeping((P, counters), stream):
