@@ -56,7 +56,7 @@ def main(argv):
             print(row("numba", name, text, c))
             print(row("C", name, native[name], by_name[name]), flush=True)
     print("L/S: local-memory instructions (whole kernel, then in the loop); loop: instructions in "
-          "the longest loop; share: FFMA / loop")
+          "the longest innermost loop (the K loop); share: FFMA / loop")
     return 0
 
 
