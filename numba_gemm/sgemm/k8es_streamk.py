@@ -46,8 +46,8 @@ KERNELS = {LEVEL: (kernel, k9st.SIGNATURE), "k8es_edge_columns": (k8e.edge_colum
            "k8es_tail": (k8e.k_tail, k8e.TAIL_SIGNATURE)}
 HELPER_KERNELS = k8e.HELPER_KERNELS
 # k8e's plan of the border, copies and operands, re-exported for the twin and the ledgers
-from .k8e_edges import (bottom, buffers, copies, copy_config, edge_config, edge_columns, grid, in_place_for,  # noqa: E402,F401
-                        k_tail, pitch, plan, row_lengths, unsupported, warp_step)
+from .k8e_edges import (bottom, buffers, copies, copies_bytes, copy_config, edge_config, edge_columns, grid,  # noqa: E402,F401
+                        in_place_for, k_tail, pitch, plan, row_lengths, unsupported, warp_step)
 
 
 def interior_plan(M: int, N: int, K: int, slots: int | None = None) -> tuple[int, int, StreamPlan]:
