@@ -129,8 +129,11 @@ def _one_slice_parent(lv, g: Geometry, M: int, N: int, K: int, sms: int) -> str 
 def as_planned(lv, M: int, N: int, K: int, splits: int | None) -> bool:
     """Whether a measurement made with `splits` (None: not recorded) is of the level as it now
     plans M×N×K: one taken at another K split, or at a shape the level now refuses, describes a
-    level that no longer exists."""
+    level that no longer exists. A stream-K level counts only where its plan has a stream part:
+    elsewhere it is priced as its parent, and a time taken under an older plan may have streamed."""
     if lv.unsupported(M, N, K) is not None:
+        return False
+    if hasattr(lv.module, "stream_plan") and not geometry(lv, M, N, K).streamed:
         return False
     return splits in (None, geometry(lv, M, N, K).splits)
 
@@ -272,7 +275,8 @@ def rank(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0,
             continue
         ms, why = predict_ms(p, g, M, N, K, dtype.itemsize, beta, sms)
         if parent is not None:
-            why += f"; one slice on {parent}'s tile: {parent}'s kernel, priced with {parent}'s constants"
+            how = "no stream part" if hasattr(lv.module, "stream_plan") else f"one slice on {parent}'s tile"
+            why += f"; {how}: {parent}'s kernel, priced with {parent}'s constants"
             as_parent.add(lv.name)
         out.append(Prediction(lv.name, ms, g, why))
     # stable: uncalibrated keep ladder order (highest first) after the calibrated ones, and

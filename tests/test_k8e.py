@@ -164,10 +164,11 @@ from numba_gemm.sgemm import k9st_streamk as k9st  # noqa: E402
 
 def test_k8es_plans_the_interior_alone():
     """k9st's plan over k8e's whole tiles: at 777×5000×3001 the 234 interior tiles, 0.89 of a
-    wave, shared by 264 CTAs; at 4097³ 1024 tiles, two waves whole; whole waves: k8e itself."""
+    wave, shared by 264 CTAs; at 4097³ 1024 tiles, 0.97 of four waves, and whole waves: k8e
+    itself."""
     assert registry()["k8es"].parent == "k8e"
     assert k8es.interior_plan(777, 5000, 3000) == (768, 39, k9st.StreamPlan(234, 375, 0, 264))
-    assert k8es.interior_plan(4097, 4097, 4100) == (4096, 32, k9st.StreamPlan(1024, 513, 528, 264))
+    assert k8es.interior_plan(4097, 4097, 4100) == (4096, 32, k9st.StreamPlan(1024, 513, 1024, 0))
     assert k8es.stream_plan(4097, 4097, 4097) == k8es.interior_plan(4097, 4097, 4100)[2]
     assert not k8es.interior_plan(33 * 128 + 5, 8 * 128 + 3, 4096)[2].streams     # 33 × 8 = 264 tiles
     for shape in [(4096, 4096, 4096), (100, 7, 5)]:

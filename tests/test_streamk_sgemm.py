@@ -150,8 +150,8 @@ def test_plan_shares_every_k_tile_once(M, N, K, slots):
 
 # the numbers the module docstring and docs/LADDER.md quote
 PLANNED = {
-    (4096, 4096, 4096): (1024, 528, 264),
-    (8192, 8192, 8192): (4096, 3696, 264),
+    (4096, 4096, 4096): (1024, 1024, 0),                # 3.88 waves, 0.97 full: k9's launch
+    (8192, 8192, 8192): (4096, 4096, 0),                # 15.5 waves, 0.97 full: the same
     (128, 28672, 8192): (224, 0, 264),
     (777, 5000, 3001): (280, 0, 264),
     (4097, 4097, 4097): (1089, 792, 264),
@@ -169,8 +169,17 @@ def test_documented_plans():
 def test_short_k_is_not_shared_out():
     """Where 264 shares would hold under MIN_ITERS K tiles each the plan keeps whole tiles
     (k9's launch)."""
-    assert not MOD.stream_plan(4096, 4096, 8).streams           # 496 stream tiles of 1 K tile
-    assert MOD.stream_plan(4096, 4096, 24).streams              # of 3: 264 shares of 5-6
+    assert not MOD.stream_plan(4097, 4097, 24).streams          # 297 stream tiles of 3 K tiles: 222 shares
+    assert MOD.stream_plan(4097, 4097, 32).streams              # of 4: 264 shares of 4-5
+
+
+def test_a_nearly_full_last_wave_is_left_whole():
+    """Tiles at least FULL_WAVE of whole waves run as k9 (the measured 0.97 lost to it)."""
+    assert MOD.FULL_WAVE == 0.95
+    assert not MOD.stream_plan(128, 19 * 128, 1024, slots=20).streams     # 19 of 20: 0.95
+    assert MOD.stream_plan(128, 18 * 128, 1024, slots=20).streams         # 18 of 20: 0.90
+    assert not MOD.stream_plan(128, 39 * 128, 1024, slots=20).streams     # 39 of 40: 0.975
+    assert MOD.stream_plan(128, 37 * 128, 1024, slots=20).streams         # 37 of 40: 0.925
 
 
 def test_bad_forced_slots_are_refused():
@@ -186,15 +195,16 @@ def test_refuses_what_32_bits_cannot_count():
 
 
 def test_auto_prices_the_stream_part_and_the_parents_kernel():
-    """Streaming, auto sees no partly empty wave; with whole waves k9st runs k9's kernel and is
-    priced with k9's constants (and ranked after k9, with which it ties)."""
+    """Streaming, auto sees no partly empty wave; with whole waves (or nearly: 4096³) k9st runs
+    k9's kernel and is priced with k9's constants (and ranked after k9, with which it ties)."""
     lv = registry()[LEVEL]
-    assert choose.geometry(lv, 4096, 4096, 4096).streamed
-    g = choose.geometry(lv, 4096, 8448, 4096)
-    assert not g.streamed and choose._one_slice_parent(lv, g, 4096, 8448, 4096, 132) == "k9"
-    if choose.params("k9", np.float32) is not None:
-        names = [q.level for q in choose.rank(np.float32, 4096, 8448, 4096, native=False)]
-        assert names.index("k9") < names.index(LEVEL)
+    assert choose.geometry(lv, 4097, 4097, 4097).streamed
+    for M, N, K in [(4096, 8448, 4096), (4096, 4096, 4096)]:
+        g = choose.geometry(lv, M, N, K)
+        assert not g.streamed and choose._one_slice_parent(lv, g, M, N, K, 132) == "k9"
+        if choose.params("k9", np.float32) is not None:
+            names = [q.level for q in choose.rank(np.float32, M, N, K, native=False)]
+            assert names.index("k9") < names.index(LEVEL)
 
 
 # ---- SASS census ---------------------------------------------------------------------------

@@ -13,7 +13,8 @@ begun by one CTA and finished by the next. As the paper's hybrid, only the last 
 waves' worth are shared out; the tiles before them stay whole, one CTA each:
 
     plan:   T tiles of I K tiles each, R = 264 resident CTAs (132 SMs × k9's 2)
-            T a multiple of R: no stream part (run() launches k9's kernel)
+            T at least FULL_WAVE of whole waves (T / (ceil(T / R)·R) >= 0.95):
+            no stream part (run() launches k9's kernel)
             else whole = (T // R - 1)·R tiles whole (0 under two waves), and the other
             T - whole tiles shared by `ctas` CTAs (R, fewer only if a share would drop
             under MIN_ITERS K tiles)
@@ -74,6 +75,10 @@ SMS = 132
 MIN_ITERS = splitk.MIN_K_TILES_PER_SPLIT    # K tiles a stream CTA runs at least (its pipeline's fill)
 MAX_ITERATIONS = 2**31                      # tiles · I: the kernel counts K tiles in 32 bits
 MAX_SLOTS = 2**16 - 1                       # stream CTAs at most: c·r (r < ctas) fits 32 bits
+# Tiles this close to whole waves (T / (waves · R), the last wave counted whole) run as k9: on
+# the H200, 0.97 full (2048³ to 8192³, short K) k9st ran 2-9 % slower than k9 (the parts' trip
+# through L2 costs more than a 3 % idle tail); at 0.85 full and under, 9-33 % faster.
+FULL_WAVE = 0.95
 # numba_gemm.choose: one launch, the parts reduced inside it
 SPLIT_IN_KERNEL = True
 
@@ -118,7 +123,7 @@ def stream_plan(M: int, N: int, K: int, slots: int | None = None) -> StreamPlan:
     if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or not 1 <= R <= MAX_SLOTS:
         raise ValueError(f"{LEVEL}: slots must be an int in 1..{MAX_SLOTS}, got {R!r}")
     waves, rest = divmod(T, R)
-    if rest == 0:
+    if T >= FULL_WAVE * (waves + (rest > 0)) * R:      # whole waves, or a last one nearly full
         return StreamPlan(T, I, T, 0)
     whole = (waves - 1) * R if waves >= 2 else 0
     ctas = min(R, (T - whole) * I // MIN_ITERS)
