@@ -4,8 +4,8 @@
 // to end, start(c) = floor(c * n / ctas) = c*q + c*r / ctas; a segment per output tile it meets,
 // each k9's loop over that part of the tile's K. A whole tile: k9's epilogue into C. Part of one:
 // its raw sum into slot s + c of P (tile-local, TM x TN), then the tile's last CTA to arrive
-// (splitk_in_kernel.cuh) adds the parts in order of c, a whole part at a time, and writes C
-// with alpha and beta (as _warptile.parts_to_c): one launch.
+// (splitk_in_kernel.cuh) adds the parts in order of c and writes C with alpha and beta, in a
+// loop over the thread's float4s of C (as _warptile.parts_to_c): one launch.
 #include "splitk_in_kernel.cuh"
 #include "unrolled_buffers.cuh"
 
@@ -57,8 +57,18 @@ __device__ __forceinline__ void k9st_body(K9ST_ARGS) {
             const u32 lo = owner(x0, q, r, ctas), parts = owner(x0 + iters - 1, q, r, ctas) - lo + 1;
             wt::epilogue<BV>(P + u64(s + plan[CTA]) * TILE, acc, 1.f, 0.f, 0, 0, am, bn, wt::TM, wt::TN);
             if (twin::arrive_at(counters, s, tid, parts)) {
-                wt::parts_sum(P + u64(s + lo) * TILE, TILE, parts, acc, 0, 0, am, bn, wt::TM, wt::TN);
-                wt::epilogue<BV>(C, acc, alpha, beta, row0, col0, am, bn, m, n);
+#pragma unroll 1   // a loop, as the Numba level's: acc is not read
+                for (int g = 0; g < wt::THREAD_M * wt::SUB_N; ++g) {
+                    const int i = g / wt::SUB_N;
+                    const u32 tr = am + i / 4 * wt::M_STEP + i % 4, tc = bn + g % wt::SUB_N * wt::N_STEP;
+                    const u32 row = row0 + tr, col = col0 + tc;
+                    const u64 off = u64(row) * n + col;
+                    float v[4];
+                    twin::sum_slices4(P, u64(s + lo) * TILE + tr * wt::TN + tc, TILE, parts, row < m, col, n, v);
+                    const float4 out = beta == 0.f ? twin::ax4(alpha, v)
+                                                   : twin::axpby4(alpha, v, beta, twin::load4<BV>(C, off, row < m, col, n));
+                    twin::store4<BV>(C, off, row < m, col, n, out);
+                }
             }
         }
         __syncthreads();                    // every thread has read plan[IT]

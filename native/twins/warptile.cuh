@@ -129,36 +129,6 @@ __device__ __forceinline__ void epilogue(float* C, const float (&acc)[THREAD_M][
     }
 }
 
-// The thread's elements of partials that epilogue() wrote at P with the same (row0, col0, m, n),
-// through L2 (other CTAs wrote them): acc = the part, or with ADD acc += it (_warptile.part_row).
-template <bool ADD>
-__device__ __forceinline__ void read_part(const float* P, float (&acc)[THREAD_M][THREAD_N], u32 row0, u32 col0,
-                                          u32 am, u32 bn, u32 m, u32 n) {
-#pragma unroll
-    for (int i = 0; i < THREAD_M; ++i) {
-        const u32 row = row0 + am + i / 4 * M_STEP + i % 4;
-#pragma unroll
-        for (int j4 = 0; j4 < SUB_N; ++j4) {
-            const u32 col = col0 + bn + j4 * N_STEP;
-            const u64 off = u64(row) * n + col;
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const float v = row < m && col + q < n ? __ldcg(P + off + q) : 0.f;
-                acc[i][4 * j4 + q] = ADD ? acc[i][4 * j4 + q] + v : v;
-            }
-        }
-    }
-}
-
-// acc = the S partials at P, `stride` elements apart, added in order z = 0 .. S-1, one part's
-// elements loaded at once (_warptile.parts_sum)
-__device__ __forceinline__ void parts_sum(const float* P, u64 stride, u32 S, float (&acc)[THREAD_M][THREAD_N],
-                                          u32 row0, u32 col0, u32 am, u32 bn, u32 m, u32 n) {
-    read_part<false>(P, acc, row0, col0, am, bn, m, n);
-#pragma unroll 1
-    for (u32 z = 1; z < S; ++z) read_part<true>(P + u64(z) * stride, acc, row0, col0, am, bn, m, n);
-}
-
 }  // namespace wt
 
 // A kernel under the Numba level's launch bounds (_warptile.jit)

@@ -33,13 +33,14 @@ from types import SimpleNamespace
 
 from numba import cuda
 
-from ..ptx.intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_l2, load_readonly,
-                          store4_shared, unrolled)
+from ..ptx.intrinsics import (SIMULATOR, load4_global, load4_readonly, load4_shared, load_readonly, store4_shared,
+                          unrolled)
 from ._access import F32, WARP, Geometry, Step, global_load, shared_access
 from ._common import ceil_div, float32, u32, u64
 from ._loaders import inline as _inline
 from ._loaders import (plain, scalar_load, store_scalar, store_vector, vector_load,
                        vector_load_in)
+from ._splitk_parts import sum_slices4
 
 A_PAD = 4          # floats: keeps As rows 16-byte aligned (LDS.128) while spreading the banks
 MIN_BLOCKS = 2     # blocks of 256 threads per SM: ptxas may use up to 128 registers per thread
@@ -278,52 +279,51 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
         epilogue_row_at(i, C, u64(0), acc, alpha, beta, row0, col0, am, bn, m, n)
 
     @_inline
-    def part_row(i, P, base, acc, add, row0, col0, am, bn, m, n):
-        """Row i of the thread tile read back from partials that epilogue_row_at wrote at P[base]
-        with the same (row0, col0, m, n), through L2 (other CTAs wrote them): acc = the part, or
-        with `add` acc += it. Elements past m or n load nothing (they are never stored)."""
-        row = u32(row0 + am + i // 4 * M_STEP + i % 4)
-        for j4 in range(SUB_N):
-            col = u32(col0 + bn + j4 * N_STEP)
-            off = base + u64(row) * u64(n) + u64(col)
-            for q in range(4):
-                v = load_l2(P, off + u64(q)) if (row < m) & (u32(col + q) < n) else float32(0.0)
-                acc[i, 4 * j4 + q] = acc[i, 4 * j4 + q] + v if add else v
+    def sum_to_c(P, p_off, stride, S, C, off, row, col, alpha, beta, m, n):
+        """One float4 of C at `off` (element row, col): the S partials at P[p_off], `stride`
+        elements apart, added in order (_splitk_parts.sum_slices4), then C = alpha·sum + beta·C
+        (beta == 0 never reads C)."""
+        v = sum_slices4(P, p_off, stride, S, row < m, col, n)
+        if beta == float32(0.0):
+            out = (alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3])
+        else:
+            c = load_c(C, off, row < m, col, n)
+            out = (alpha * v[0] + beta * c[0], alpha * v[1] + beta * c[1],
+                   alpha * v[2] + beta * c[2], alpha * v[3] + beta * c[3])
+        store_c(C, off, row < m, col, n, out)
 
-    read_part = unrolled(part_row, THREAD_M)            # read_part(0, P, base, acc, add, ...)
+    # The two sums of partials below are loops, not unrolled: acc is not read, and 16 inlined
+    # sums more than tripled the kernel's code.
+    @_inline
+    def slices_to_c(P, mn, S, C, alpha, beta, row0, col0, am, bn, m, n):
+        """What the last CTA of a tile split inside the kernel writes: for each of the thread's
+        THREAD_M × SUB_N float4s of C, the tile's S partials in P (M × N slices, mn elements
+        apart) added in slice order, then alpha and beta (sum_to_c)."""
+        for g in range(THREAD_M * SUB_N):
+            i = g // SUB_N
+            row = u32(row0 + am + i // 4 * M_STEP + i % 4)
+            col = u32(col0 + bn + g % SUB_N * N_STEP)
+            off = u64(row) * u64(n) + u64(col)
+            sum_to_c(P, off, mn, S, C, off, row, col, alpha, beta, m, n)
 
     @_inline
-    def parts_sum(P, base, stride, S, acc, row0, col0, am, bn, m, n):
-        """acc = the S partials at P[base], `stride` elements apart, added in order z = 0 .. S-1
-        (the order of splitk.reduce_partials, so the same bits). Each step loads the thread's 64
-        elements of one part at once: S waits on L2 per thread, where a float4 at a time (16 of
-        them, each over all S parts) waited 16·S/BATCH times."""
-        read_part(0, P, base, acc, False, row0, col0, am, bn, m, n)
-        z = u32(1)
-        while z < S:
-            read_part(0, P, base + u64(z) * stride, acc, True, row0, col0, am, bn, m, n)
-            z = u32(z + 1)
+    def parts_to_c(P, base, S, C, alpha, beta, row0, col0, am, bn, m, n):
+        """slices_to_c for partials stored as whole tiles (k9st): S tile_m × tile_n blocks of P
+        from element `base` on, one after another (the layout `epilogue_at` writes with row0 =
+        col0 = 0, m = tile_m and n = tile_n), added in order into C's tile at (row0, col0)."""
+        for g in range(THREAD_M * SUB_N):
+            i = g // SUB_N
+            r = u32(am + i // 4 * M_STEP + i % 4)
+            c = u32(bn + g % SUB_N * N_STEP)
+            row = u32(row0 + r)
+            col = u32(col0 + c)
+            sum_to_c(P, base + u64(r) * u64(TN) + u64(c), u64(TM * TN), S, C,
+                     u64(row) * u64(n) + u64(col), row, col, alpha, beta, m, n)
 
     # Unrolled here, not left to NVVM: with the checked 32-bit stores the row loop stays a
     # loop, acc[i, j] gets a run-time index and the 64 accumulators move to local memory.
     epilogue = unrolled(epilogue_row, THREAD_M)         # epilogue(0, C, acc, ...)
     epilogue_at = unrolled(epilogue_row_at, THREAD_M)   # epilogue_at(0, C, base, acc, ...)
-
-    @_inline
-    def slices_to_c(P, mn, S, C, acc, alpha, beta, row0, col0, am, bn, m, n):
-        """What the last CTA of a tile split inside the kernel writes: the tile's S partials in P
-        (M × N slices, mn elements apart) added in slice order into acc, then the epilogue's
-        alpha and beta."""
-        parts_sum(P, u64(0), mn, S, acc, row0, col0, am, bn, m, n)
-        epilogue(0, C, acc, alpha, beta, row0, col0, am, bn, m, n)
-
-    @_inline
-    def parts_to_c(P, base, S, C, acc, alpha, beta, row0, col0, am, bn, m, n):
-        """slices_to_c for partials stored as whole tiles (k9st): S tile_m × tile_n blocks of P
-        from element `base` on, one after another (the layout `epilogue_at` writes with row0 =
-        col0 = 0, m = tile_m and n = tile_n), added in order into C's tile at (row0, col0)."""
-        parts_sum(P, base, u64(TM * TN), S, acc, u32(0), u32(0), am, bn, u32(TM), u32(TN))
-        epilogue(0, C, acc, alpha, beta, row0, col0, am, bn, m, n)
 
     @_inline
     def double_buffered(A, B, As, Bs, ra, rb, af, bf, acc, a_r, a_c, b_r, b_c, a_off, b_off,

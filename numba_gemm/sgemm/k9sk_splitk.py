@@ -132,7 +132,7 @@ def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
         mn = u64(m) * u64(n)                   # 64-bit, as M·N may pass 2**31
         epilogue_at(0, P, u64(z) * mn, acc, float32(1.0), float32(0.0), row0, col0, am, bn, m, n)
         if arrive(counters, last, tid, S):
-            slices_to_c(P, mn, S, C, acc, alpha, beta, row0, col0, am, bn, m, n)
+            slices_to_c(P, mn, S, C, alpha, beta, row0, col0, am, bn, m, n)
         # [/excerpt]
 
     return k9sk

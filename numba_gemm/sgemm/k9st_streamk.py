@@ -242,7 +242,7 @@ def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
                 epilogue_at(0, P, u64(s + plan[CTA]) * u64(TILE), acc, float32(1.0), float32(0.0),
                             u32(0), u32(0), am, bn, u32(TM), u32(TN))
                 if arrive_at(counters, s, last, tid, u32(hi - lo + 1)):
-                    parts_to_c(P, u64(s + lo) * u64(TILE), u32(hi - lo + 1), C, acc, alpha, beta,
+                    parts_to_c(P, u64(s + lo) * u64(TILE), u32(hi - lo + 1), C, alpha, beta,
                                row0, col0, am, bn, m, n)
             cuda.syncthreads()                              # every thread has read plan[IT]
             if tid == u32(0):
