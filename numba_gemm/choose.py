@@ -133,9 +133,10 @@ def as_planned(lv, M: int, N: int, K: int, splits: int | None) -> bool:
     elsewhere it is priced as its parent, and a time taken under an older plan may have streamed."""
     if lv.unsupported(M, N, K) is not None:
         return False
-    if hasattr(lv.module, "stream_plan") and not geometry(lv, M, N, K).streamed:
+    g = geometry(lv, M, N, K)
+    if hasattr(lv.module, "stream_plan") and not g.streamed:
         return False
-    return splits in (None, geometry(lv, M, N, K).splits)
+    return splits in (None, g.splits)
 
 
 def _load(path=CALIBRATION) -> dict:

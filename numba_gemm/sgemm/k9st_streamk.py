@@ -9,8 +9,9 @@ two waves for 1.06 waves of work (1024 tiles at 4096³ fill 3.88 of 4, too full 
 k9, see FULL_WAVE). Split-K cannot fix that with equal slices (224·S CTAs still come in whole
 waves of 264). Stream-K (Osama et al., "Stream-K: Work-centric Parallel Decomposition for Dense
 Matrix-Matrix Multiplication on the GPU", 2023) lays the tiles' K tiles end to end and gives
-every CTA an equal share of them, so a tile may be begun by one CTA and finished by the next. As the paper's hybrid, only the last one to two
-waves' worth are shared out; the tiles before them stay whole, one CTA each:
+every CTA an equal share of them, so a tile may be begun by one CTA and finished by the next.
+As the paper's hybrid, only the last one to two waves' worth are shared out; the tiles before
+them stay whole, one CTA each:
 
     plan:   T tiles of I K tiles each, R = 264 resident CTAs (132 SMs × k9's 2)
             T at least FULL_WAVE of whole waves (T / (ceil(T / R)·R) >= 0.95):
