@@ -7,6 +7,7 @@ the PTX ISA bit layout; refusals (1×1×8, 127×4099×72, 4097³: TMA needs N, K
 exact on ragged shapes (1×8×8 up to 4097×4104×4096, K or N smaller than a tile) against
 float64, both dtypes, alpha/beta, beta == 0 with C poisoned by NaN, offsets past 2^31 elements.
 """
+import dataclasses
 import re
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from numba_gemm import choose, registry
 from numba_gemm.explain.sass import disassemble
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma, v11_wgmma, v12_warpspec, v13_persistent
@@ -116,7 +118,7 @@ def test_wgmma_tile_rules():
     assert t().problems() == [] and t(bm=64).problems() == [] and t(producer=True).problems() == []
     assert t(bm=64).threads == 128 and t().threads == 256 and t(producer=True).threads == 384
     assert t(bm=64).smem() == 4 * (64 + 256) * 64 * 2 + 1024 + 64
-    for bad in (t(bn=192), t(bn=64, producer=True), t(bk=32), t(bm=192), t(stages=6), t(tma_lag=1),
+    for bad in (t(bn=192), t(kgroups=2, producer=True), t(bk=32), t(bm=192), t(stages=6), t(tma_lag=1),
                 t(stages=2, tma_lag=2)):
         assert bad.problems()
         with pytest.raises(ValueError, match="not supported"):
@@ -136,14 +138,13 @@ def test_source_refuses_to_compile_without_the_tile(lv):
     for i in range(len(lv.DEFINES)):
         with pytest.raises(nvrtc.CompileError, match="#error|-DHG_"):
             nvrtc.compile_variant(lv.SOURCE, lv.DEFINES[:i] + lv.DEFINES[i + 1:])
-    # no m64n192k16 in wgmma.cuh; 64 is a v11 tile but not one a producer warpgroup feeds, and
-    # v12 is written for 256 only
-    for bn in (192,) + ((64,) if lv.CONFIG.producer else ()) + ((128,) if lv.LEVEL == "v12" else ()):
+    # no m64n192k16 in wgmma.cuh; v12 is written for 256 only
+    for bn in (192,) + ((64, 128) if lv.LEVEL == "v12" else ()):
         wrong_bn = tuple(f"-DHG_BN={bn}" if d.startswith("-DHG_BN=") else d for d in lv.DEFINES)
         with pytest.raises(nvrtc.CompileError, match="static assertion|static_assert"):
             nvrtc.compile_variant(lv.SOURCE, wrong_bn)
     wrong_role = tuple(f"-DHG_PRODUCER={int(not lv.CONFIG.producer)}" if d.startswith("-DHG_PRODUCER=") else d
-                       for d in lv.DEFINES)
+                       for d in lv.DEFINES) + (() if lv.CONFIG.producer else ("-DHG_KGROUPS=1",))
     with pytest.raises(nvrtc.CompileError, match="static assertion|static_assert"):
         nvrtc.compile_variant(lv.SOURCE, wrong_role)
 
@@ -240,23 +241,57 @@ def test_v13_16bit_c_compiles_with_its_census(tma_store):
     assert not any(o.startswith("F2FP") for o in c32)
 
 
-V13_TILES = [(128, 128), (64, 256), (64, 128)]     # run(bm=, bn=): the tiles beside the shipped 128 x 256
+# run(bm=, bn=, kgroups=): the tiles beside the shipped 128 x 256, for comparison, and the one auto
+# may rank (v13.TILE_CHOICES)
+V13_TILES = [{"bm": 128, "bn": 128}, {"bm": 64, "bn": 256}, {"bm": 64, "bn": 128}, {"bm": 64, "bn": 64}] + \
+    [dict(kw) for kw, _ in choose.tile_choices(registry.get("v13"))]
 
 
-@pytest.mark.parametrize("bm,bn", V13_TILES, ids=lambda v: str(v))
-def test_v13_narrower_tiles_compile_with_its_census(bm, bn):
-    """v13's body at bm x bn: m64n{bn}k16 only, the multicast and the TMA-store epilogue kept,
-    no spills (census_ops)."""
+def v13_tile_id(kw):
+    return ":".join(f"{k}={v}" for k, v in kw.items())
+
+
+@pytest.mark.parametrize("kw", V13_TILES, ids=v13_tile_id)
+def test_v13_other_tiles_compile_with_its_census(kw):
+    """v13's body at each other tile, as run() plans it: m64n{bn}k16 only, the multicast and the
+    TMA-store epilogue kept, no spills (census_ops)."""
     v13 = v13_persistent
-    census_ops(v13.SOURCE, v13.defines(config=v13.tile(bm, bn)), v13.KERNEL_NAMES.values(),
-               v13.SASS_MUST_HAVE, v13.SASS_MUST_NOT_HAVE, wgmma_n=bn)
+    census_ops(v13.SOURCE, v13.defines(config=v13.planned(v13.tile(**kw))), v13.KERNEL_NAMES.values(),
+               v13.SASS_MUST_HAVE, v13.SASS_MUST_NOT_HAVE, wgmma_n=kw["bn"])
 
 
-def test_v13_refuses_a_tile_it_has_no_body_for():
-    with pytest.raises(ValueError, match="bn must be 128 or 256"):
-        v13_persistent.run(None, None, None, 1.0, 0.0, bn=64)
-    with pytest.raises(ValueError, match="bm must be an int"):
-        v13_persistent.tile(bm=128.0)
+def test_v13_k_groups_tile():
+    """64×64 with two K groups: three warpgroups (a producer, two consumers on the one slab), as
+    deep as shared memory allows beside its two C boxes and group 1's 16 KB of sums; in SASS
+    the hand-off (BAR.ARV, 128-bit shared stores and loads) that one K group has none of."""
+    v13 = v13_persistent
+    t = v13.tile(64, 64, kgroups=2)
+    deep = v13.planned(t)
+    assert (t.consumers, t.threads, t.stages, deep.stages) == (2, 384, 4, 12)
+    assert v13.extra_smem(1, deep) == 2 * 8192 + 64 * 64 * 4
+    assert v13.smem_bytes(1, deep) <= cm.SMEM_LIMIT < v13.smem_bytes(1, dataclasses.replace(deep, stages=13))
+    assert "-DHG_KGROUPS=2" in v13.defines(config=deep) and "-DHG_KGROUPS=1" in v13.DEFINES
+    assert v13.planned(t, stages=6).stages == 6 and v13.planned(v13.CONFIG) == v13.CONFIG
+    assert v13.launch_config(4096, 128, 4096, deep, max_clusters=66)[:2] == ((128, 1, 1), (384, 1, 1))
+
+    def ops(config):
+        return _opcodes(disassemble(nvrtc.compile_variant(v13.SOURCE, v13.defines(config=config))))
+    grouped, single = ops(deep), ops(v13.planned(v13.tile(64, 64)))
+    for op in ("BAR.ARV", "STS.128", "LDS.128"):
+        assert any(o.startswith(op) for o in grouped) and not any(o.startswith(op) for o in single), op
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"bm": 128, "bn": 128, "kgroups": 2}, "no tile bm=128, bn=128, kgroups=2: kgroups = 2 needs a producer warpgroup and bm = 64"),
+    ({"bn": 32}, "no tile bm=128, bn=32: bn must be one of"),
+    ({"kgroups": 3}, "no tile bm=128, bn=256, kgroups=3: kgroups must be 1 or 2"),
+    ({"bm": 128.0}, "bm must be an int"),
+    ({"bm": 64, "bn": 64, "kgroups": 2, "stages": 13}, "no ring of 13 stages at 64x64"),
+    ({"stages": True}, "stages must be an int"),
+])
+def test_v13_refuses_a_tile_it_has_no_body_for(kw, msg):
+    with pytest.raises(ValueError, match=f"level v13: {msg}"):
+        v13_persistent.run(None, None, None, 1.0, 0.0, **kw)
 
 
 def test_c16_is_declared_by_v13_alone():
@@ -356,18 +391,27 @@ def test_v13_exact_with_16bit_c(dtype, tma_store):
         _case(lv, M, N, K, dtype, 1.0, 0.0, rng, c_dtype=dtype)
 
 
+# more tiles than resident clusters (several tiles per CTA: the K groups' hand-off repeats), an
+# odd number of K tiles (group 0 one more) and a single one (group 1 adds zeros)
+V13_MORE_SHAPES = [(1000, 1000, 136), (2000, 1000, 40), (4096, 128, 4096)]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("bm,bn", V13_TILES, ids=lambda v: str(v))
-def test_v13_narrower_tiles_exact_on_ragged_shapes(bm, bn):
-    """v13 at bm x bn, fp16, float32 C: every ragged shape, alpha/beta and NaN-poisoned C."""
+@pytest.mark.parametrize("kw", V13_TILES, ids=v13_tile_id)
+def test_v13_other_tiles_exact_on_ragged_shapes(kw):
+    """v13 at each other tile, fp16 (and the K-group tile in bf16 and with 16-bit C too): every
+    ragged shape, alpha/beta and NaN-poisoned C."""
     from functools import partial
     from types import SimpleNamespace
 
-    lv = SimpleNamespace(LEVEL=f"v13 {bm}x{bn}", run=partial(v13_persistent.run, bm=bm, bn=bn))
+    lv = SimpleNamespace(LEVEL=f"v13 {v13_tile_id(kw)}", run=partial(v13_persistent.run, **kw))
     rng = np.random.default_rng()
-    for M, N, K in SHAPES:
-        _case(lv, M, N, K, np.float16, 0.5, 3.0, rng)
-        _case(lv, M, N, K, np.float16, 1.0, 0.0, rng)
+    grouped = kw.get("kgroups", 1) > 1
+    for dtype in DTYPES if grouped else [np.float16]:
+        for c_dtype in (np.float32, dtype) if grouped else (np.float32,):
+            for M, N, K in SHAPES + V13_MORE_SHAPES:
+                _case(lv, M, N, K, dtype, 0.5, 3.0, rng, c_dtype=c_dtype)
+                _case(lv, M, N, K, dtype, 1.0, 0.0, rng, c_dtype=c_dtype)
 
 
 @pytest.mark.gpu

@@ -34,8 +34,22 @@ cuBLAS), 0.99× at 8192³, where the power-bound clock sets the pace.
 
 run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster,
 run(..., tma_store=0) the register epilogue, and run(..., bm=, bn=) a narrower tile (bm 64 or
-128, bn 128 or 256: BN / 2 accumulators, BN / 64 panels of B shared by the pair), all for
-comparison. Measured on the H200:
+128, bn 64, 128 or 256: BN / 2 accumulators, BN / 64 panels of B shared by the pair), all for
+comparison; run(..., stages=) another depth of the ring.
+
+K groups (run(..., bm=64, bn=64, kgroups=2), -DHG_KGROUPS=2): two consumer warpgroups on one
+64-row tile, group g multiplying K tiles g, g + 2, g + 4, ...; at the end group 1 writes its
+accumulators to shared memory and group 0 adds them to its own (group 0's + group 1's, so the
+result is the same every run) and stores C. Each stage is read by one group, so empty[s] counts
+half the warps. Why: at 4096×128×4096 cuBLAS runs 64×64 tiles, a whole K per CTA, a 13-deep
+ring, clusters of 2 and 384 threads (docs/RESULTS.md, "Where the time goes at the ragged rows
+and at narrow N 128"): a tile that narrow has one slab, and one warpgroup's wgmma chain
+(issue, wait for the previous group, release) is what v11sl's 64×64 at the same depth ran 1.4×
+slower than its own plan with. The K-group tile runs as deep as shared memory allows beside its
+C boxes and the 16 KB of sums (12 stages of 16 KB). Its first GPU measurement is pending; auto
+runs it once its calibration entry exists (TILE_CHOICES).
+
+Measured on the H200:
 docs/RESULTS.md, "2026-12-01, third run: the kernels' own time (HGEMM)", with the cluster=1
 variant and the register epilogue: no step over v12; the multicast is worth about what
 the persistent grid alone loses; the fixed cost per round of tiles (the epilogue from registers
@@ -48,6 +62,7 @@ CTA for its half of B; it stores nothing.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 
 import numpy as np
 
@@ -87,19 +102,53 @@ def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE, c16: int = 0,
     return config.defines() + (f"-DHG_CLUSTER={cluster}", f"-DHG_TMA_STORE={tma_store}", f"-DHG_C16={c16}")
 
 
+def extra_smem(tma_store: int = TMA_STORE, config=CONFIG) -> int:
+    """Shared memory beside the stage ring: the epilogue's two boxes per slab with TMA stores,
+    and K group 1's 64 × bn fp32 sums with K groups."""
+    sums = 64 * config.bn * 4 if config.kgroups > 1 else 0
+    return tma_store * (config.bm // 64) * 2 * C_BOX_BYTES + sums
+
+
 def smem_bytes(tma_store: int = TMA_STORE, config=CONFIG) -> int:
-    """Dynamic shared memory: the stages and barriers, plus the epilogue's boxes with TMA stores."""
-    return config.smem() + tma_store * config.consumers * 2 * C_BOX_BYTES
+    """Dynamic shared memory: the stages and barriers, plus extra_smem."""
+    return config.smem() + extra_smem(tma_store, config)
 
 
-def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn) -> wg.WgmmaTile:
-    """v13's tile bm × bn (bm 64 or 128, bn 128 or 256; the shipped depth and roles), refused
-    with a ValueError that says why; the shipped CONFIG by default."""
-    return wg.variant(LEVEL, CONFIG, bm, bn)
+def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn, kgroups: int = 1) -> wg.WgmmaTile:
+    """v13's tile bm × bn (bm 64 or 128, bn 64, 128 or 256; kgroups 2 at bm = 64) at the
+    shipped depth and roles, refused with a ValueError that says why; CONFIG by default."""
+    return wg.variant(LEVEL, CONFIG, bm, bn, kgroups)
+
+
+def planned(config: wg.WgmmaTile = CONFIG, tma_store: int = TMA_STORE, stages=None) -> wg.WgmmaTile:
+    """`config` as run() launches it: `stages` deep when given (a ValueError if it does not fit);
+    else a K-group tile as deep as shared memory allows (one CTA per SM, the cuBLAS kernel's deep
+    ring for 64×64 tiles), any other at its shipped depth."""
+    extra = extra_smem(tma_store, config)
+    if stages is not None:
+        deep = dataclasses.replace(config, stages=wg.as_int(LEVEL, "stages", stages))
+        bad = deep.problems() + ([] if deep.smem() + extra <= cm.SMEM_LIMIT else
+                                 [f"{deep.smem() + extra} bytes of shared memory > {cm.SMEM_LIMIT}"])
+        if bad:
+            raise ValueError(f"level {LEVEL}: no ring of {stages} stages at {config.bm}x{config.bn}: {'; '.join(bad)}")
+        return deep
+    if config.kgroups > 1:
+        return wg.deepest(config, extra, most=cm.SMEM_LIMIT // config.stage_bytes)
+    return config
 
 
 DEFINES = defines()
-WARM_VARIANTS = {"c16": defines(c16=1)}     # python -m numba_gemm warm: the 16-bit C kernel too
+
+# The tiles auto may rank (numba_gemm.choose: each under its own calibration entry, so none but
+# CONFIG runs under auto before it has been measured). The narrower tiles of one K group are not
+# among them: measured, none beat the level auto ran at any suite shape (docs/RESULTS.md,
+# "v13's narrower tiles").
+TILE_CHOICES = (tile(64, 64, kgroups=2),)
+
+# python -m numba_gemm warm: the 16-bit C kernel too, and each other tile as run() plans it
+WARM_VARIANTS = {"c16": defines(c16=1)} | {
+    f"bm={t.bm},bn={t.bn}" + (f",kgroups={t.kgroups}" if t.kgroups > 1 else ""): defines(config=planned(t))
+    for t in TILE_CHOICES}
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
@@ -167,11 +216,11 @@ def c_is_16bit(A, C) -> bool:
 
 
 def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: int = TMA_STORE,
-        bm: int = CONFIG.bm, bn: int = CONFIG.bn):
+        bm: int = CONFIG.bm, bn: int = CONFIG.bn, kgroups: int = 1, stages=None):
     from ..runtime import nvrtc
     from ..runtime.launch import launch_native
 
-    config = tile(bm, bn)                  # before any operand is touched
+    config = planned(tile(bm, bn, kgroups), tma_store, stages)     # before any operand is touched
     M, K = A.shape
     N = B.shape[1]
     c16 = c_is_16bit(A, C)
