@@ -158,6 +158,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
             wgmma_wait<0>();
             if (held >= 0) release(held);  // none when this group has no K tile (K < 64 KGROUPS)
             it += k_tiles;
+            // [excerpt:v13-k-groups]
             if constexpr (KGROUPS > 1) {
                 // thread i of group 1 leaves its sums where thread i of group 0 (the same
                 // accumulator layout) reads them: float4 j at sums + 16 (128 j + i)
@@ -178,6 +179,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                 }
                 if (t + step < tiles) named_arrive(SUMS_FREE, 256);   // as many as group 1 waits
             }
+            // [/excerpt]
             if (bm >= grid_m) continue;                 // a pair's row past M: nothing to store
             if (tma_c)
                 store_acc_64xN_tma<BN, CT>(acc, tm_c, cbuf + slab * 2 * C_BOX_BYTES, bm * BM + 64 * slab,

@@ -2,7 +2,7 @@
 
 CI (no GPU): the refusals (aligned rows: k8's; no thin border: k8p's); the plan as pure
 functions (M', N', the interior's grid, the right strip's grid); run()'s launches with the
-launcher stubbed (the copies, k8's kernel on the whole tiles, k6gv on the bottom rows,
+launcher stubbed (the copies, k9's kernel on the whole tiles, k6gv or k6gv16 on the bottom rows,
 edge_columns on the right columns, the copy back, in that order); exactness in the simulator on
 small shapes with either strip or both, beta != 0 and beta == 0 over a NaN-poisoned C, with
 B and C copied and in place (N % 4 == 0: only A copied, the K tail by k_tail).
@@ -17,6 +17,7 @@ import pytest
 
 from numba_gemm.runtime import launch
 from numba_gemm.registry import registry
+from numba_gemm.sgemm import k6gv16_rows as k6gv16
 from numba_gemm.sgemm import k6gv_skinny as k6gv
 from numba_gemm.sgemm import k8_double_buffer as k8
 from numba_gemm.sgemm import k8e_edges as k8e
@@ -44,13 +45,13 @@ def test_plan_at_4097_cubed_and_around_it():
     assert k8e.edge_config(4097, 4097) == ((2048,), (32, 8))  # 2 rows a CTA, its 8 warps split K
     assert k8e.plan(4104, 4104, 4097) == (4096, 4096)        # 8 rows; 8 columns, two float4s
     assert k8e.plan(4097, 4096, 4097) == (4096, 4096) and k8e.grid(4097, 4096) == (32, 32)
-    assert k8e.plan(4112, 4097, 4097) == (4096, 4096)        # 16 rows: two k6gv passes
+    assert k8e.plan(4112, 4097, 4097) == (4096, 4096)        # 16 rows: one k6gv16 pass
     assert k8e.plan(4113, 4097, 4097) == (4113, 4096)        # 17 rows: a 33rd row of tiles
     assert k8e.grid(4113, 4097) == (32, 33)
     assert k8e.plan(777, 5000, 3001) == (768, 4992) and k8e.grid(777, 5000) == (39, 6)   # one wave
     assert k8e.plan(129, 5, 7) == (128, 8) and k8e.grid(129, 5) == (1, 1)
     assert k8e.plan(5, 130, 7) == (5, 128) and k8e.grid(5, 130) == (1, 1)
-    assert k8e.EDGE == 2 * k6gv.MAX_M
+    assert k8e.EDGE == k6gv16.MAX_M == 2 * k6gv.MAX_M
 
 
 def test_b_and_c_in_place_where_their_rows_are_whole_float4s():
@@ -81,8 +82,8 @@ def test_in_place_launches_the_a_copy_the_product_then_the_tail(monkeypatch):
 
     A, B = cuda.device_array((139, 9), np.float32), cuda.device_array((9, 132), np.float32)
     k8e.run(A, B, cuda.device_array((139, 132), np.float32), 0.5, 0.0)
-    gemv = k6gv.SPECIALISATIONS[True, True][1]
-    assert [c[0] for c in calls] == [k8p.repitch, k9.kernel, gemv, gemv, k8e.edge_columns, k8e.k_tail]
+    gemv16 = k6gv16.SPECIALISATIONS[True, True][1]
+    assert [c[0] for c in calls] == [k8p.repitch, k9.kernel, gemv16, k8e.edge_columns, k8e.k_tail]
     assert [int(a) for a in calls[0][2][1:3]] + [int(a) for a in calls[0][2][4:]] == [139, 9, 139, 8]
     assert [int(a) for a in calls[1][2][:3]] == [139, 132, 8]                # M, N, K4: B and C as they are
     assert [int(a) for a in calls[-1][2][:4]] == [139, 132, 9, 8]            # the k left: 8
@@ -111,17 +112,20 @@ def test_run_launches_copies_interior_bottom_right_then_the_copy_back(monkeypatc
         k8e.run(cuda.device_array((4, 7), np.float32), cuda.device_array((7, 4), np.float32), None, 1.0, 0.0)
 
 
-def test_a_bottom_strip_past_8_rows_takes_two_k6gv_passes(monkeypatch):
+def test_the_bottom_strip_is_one_pass_k6gv_to_8_rows_k6gv16_past_them(monkeypatch):
     calls = []
     monkeypatch.setattr(launch, "launch_numba", lambda fn, grid, block, args, stream=None:
                         calls.append((fn, args)))
     from numba import cuda
 
-    A, B = cuda.device_array((139, 9), np.float32), cuda.device_array((9, 8), np.float32)
-    k8e.run(A, B, cuda.device_array((139, 8), np.float32), 1.0, 0.0)
-    gemv = k6gv.SPECIALISATIONS[True, True][1]
-    assert [int(args[0]) for fn, args in calls if fn is gemv] == [8, 3]     # rows 128-135, then 136-138
-    assert k8e.edge_columns not in [fn for fn, _ in calls]                  # N = 8: no right strip
+    gemv, gemv16 = k6gv.SPECIALISATIONS[True, True][1], k6gv16.SPECIALISATIONS[True, True][1]
+    for M, level, rows in [(139, gemv16, 11), (144, gemv16, 16), (136, gemv, 8), (129, gemv, 1)]:
+        calls.clear()
+        A, B = cuda.device_array((M, 9), np.float32), cuda.device_array((9, 8), np.float32)
+        k8e.run(A, B, cuda.device_array((M, 8), np.float32), 1.0, 0.0)
+        strips = [(fn, int(args[0])) for fn, args in calls if fn in (gemv, gemv16)]
+        assert strips == [(level, rows)], M                                   # rows 128 .. M-1, B read once
+        assert k8e.edge_columns not in [fn for fn, _ in calls]                # N = 8: no right strip
 
 
 def _case(M, N, K, alpha, beta, rng):
@@ -135,7 +139,7 @@ def test_exact_on_small_shapes_with_strips():
     _case(5, 130, 7, -0.75, 2.5, rng)
     _case(129, 5, 7, 1.0, 0.0, rng)
     _case(130, 133, 9, 0.5, 0.0, rng)
-    _case(139, 5, 7, 0.5, -1.5, rng)                 # a bottom strip of 11 rows: two k6gv passes
+    _case(139, 5, 7, 0.5, -1.5, rng)                 # a bottom strip of 11 rows: one k6gv16 pass
     _case(139, 8, 7, 0.5, -1.5, rng)                 # B and C in place: the K tail by k_tail
     _case(139, 8, 7, 1.0, 0.0, rng)
     _case(5, 132, 7, -0.75, 2.5, rng)                # in place, the right strip beside the tail

@@ -283,12 +283,13 @@ def test_every_numba_kernel_has_a_key_the_same_in_every_process(tmp_path):
     assert one == two
     shared = {k for k in one if k.endswith(":reduce_partials")}
     # the split levels' reduction (k5sk, k8sk; k6gv reduces in its kernel): one kernel, one
-    # key; k8p runs k8's aligned kernel itself and k8e k9's, k8e k8p's copies and k6gv's kernel,
-    # k8es k9st's kernel and k8e's others: the same keys, one cache entry each
+    # key; k8p runs k8's aligned kernel itself and k8e k9's, k8e k8p's copies and k6gv's and
+    # k6gv16's kernels, k8es k9st's kernel and k8e's others: the same keys, one cache entry each
     assert len(shared) >= 2 and len({one[k] for k in shared}) == 1
     same = [("k8p:k8p", "k8:k8"), ("k8e:k8e", "k9:k9"), ("k8e:repitch", "k8p:repitch"), ("k8e:k6gv", "k6gv:k6gv"),
             ("k8es:k8es", "k9st:k9st"), ("k8es:k8es_edge_columns", "k8e:k8e_edge_columns"),
-            ("k8es:k8es_tail", "k8e:k8e_tail"), ("k8es:repitch", "k8p:repitch"), ("k8es:k6gv", "k6gv:k6gv")]
+            ("k8es:k8es_tail", "k8e:k8e_tail"), ("k8es:repitch", "k8p:repitch"), ("k8es:k6gv", "k6gv:k6gv"),
+            ("k8e:k6gv16", "k6gv16:k6gv16"), ("k8es:k6gv16", "k6gv16:k6gv16")]
     assert all(one[a] == one[b] for a, b in same)
     assert len(set(one.values())) == len(one) - (len(shared) - 1) - len(same)
     names = {k.split(":")[0] for k in one}

@@ -1,6 +1,6 @@
 // k8e twin: k8p's copy kernel, k9's loop launched on the whole tiles only, the right strip's
 // kernel (rows [0, M'), columns [N', pn)) and, where B and C serve in place, the K tail's kernel;
-// the bottom strip is k6gv's twin on views of the operands. The host (numba_gemm.measure.twins)
+// the bottom strip is k6gv's (or k6gv16's) twin on views of the operands. The host (numba_gemm.measure.twins)
 // launches them in the Numba level's order, on the level's workspace.
 #include "unrolled_buffers.cuh"
 

@@ -172,7 +172,8 @@ class Twin:
     def _run_pitched(self, fn, A, B, C, alpha, beta, stream):
         """k8p's and k8e's launches in CUDA C: the level's copies (its `copies` plan, its
         workspace) by the twin's copy kernel, the product on the padded operands (k8e: its
-        interior, then the bottom strip by k6gv's twin and the right strip), C written back."""
+        interior, then the bottom strip by k6gv's or k6gv16's twin and the right strip), C
+        written back."""
         M, K = A.shape
         N = B.shape[1]
         mod = self.module
@@ -250,8 +251,8 @@ class Twin:
         mod = self.module
         m, n = mod.plan(M, N, K)
         pk, pn = mod.pitch(K), mod.pitch(N)
-        for strip in mod.bottom(pad["A"], pad["B"], pad["C"], M, N, K):
-            twin("k6gv").run(*strip, alpha, beta, stream)
+        for gv, *strip in mod.bottom(pad["A"], pad["B"], pad["C"], M, N, K):
+            twin(gv.LEVEL).run(*strip, alpha, beta, stream)
         if n < pn:
             args = [ctypes.c_int32(m), ctypes.c_int32(pk), ctypes.c_int32(pn), ctypes.c_int32(n),
                     ctypes.c_float(alpha), ctypes.c_void_p(_ptr(pad["A"])), ctypes.c_void_p(_ptr(pad["B"])),

@@ -13,8 +13,8 @@ a column of C is A times a column of B: matrix-vector products that read B and A
     interior   k9's all-float4 kernel (k8's tile and loop, its two buffers written out) over
                the padded buffers on the grid of whole tiles only (rows [0, M'), columns
                [0, N')): the border tiles are never launched
-    bottom     rows [M', M), every padded column: k6gv (M ≤ 8) on views of the copies, one
-               pass per 8 rows (two at most: each pass reads B′ once more)
+    bottom     rows [M', M), every padded column, in one pass on views of the copies:
+               k6gv for 1 to 8 rows, k6gv16 for 9 to 16 (B′ read once either way)
     right      rows [0, M'), columns [N', pn): `edge_columns`, a CTA per ROWS rows of A′
                whose 8 warps split K in float4s, B′'s one or two float4s of each k row
                beside them, the sums added in a fixed order through shared memory (no
@@ -37,9 +37,10 @@ from blockIdx (row0 = blockIdx.y·128, col0 = blockIdx.x·128), so the smaller g
 interior. Every full tile keeps the float4 loads; only the border is computed another way. The
 interior was k8p's kernel (k8's) until k9 was measured faster on whole tiles: k8e launches only
 whole tiles, so k9's unchecked loads serve every one of them.
-The bottom strip takes two k6gv passes at most: each reads B′ once more (about 16 µs at 4097³),
-where the row of tiles it replaces may cost a whole wave (777 × 5000: 7 × 39 = 273 tiles, two
-waves of 264; 6 × 39 = 234, one).
+The bottom strip is one pass, which reads B′ once (about 16 µs at 4097³), where the row of
+tiles it replaces may cost a whole wave (777 × 5000: 7 × 39 = 273 tiles, two waves of 264;
+6 × 39 = 234, one). Its 9 to 16 rows took two k6gv passes, B′ read twice, until k6gv16 (the
+profile at 777 × 5000 × 3001, 9 rows: 20.2 and 18.9 µs, docs/RESULTS.md).
 
 Which ledger moved: waves. The bytes ledger is k8p's, and honestly so at the per-tile model's
 grain: the interior reads A′ and B′ once per column and row of tiles it launches (32 each at
@@ -59,6 +60,7 @@ from numba import cuda
 
 from ..ptx.intrinsics import load4_global
 from ..runtime import workspace
+from . import k6gv16_rows as k6gv16
 from . import k6gv_skinny as k6gv
 from . import k8_double_buffer as k8
 from . import k8p_pitched as k8p
@@ -72,7 +74,7 @@ LEVEL = "k8e"
 PARENT = "k8p"
 TITLE = "k8p with its thin border row and column as matrix-vector products"
 DELTA = ("k8e = k8p + no tiles for a border of 1 to 16 rows or 1 to 8 columns: k9's kernel on the whole "
-         "tiles only, the bottom rows by k6gv and the right columns by a kernel whose warps split K")
+         "tiles only, the bottom rows by k6gv or k6gv16 and the right columns by a kernel whose warps split K")
 DTYPES = (np.float32,)
 SASS_MUST_HAVE = k9.SASS_MUST_HAVE             # k9's aligned kernel, and float4 loads of A′ at the edge
 
@@ -81,8 +83,7 @@ TILE_M, TILE_N, TILE_K = k8.TILE_M, k8.TILE_N, k8.TILE_K
 THREAD_M, THREAD_N = k8.THREAD_M, k8.THREAD_N
 THREADS = k8.THREADS
 PHASES_PER_TRIP = k9.PHASES_PER_TRIP           # the interior is k9's loop: two phases a trip
-PASSES = 2                                     # k6gv passes over the bottom strip, at most
-EDGE = PASSES * k6gv.MAX_M                     # the thickest bottom border computed as a strip: 16
+EDGE = k6gv16.MAX_M                            # the thickest bottom border, one pass of k6gv16: 16
 ROWS = 2                                       # rows of A′ per CTA in edge_columns (its warps split K)
 EDGE_WARPS = 8
 EDGE_BLOCK = (32, EDGE_WARPS)
@@ -220,8 +221,8 @@ def product(A2, B2, C2, M, N, K, alpha, beta, stream, inner=interior):
     pk, pn = pitch(K), pitch(N)
     m, n = plan(M, N, K)
     inner(A2, B2, C2, M, N, K, alpha, beta, stream)
-    for strip in bottom(A2, B2, C2, M, N, K):
-        k6gv.run(*strip, alpha, beta, stream)
+    for gv, *strip in bottom(A2, B2, C2, M, N, K):
+        gv.run(*strip, alpha, beta, stream)
     if n < pn:
         launch_numba(edge_columns, *edge_config(M, N),
                      (np.int32(m), np.int32(pk), np.int32(pn), np.int32(n), np.float32(alpha),
@@ -240,17 +241,19 @@ TAIL_SIGNATURE = (int32, int32, int32, int32, float32, float32[::1], float32[::1
 KERNELS = {LEVEL: (kernel, SIGNATURE), "k8e_edge_columns": (edge_columns, EDGE_SIGNATURE),
            "k8e_tail": (k_tail, TAIL_SIGNATURE)}
 # launched besides KERNELS, censused with their own levels: compiled ahead with them
-HELPER_KERNELS = {**k8p.HELPER_KERNELS, "k6gv": k6gv.KERNELS["k6gv"]}
+HELPER_KERNELS = {**k8p.HELPER_KERNELS, "k6gv": k6gv.KERNELS["k6gv"], "k6gv16": k6gv16.KERNELS["k6gv16"]}
 
 
 def bottom(A2, B2, C2, M: int, N: int, K: int) -> list[tuple]:
-    """(A′, B′, C′) of each k6gv pass over the bottom strip: views of rows [M', M) of what the
-    interior reads (the copies, or A′ beside B and C in place), k6gv.MAX_M rows at a time (none
-    without a strip)."""
+    """[(level module, A′, B′, C′)] of the pass over the bottom strip, none without one: views
+    of rows [M', M) of what the interior reads (the copies, or A′ beside B and C in place), run
+    by k6gv up to its 8 rows (the faster of the two there) and by k6gv16 past them."""
     m, _ = plan(M, N, K)
+    if m == M:
+        return []
     pk, pn = pitch(K), pitch(N)
-    return [(A2[r * pk:e * pk].reshape(e - r, pk), B2.reshape(pk, pn), C2[r * pn:e * pn].reshape(e - r, pn))
-            for r in range(m, M, k6gv.MAX_M) for e in [min(r + k6gv.MAX_M, M)]]
+    gv = k6gv if M - m <= k6gv.MAX_M else k6gv16
+    return [(gv, A2[m * pk:M * pk].reshape(M - m, pk), B2.reshape(pk, pn), C2[m * pn:M * pn].reshape(M - m, pn))]
 
 
 def direct(N: int, K: int) -> bool:
