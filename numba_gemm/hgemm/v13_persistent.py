@@ -132,8 +132,8 @@ def planned(config: wg.WgmmaTile = CONFIG, tma_store: int = TMA_STORE, stages=No
         if bad:
             raise ValueError(f"level {LEVEL}: no ring of {stages} stages at {config.bm}x{config.bn}: {'; '.join(bad)}")
         return deep
-    if config.kgroups > 1:
-        return wg.deepest(config, extra, most=cm.SMEM_LIMIT // config.stage_bytes)
+    if config.kgroups > 1:      # from 2 up: 64×256 fits 3 beside its 64 KB of sums
+        return wg.deepest(dataclasses.replace(config, stages=2), extra, most=cm.SMEM_LIMIT // config.stage_bytes)
     return config
 
 
