@@ -7,11 +7,10 @@ import pytest
 from tests.conftest import GPU, gpu_only, sgemm_case
 
 import numba_gemm
-from numba_gemm import splitk
 from numba_gemm.explain import sass
 from numba_gemm.measure import check, twins
 from numba_gemm.runtime import nvrtc
-from numba_gemm.sgemm import _warptile
+from numba_gemm.sgemm import _splitk_parts, _warptile
 
 SGEMM = [lv.name for lv in numba_gemm.levels() if lv.family == "sgemm"]
 
@@ -79,8 +78,8 @@ def _compile(level, options):
 def test_twin_options_are_the_levels_constants(level):
     mod = numba_gemm.registry.get(level).module
     got = {k: int(v) for k, v in _options(level).items()}
-    # a level that reduces its K slices in the kernel (k6gv, k9sk) also gets the reduction's batch
-    in_kernel = {"REDUCE_BATCH": splitk.REDUCE_BATCH} if getattr(mod, "SPLIT_IN_KERNEL", False) else {}
+    # a level that reduces its K slices in the kernel (k6gv, k9sk) also gets its sum's batch
+    in_kernel = {"SUM_BATCH": _splitk_parts.BATCH} if getattr(mod, "SPLIT_IN_KERNEL", False) else {}
     if hasattr(mod, "TILING"):
         t = mod.TILING
         assert got == {"WT_TM": t.tile_m, "WT_TN": t.tile_n, "WT_TK": t.tile_k, "WT_WM": t.warp_m,

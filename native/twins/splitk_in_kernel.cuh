@@ -1,13 +1,14 @@
 // Split-K reduced inside the GEMM kernel (k6gv.cu): numba_gemm/sgemm/_splitk_parts.py's
 // arrive() and sum_slices4() in CUDA C. Each CTA of a tile stores its raw partial into slice z
 // of P; the last of the tile's S CTAs to arrive (a uint32 counter per tile, which it resets to
-// zero for the next call) adds the S partials in order z = 0 .. S-1, REDUCE_BATCH slices' loads
-// in flight at once, through L2 (__ldcg: another SM wrote them during this kernel).
+// zero for the next call) adds the S partials in order z = 0 .. S-1: slice 0, then SUM_BATCH
+// slices' loads in flight at once, through L2 (__ldcg: another SM wrote them during this
+// kernel), the last batch's slices past S neither loaded nor added.
 #pragma once
 #include "sgemm.cuh"
 
-#ifndef REDUCE_BATCH
-#error "REDUCE_BATCH comes from numba_gemm.splitk.REDUCE_BATCH (numba_gemm.measure.twins.defines: REDUCE_DEFINES)"
+#ifndef SUM_BATCH
+#error "SUM_BATCH comes from numba_gemm.sgemm._splitk_parts.BATCH (numba_gemm.measure.twins.defines: SUM_DEFINES)"
 #endif
 
 namespace twin {
@@ -44,21 +45,19 @@ __device__ __forceinline__ void sum_slices4(const float* P, u64 off, u64 mn, u32
         ok[q] = row_ok && col + q < n;
         s[q] = ok[q] ? __ldcg(P + off + q) : 0.f;
     }
-    u32 z = 1;
-    for (; z + REDUCE_BATCH - 1 < S; z += REDUCE_BATCH) {
-        float p[REDUCE_BATCH][4];
+    for (u32 z = 1; z < S; z += SUM_BATCH) {
+        float p[SUM_BATCH][4];
 #pragma unroll
-        for (int b = 0; b < REDUCE_BATCH; ++b)
+        for (int b = 0; b < SUM_BATCH; ++b)
 #pragma unroll
-            for (int q = 0; q < 4; ++q) p[b][q] = ok[q] ? __ldcg(P + u64(z + b) * mn + off + q) : 0.f;
+            for (int q = 0; q < 4; ++q)
+                p[b][q] = ok[q] && z + b < S ? __ldcg(P + u64(z + b) * mn + off + q) : 0.f;
 #pragma unroll
-        for (int b = 0; b < REDUCE_BATCH; ++b)
+        for (int b = 0; b < SUM_BATCH; ++b)
+            if (z + b < S)
 #pragma unroll
-            for (int q = 0; q < 4; ++q) s[q] += p[b][q];
+                for (int q = 0; q < 4; ++q) s[q] += p[b][q];
     }
-    for (; z < S; ++z)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) s[q] += ok[q] ? __ldcg(P + u64(z) * mn + off + q) : 0.f;
 }
 
 }  // namespace twin

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .. import splitk
+from ..sgemm import _splitk_parts
 from ..registry import get
 from ..runtime import nvrtc
 from ..runtime.launch import launch_native
@@ -29,6 +30,7 @@ from ..runtime.launch import launch_native
 
 REDUCE_SOURCE = "twins/splitk_reduce.cu"   # the split-K levels' reduction, shared by their twins
 REDUCE_DEFINES = (f"-DREDUCE_BATCH={splitk.REDUCE_BATCH}",)   # partials loaded before they are added
+SUM_DEFINES = (f"-DSUM_BATCH={_splitk_parts.BATCH}",)          # the same in a level's in-kernel sum
 
 
 def source(level_name: str) -> str:
@@ -39,7 +41,7 @@ def source(level_name: str) -> str:
 def defines(level_name: str) -> tuple[str, ...]:
     """The twin's tile as -D options, from its Numba level: a warp-tiled level's TILING (and
     _warptile's A_PAD, its launch bound, _warptile.blocks_per_sm) for warptile.cuh, else the level's GEOMETRY for tile.cuh;
-    a level that reduces its slices in the kernel adds REDUCE_DEFINES (splitk_in_kernel.cuh).
+    a level that reduces its slices in the kernel adds SUM_DEFINES (splitk_in_kernel.cuh).
     A twin does not compile without them (#error), so the tile it runs is the level's."""
     mod = get(level_name).module
     if hasattr(mod, "TILING"):
@@ -53,7 +55,7 @@ def defines(level_name: str) -> tuple[str, ...]:
         g = mod.GEOMETRY
         values = {"TILE_M": g.tile_m, "TILE_N": g.tile_n, "TILE_K": g.tile_k, "THREAD_M": g.thread_m,
                   "THREAD_N": g.thread_n, "BLOCK_X": g.block[0], "BLOCK_Y": g.block[1]}
-    in_kernel = REDUCE_DEFINES if getattr(mod, "SPLIT_IN_KERNEL", False) else ()
+    in_kernel = SUM_DEFINES if getattr(mod, "SPLIT_IN_KERNEL", False) else ()
     return tuple(f"-D{name}={int(v)}" for name, v in values.items()) + in_kernel
 
 

@@ -38,7 +38,9 @@ REDUCE_SIGNATURE = (float32[::1], int32, int64, float32, float32, float32[::1])
 HELPER_KERNELS = {"reduce_partials": (splitk.reduce_partials, REDUCE_SIGNATURE)}
 SIGNATURE_IN_KERNEL = SIGNATURE + (float32[::1], uint32[::1])   # + the partials P, the counters
 MAX_GRID_Z = 65535
-BATCH = splitk.REDUCE_BATCH      # the in-kernel sum's slices in flight at once, as reduce_partials'
+# The in-kernel sum's slices in flight at once: the tile's last CTA adds them alone, each load a
+# wait on L2, so it keeps twice reduce_partials' batch in flight (S = 8: one wait per float4).
+BATCH = 2 * splitk.REDUCE_BATCH
 
 
 def plan(tiles: int, K: int, tile_k: int, M: int, N: int, sms: int, ctas_per_sm: int) -> int:
@@ -151,9 +153,10 @@ def arrive_at(counters, tile, flag, tid, S):
 @inline
 def sum_slices4(P, off, mn, S, row_ok, col, n):
     """The four consecutive elements at P[off] summed over the S slices mn elements apart, in
-    order z = 0 .. S-1, as splitk.reduce_partials adds them (BATCH slices' loads in
-    flight at once, through L2: load_l2). Columns col + q past n and rows not row_ok load
-    nothing (their sums are never stored)."""
+    order z = 0 .. S-1, as splitk.reduce_partials adds them: slice 0, then BATCH slices' loads
+    in flight at once (through L2: load_l2), the last batch's slices past S neither loaded nor
+    added. Columns col + q past n and rows not row_ok load nothing (their sums are never
+    stored)."""
     ok0 = row_ok & (col < n)
     ok1 = row_ok & (u32(col + 1) < n)
     ok2 = row_ok & (u32(col + 2) < n)
@@ -164,24 +167,19 @@ def sum_slices4(P, off, mn, S, row_ok, col, n):
     s3 = load_l2(P, off + u64(3)) if ok3 else float32(0.0)
     p = cuda.local.array((BATCH, 4), float32)
     z = u32(1)
-    while u32(z + BATCH - 1) < S:
+    while z < S:
         for b in range(BATCH):
             at = u64(z + b) * mn + off
-            p[b, 0] = load_l2(P, at) if ok0 else float32(0.0)
-            p[b, 1] = load_l2(P, at + u64(1)) if ok1 else float32(0.0)
-            p[b, 2] = load_l2(P, at + u64(2)) if ok2 else float32(0.0)
-            p[b, 3] = load_l2(P, at + u64(3)) if ok3 else float32(0.0)
+            live = u32(z + b) < S
+            p[b, 0] = load_l2(P, at) if ok0 & live else float32(0.0)
+            p[b, 1] = load_l2(P, at + u64(1)) if ok1 & live else float32(0.0)
+            p[b, 2] = load_l2(P, at + u64(2)) if ok2 & live else float32(0.0)
+            p[b, 3] = load_l2(P, at + u64(3)) if ok3 & live else float32(0.0)
         for b in range(BATCH):
-            s0 += p[b, 0]
-            s1 += p[b, 1]
-            s2 += p[b, 2]
-            s3 += p[b, 3]
+            if u32(z + b) < S:
+                s0 += p[b, 0]
+                s1 += p[b, 1]
+                s2 += p[b, 2]
+                s3 += p[b, 3]
         z = u32(z + BATCH)
-    while z < S:
-        at = u64(z) * mn + off
-        s0 += load_l2(P, at) if ok0 else float32(0.0)
-        s1 += load_l2(P, at + u64(1)) if ok1 else float32(0.0)
-        s2 += load_l2(P, at + u64(2)) if ok2 else float32(0.0)
-        s3 += load_l2(P, at + u64(3)) if ok3 else float32(0.0)
-        z = u32(z + 1)
     return s0, s1, s2, s3
