@@ -6,7 +6,7 @@
 // shared memory and the TMA boxes on the host. A source compiled without them stops here
 // rather than fall back to a tile the host may not have sized.
 //
-//   HG_BM x HG_BN x HG_BK   block tile of C and K depth of one stage (BM = 64 per consumer warpgroup)
+//   HG_BM x HG_BN x HG_BK   block tile of C and K depth of one stage (a slab of 64 rows per consumer)
 //   HG_STAGES               pipeline depth
 //   HG_PRODUCER             1: one more warpgroup that only loads (v12, v13); 0: thread 0 also computes
 //   HG_KGROUPS              (with a producer) consumer warpgroups per 64-row slab: 1, or 2 that

@@ -43,10 +43,11 @@ accumulators to shared memory and group 0 adds them to its own (group 0's + grou
 result is the same every run) and stores C. Each stage is read by one group, so empty[s] counts
 half the warps. Why: at 4096×128×4096 cuBLAS runs 64×64 tiles, a whole K per CTA, a 13-deep
 ring, clusters of 2 and 384 threads (docs/RESULTS.md, "Where the time goes at the ragged rows
-and at narrow N 128"): a tile that narrow has one slab, and one warpgroup's wgmma chain
-(issue, wait for the previous group, release) is what v11sl's 64×64 at the same depth ran 1.4×
-slower than its own plan with. The K-group tile runs as deep as shared memory allows beside its
-C boxes and the 16 KB of sums (12 stages of 16 KB). Its first GPU measurement is pending; auto
+and at narrow N 128"): a tile that narrow is one slab, which one warpgroup computes alone, and
+v11sl's 64×64 at cuBLAS's depth ran 1.4× slower than its own plan. Two groups keep two wgmma
+chains in flight, each waiting only for its own previous stage before releasing it. The K-group
+tile runs as deep as shared memory allows beside its C boxes and the 16 KB of sums (12 stages
+of 16 KB). Its first GPU measurement is pending; auto
 runs it once its calibration entry exists (TILE_CHOICES).
 
 Measured on the H200:

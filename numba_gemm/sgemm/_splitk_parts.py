@@ -39,7 +39,7 @@ HELPER_KERNELS = {"reduce_partials": (splitk.reduce_partials, REDUCE_SIGNATURE)}
 SIGNATURE_IN_KERNEL = SIGNATURE + (float32[::1], uint32[::1])   # + the partials P, the counters
 MAX_GRID_Z = 65535
 # The in-kernel sum's slices in flight at once: the tile's last CTA adds them alone, each load a
-# wait on L2, so it keeps twice reduce_partials' batch in flight (S = 8: one wait per float4).
+# wait on L2, so it keeps twice reduce_partials' batch in flight (S = 8: slices 1-7 in one wait).
 BATCH = 2 * splitk.REDUCE_BATCH
 
 
