@@ -36,7 +36,7 @@
 #   LEVELS / SIZES (or SGEMM_SHAPES: space-separated M,N,K) narrow the sgemm step, HGEMM_LEVELS the hgemm step, SANITIZE_LEVELS (default:
 #   every native level) the sanitize step, HGEMM_DTYPES (default: fp16 bf16) the hgemm step,
 #   OVERHEAD_LEVELS (default: every level) the overhead step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
-#   SANITIZE_TOOLS the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE (or
+#   SANITIZE_TOOLS / SANITIZE_SHAPE (M,N,K; default 127,200,72) the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE (or
 #   PROFILE_SHAPE=M,N,K) / PROFILE_DTYPE the profile step (ncu sections of one launch per level,
 #   cuBLAS beside them; PROFILE_SKIP / PROFILE_COUNT launches skipped and profiled, default 1 and
 #   1: a level of two launches, such as a split with its reduce, takes PROFILE_SKIP=2 PROFILE_COUNT=2).
@@ -110,7 +110,7 @@ if has sanitize; then  # every native level on a small ragged shape, each checke
   native=${SANITIZE_LEVELS:-$(levels_where "lv.native")}
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
-      python3 tools/run_once.py --level "$native" --shape 127,200,72 >"$OUT/sanitize_$tool.txt" 2>&1
+      python3 tools/run_once.py --level "$native" --shape "${SANITIZE_SHAPE:-127,200,72}" >"$OUT/sanitize_$tool.txt" 2>&1
     echo "compute-sanitizer $tool ($native): exit $? — $(grep -c WRONG "$OUT/sanitize_$tool.txt") wrong, $(grep -E "(ERROR|RACECHECK|SYNCCHECK) SUMMARY" "$OUT/sanitize_$tool.txt" | tail -n 1)"
   done
 fi
