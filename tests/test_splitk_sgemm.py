@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import cuda
 
 from tests.conftest import gpu_only, sgemm_case
 
@@ -21,6 +22,8 @@ from numba_gemm.measure import check
 from numba_gemm.measure.twins import main_loop
 from numba_gemm.registry import get
 from numba_gemm.runtime import workspace
+from numba_gemm.sgemm import _splitk_parts
+from numba_gemm.sgemm._common import u32, u64
 
 LEVELS = ["k5sk", "k8sk", "k9sk"]
 
@@ -228,6 +231,33 @@ def test_reduction_adds_the_slices_in_order(S, beta):
     dC = cuda.to_device(C)
     splitk.reduce(cuda.to_device(P), dC, S, 1, MN, 0.5, beta)
     assert np.array_equal(dC.copy_to_host(), want.astype(np.float32))
+
+
+@cuda.jit
+def _slice_sums(P, mn, S, n, out):
+    """Thread t: sum_slices4 of columns 4t .. 4t+3 over the S slices of P, into out."""
+    col = u32(4 * cuda.threadIdx.x)
+    s = _splitk_parts.sum_slices4(P, u64(col), u64(mn), u32(S), True, col, u32(n))
+    for q in range(4):
+        out[col + q] = s[q]
+
+
+@pytest.mark.parametrize("S", [1, 2, 8, 9, 10, 17])
+def test_in_kernel_sum_adds_the_slices_in_order(S):
+    """_splitk_parts.sum_slices4, the sum a tile's last CTA makes in k6gv, k6gv16, k9sk and k9st
+    (slice 0, then BATCH slices at a time, the last batch cut at S), gives the bits of adding
+    slice 0, 1, …, S-1 one by one in float32; columns past n load and add nothing."""
+    rng = np.random.default_rng(S)
+    threads, n = 8, 30                          # 32 columns, the last two past n
+    MN = 4 * threads
+    P = (rng.standard_normal(S * MN) * 10.0 ** rng.integers(-6, 6, S * MN)).astype(np.float32)
+    want = P[:MN].copy()
+    for z in range(1, S):
+        want = (want + P[z * MN:(z + 1) * MN]).astype(np.float32)
+    want[n:] = 0.0
+    out = cuda.to_device(np.full(MN, np.nan, np.float32))
+    _slice_sums[1, threads](cuda.to_device(P), MN, S, n, out)
+    assert np.array_equal(out.copy_to_host(), want)
 
 
 @pytest.mark.parametrize("level", LEVELS)
