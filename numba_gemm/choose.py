@@ -226,14 +226,15 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
 def tile_choices(lv) -> list[tuple[tuple, object]]:
     """(run() keywords, tile) of each tile of lv's TILE_CHOICES other than its shipped CONFIG;
     kgroups among the keywords where the tile has K groups (v13:bm=64:bn=64:kgroups=2)."""
-    mod = lv.module
+    choices = getattr(lv.module, "TILE_CHOICES", ())
+    if not choices:
+        return []
 
     def keywords(t):
-        k = getattr(t, "kgroups", 1)
-        return (("bm", t.bm), ("bn", t.bn)) + ((("kgroups", k),) if k != 1 else ())
+        return (("bm", t.bm), ("bn", t.bn)) + ((("kgroups", t.kgroups),) if t.kgroups != 1 else ())
 
-    shipped = keywords(mod.CONFIG) if hasattr(mod, "TILE_CHOICES") else None
-    return [(keywords(t), t) for t in getattr(mod, "TILE_CHOICES", ()) if keywords(t) != shipped]
+    shipped = keywords(lv.module.CONFIG)
+    return [(keywords(t), t) for t in choices if keywords(t) != shipped]
 
 
 def _tile_predictions(lv, dtype, M: int, N: int, K: int, beta: float, sms: int) -> list[Prediction]:
