@@ -285,19 +285,13 @@ def test_v13_k_group_tile_is_named_as_the_timing_and_the_fit_name_it(monkeypatch
     """TILE_CHOICES names the K-group tile as tools/hopper_top.py times it and
     tools/calibrate_auto.py fits it (v13:bm=64:bn=64:kgroups=2); without its calibration entry
     it is listed, never offered."""
-    import importlib.util
-    from pathlib import Path
-
     from tests.test_hopper_top import top
+    from tests.test_shapes import calibrate_auto
 
     kw, t = choose.tile_choices(registry.get("v13"))[0]
     assert registry.spec_name("v13", kw) == "v13:bm=64:bn=64:kgroups=2" and (t.kgroups, t.bn) == (2, 64)
     assert top.Competitor("v13:bm=64:bn=64:kgroups=2").kwargs == {"bm": 64, "bn": 64, "kgroups": 2}
-    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")   # what the tool sets: undone after the test
-    path = Path(__file__).resolve().parent.parent / "tools" / "calibrate_auto.py"
-    spec = importlib.util.spec_from_file_location("calibrate_auto", path)
-    cal = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cal)
+    cal = calibrate_auto(monkeypatch)
     assert cal.level_of("v13:bm=64:bn=64:kgroups=2", registry.registry())[1] == choose.Geometry(64, 64)
     if choose.params("v13:bm=64:bn=64:kgroups=2", "float16") is None:
         listed = [q for q in choose.rank("float16", 4096, 128, 4096, native=True, tiles=True) if q.kwargs == kw]
