@@ -38,8 +38,10 @@ def _max_dims(lv):
         return tm + 8, min(tn, 32) + 8, tk + 8
     if tm * tn >= 128 * 128:
         # 128×128 tiles of 256 threads (k7, k8, k8p): a second, partial tile in M and N, at most
-        # 4 blocks; the GPU run draws up to 600 each way
-        return tm + 8, tn + 12, 2 * tk + 5
+        # 4 blocks; in K four whole tiles and a partial fifth (k8's 8-deep tiles: 37, so k9's
+        # two phase buffers are each reused; the simulator's time grows with K); the GPU run
+        # draws up to 600 each way
+        return tm + 8, tn + 12, 4 * g.tile_k + 5
     return 2 * tm + 5, tn + 12, 2 * tk + 5
 
 
@@ -59,6 +61,10 @@ def _examples(lv) -> int:
         # a split-K level runs its parent's kernel per slice: tests/test_splitk_sgemm.py drives
         # its slices (S = 1, 2, 3, ragged); here a few draws of the registry's paths
         return 3
+    if hasattr(lv.module, "edge_config"):
+        # k8e's right strip is a CTA per two rows of 256 simulated threads (~10 s an example):
+        # tests/test_k8e.py drives each strip and copy case by name; here a few random draws
+        return 4
     return 4 if _threads(lv) > 256 else 8
 
 
