@@ -42,8 +42,7 @@ numba_gemm/data/h200_auto.json: fitted to the shape suite's measurements
 A level with no calibration is ranked after those with one, in ladder order (highest first),
 so a new level runs under auto only once it has been measured.
 
-Tiles: a level whose module lists TILE_CHOICES (v11: bm × bn from one source; v13: bm × bn and
-K groups, "v13:bm=64:bn=64:kgroups=2") is also ranked
+Tiles: a level whose module lists TILE_CHOICES (v11: bm × bn from one source) is also ranked
 as (level, tile) pairs by `rank(..., tiles=True)`, each tile other than the shipped one under
 its own calibration entry, named as tools/hopper_top.py names it ("v11:bm=64:bn=128"), and
 predicted from its own tile's waves with those constants. `candidates()`, what gemm(), plan()
@@ -224,14 +223,13 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
 
 
 def tile_choices(lv) -> list[tuple[tuple, object]]:
-    """(run() keywords, tile) of each tile of lv's TILE_CHOICES other than its shipped CONFIG;
-    kgroups among the keywords where the tile has K groups (v13:bm=64:bn=64:kgroups=2)."""
+    """(run() keywords, tile) of each tile of lv's TILE_CHOICES other than its shipped CONFIG."""
     choices = getattr(lv.module, "TILE_CHOICES", ())
     if not choices:
         return []
 
     def keywords(t):
-        return (("bm", t.bm), ("bn", t.bn)) + ((("kgroups", t.kgroups),) if t.kgroups != 1 else ())
+        return ("bm", t.bm), ("bn", t.bn)
 
     shipped = keywords(lv.module.CONFIG)
     return [(keywords(t), t) for t in choices if keywords(t) != shipped]

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import choose, registry
+from numba_gemm import registry
 from numba_gemm.explain.sass import disassemble
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma, v11_wgmma, v12_warpspec, v13_persistent
@@ -241,10 +241,9 @@ def test_v13_16bit_c_compiles_with_its_census(tma_store):
     assert not any(o.startswith("F2FP") for o in c32)
 
 
-# run(bm=, bn=, kgroups=): the tiles beside the shipped 128 x 256, for comparison, and the one auto
-# may rank (v13.TILE_CHOICES)
-V13_TILES = [{"bm": 128, "bn": 128}, {"bm": 64, "bn": 256}, {"bm": 64, "bn": 128}, {"bm": 64, "bn": 64}] + \
-    [dict(kw) for kw, _ in choose.tile_choices(registry.get("v13"))]
+# run(bm=, bn=, kgroups=): the tiles beside the shipped 128 x 256, for comparison
+V13_TILES = [{"bm": 128, "bn": 128}, {"bm": 64, "bn": 256}, {"bm": 64, "bn": 128}, {"bm": 64, "bn": 64},
+             {"bm": 64, "bn": 64, "kgroups": 2}]
 
 
 def v13_tile_id(kw):
@@ -279,24 +278,6 @@ def test_v13_k_groups_tile():
     grouped, single = ops(deep), ops(v13.planned(v13.tile(64, 64)))
     for op in ("BAR.ARV", "STS.128", "LDS.128"):
         assert any(o.startswith(op) for o in grouped) and not any(o.startswith(op) for o in single), op
-
-
-def test_v13_k_group_tile_is_named_as_the_timing_and_the_fit_name_it(monkeypatch):
-    """TILE_CHOICES names the K-group tile as tools/hopper_top.py times it and
-    tools/calibrate_auto.py fits it (v13:bm=64:bn=64:kgroups=2); without its calibration entry
-    it is listed, never offered."""
-    from tests.test_hopper_top import top
-    from tests.test_shapes import calibrate_auto
-
-    kw, t = choose.tile_choices(registry.get("v13"))[0]
-    assert registry.spec_name("v13", kw) == "v13:bm=64:bn=64:kgroups=2" and (t.kgroups, t.bn) == (2, 64)
-    assert top.Competitor("v13:bm=64:bn=64:kgroups=2").kwargs == {"bm": 64, "bn": 64, "kgroups": 2}
-    cal = calibrate_auto(monkeypatch)
-    assert cal.level_of("v13:bm=64:bn=64:kgroups=2", registry.registry())[1] == choose.Geometry(64, 64)
-    if choose.params("v13:bm=64:bn=64:kgroups=2", "float16") is None:
-        listed = [q for q in choose.rank("float16", 4096, 128, 4096, native=True, tiles=True) if q.kwargs == kw]
-        assert len(listed) == 1 and listed[0].ms is None
-        assert all(q.kwargs != kw for q in choose.candidates("float16", 4096, 128, 4096, native=True))
 
 
 @pytest.mark.parametrize("kw, msg", [

@@ -398,8 +398,7 @@ def test_a_cached_kernel_loads_and_computes_in_a_fresh_process(tmp_path):
 
 def test_warm_compiles_the_native_variants_run_may_need(monkeypatch):
     """A native level's warm-up names its shipped source and each WARM_VARIANTS entry (v11's five
-    other tiles, the 64-wide ones also as deep as they run on one wave; v13's 16-bit C and its
-    K-group tile as run() plans it, 12 deep) and compiles each with that variant's defines."""
+    other tiles, the 64-wide ones also as deep as they run on one wave; v13's 16-bit C) and compiles each with that variant's defines."""
     from numba_gemm import warm
     from numba_gemm.hgemm import v11_wgmma, v13_persistent
     from numba_gemm.registry import get
@@ -409,9 +408,7 @@ def test_warm_compiles_the_native_variants_run_may_need(monkeypatch):
     deeper = sum(t.bn == v11_wgmma.DEEP_BN for t in v11_wgmma.TILE_CHOICES)    # 64×64 and 128×64, 8 deep
     assert names[0] == "v11_wgmma.cu" and len(names) == 1 + len(v11_wgmma.TILE_CHOICES) - 1 + deeper == 8
     assert "v11_wgmma.cu:bm=64,bn=64" in names and "v11_wgmma.cu:bm=128,bn=64,stages=8" in names
-    assert warm.kernels_of(get("v13")) == ["v13_persistent.cu", "v13_persistent.cu:c16",
-                                           "v13_persistent.cu:bm=64,bn=64,kgroups=2"]
-    assert "-DHG_STAGES=12" in v13_persistent.WARM_VARIANTS["bm=64,bn=64,kgroups=2"]
+    assert warm.kernels_of(get("v13")) == ["v13_persistent.cu", "v13_persistent.cu:c16"]
     seen = []
     monkeypatch.setattr(nvrtc, "compile_variant", lambda src, d, *a: seen.append((src, tuple(d))))
     warm.warm_one("v13", "v13_persistent.cu:c16", None)

@@ -47,8 +47,11 @@ and at narrow N 128"): a tile that narrow is one slab, which one warpgroup compu
 v11sl's 64×64 at cuBLAS's depth ran 1.4× slower than its own plan. Two groups keep two wgmma
 chains in flight, each waiting only for its own previous stage before releasing it. The K-group
 tile runs as deep as shared memory allows beside its C boxes and the 16 KB of sums (12 stages
-of 16 KB). Its first GPU measurement is pending; auto
-runs it once its calibration entry exists (TILE_CHOICES).
+of 16 KB). Measured on an H100 (docs/RESULTS.md, "twenty-third run"), it is slower than
+the levels it was built to beat: 0.50× cuBLAS at 4096×128×4096, where v11sl ran 0.64×,
+and 0.30–0.34× at M = 512 and 2048³; compute-sanitizer's racecheck reports hazards on its
+hand-off of sums (every result exact). So auto does not rank it: run(kgroups=2) is for
+comparison only.
 
 Measured on the H200:
 docs/RESULTS.md, "2026-12-01, third run: the kernels' own time (HGEMM)", with the cluster=1
@@ -140,16 +143,12 @@ def planned(config: wg.WgmmaTile = CONFIG, tma_store: int = TMA_STORE, stages=No
 
 DEFINES = defines()
 
-# The tiles auto may rank (numba_gemm.choose: each under its own calibration entry, so none but
-# CONFIG runs under auto before it has been measured). The narrower tiles of one K group are not
-# among them: measured, none beat the level auto ran at any suite shape (docs/RESULTS.md,
-# "v13's narrower tiles").
-TILE_CHOICES = (tile(64, 64, kgroups=2),)
+# No TILE_CHOICES: auto ranks v13 at its shipped tile only. Measured, none of the narrower tiles
+# (docs/RESULTS.md, "v13's narrower tiles") nor the K-group tile ("twenty-third run") beat the
+# level auto ran at the shapes they were built for.
 
-# python -m numba_gemm warm: the 16-bit C kernel too, and each other tile as run() plans it
-WARM_VARIANTS = {"c16": defines(c16=1)} | {
-    f"bm={t.bm},bn={t.bn}" + (f",kgroups={t.kgroups}" if t.kgroups > 1 else ""): defines(config=planned(t))
-    for t in TILE_CHOICES}
+# python -m numba_gemm warm: the 16-bit C kernel too
+WARM_VARIANTS = {"c16": defines(c16=1)}
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
