@@ -398,7 +398,8 @@ def test_a_cached_kernel_loads_and_computes_in_a_fresh_process(tmp_path):
 
 def test_warm_compiles_the_native_variants_run_may_need(monkeypatch):
     """A native level's warm-up names its shipped source and each WARM_VARIANTS entry (v11's five
-    other tiles, the 64-wide ones also as deep as they run on one wave; v13's 16-bit C) and compiles each with that variant's defines."""
+    other tiles, the 64-wide ones also as deep as they run on one wave; v13's 16-bit C) and
+    compiles each with that variant's defines."""
     from numba_gemm import warm
     from numba_gemm.hgemm import v11_wgmma, v13_persistent
     from numba_gemm.registry import get
