@@ -310,22 +310,16 @@ def test_table_gives_the_loop_against_both_cublas_calls():
     assert row.split()[9] == "-" and "torch.mm back-to-back" not in "\n".join(rest)
 
 
-def calibrate_auto(monkeypatch):
-    """tools/calibrate_auto.py as a module, with the simulator switch it sets (undone after the
-    test by monkeypatch)."""
-    import importlib.util
-
-    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
-    spec = importlib.util.spec_from_file_location("calibrate_auto", DOCS_DATA.parent.parent / "tools" / "calibrate_auto.py")
-    cal = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cal)
-    return cal
-
-
 def test_a_later_run_replaces_what_an_earlier_one_measured(tmp_path, monkeypatch):
     """calibrate_auto.samples: one point per level and shape, the last file's (files oldest
     first), so a level measured again after it changed is fitted as it is now."""
-    cal = calibrate_auto(monkeypatch)
+    import importlib.util
+
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")   # what the tool sets: undone after the test
+
+    spec = importlib.util.spec_from_file_location("calibrate_auto", DOCS_DATA.parent.parent / "tools" / "calibrate_auto.py")
+    cal = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cal)
     row = {"level": "k8e", "M": 777, "N": 5000, "K": 3001, "dtype": "float32", "ok": True}
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     old.write_text(json.dumps([dict(row, ms=0.97), dict(row, M=4097, N=4097, K=4097, ms=3.2)]))
