@@ -124,21 +124,6 @@ __device__ __forceinline__ void bulk_wait() {
 __device__ __forceinline__ void named_sync(u32 id, u32 threads) {
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
-// Arrive on named barrier `id` without waiting: the threads that bar.sync on it go on once
-// `threads` have arrived or synced (a producer-consumer handoff between warpgroups).
-__device__ __forceinline__ void named_arrive(u32 id, u32 threads) {
-    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void st_shared_v4(u32 addr, float4 v) {
-    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" :: "r"(addr), "f"(v.x), "f"(v.y), "f"(v.z),
-                 "f"(v.w) : "memory");
-}
-__device__ __forceinline__ float4 ld_shared_v4(u32 addr) {
-    float4 v;
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(addr) : "memory");
-    return v;
-}
 __device__ __forceinline__ void st_shared_v2(u32 addr, float x, float y) {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
 }

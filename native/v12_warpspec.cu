@@ -32,7 +32,6 @@ constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(PRODUCER, "warpgroup 0 is the producer");
 static_assert(BN == 256, "written for 64 x 256 per consumer (acc[128], store_acc_64x256)");
-static_assert(KGROUPS == 1, "each consumer its own 64 rows (K groups are v13's)");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 
 template <typename T>

@@ -6,12 +6,7 @@
 //
 // Per CTA: v12's 128 x 256 x 64 tile, 4 stages of 48 KB, a producer warpgroup (setmaxnreg 40)
 // and two wgmma consumer warpgroups (setmaxnreg 232); or, from -DHG_*, a tile of 128 x 128 (or
-// 64 rows: one consumer), for shapes whose 128 x 256 tiles leave SMs idle; or 64 rows with two
-// K groups (HG_KGROUPS = 2): both consumers compute the same 64 x BN, group g taking K tiles
-// g, g + 2, ..., and group 1 hands its sums to group 0 through shared memory, which adds them
-// (group 0's + group 1's, always in that order) and stores C. Two wgmma chains in flight on one
-// slab instead of one, for the narrow and skinny shapes whose 64 x 64 tiles are all the SMs get.
-// What changes:
+// 64 rows: one consumer), for shapes whose 128 x 256 tiles leave SMs idle. What changes:
 //  - Persistent: the host launches as many clusters as can be resident at once (at most one
 //    CTA per SM); cluster c computes pair-tiles c, c + G, c + 2G, ... (G clusters), each
 //    pair-tile decoded by v9's super-tile order over the grid of pairs. The stage ring and its
@@ -23,10 +18,9 @@
 //    .multicast::cluster to both CTAs and its own A box: per stage each CTA reads half of the B
 //    tile from L2 (at 128 x 256: 16 KB of A + 16 KB of B instead of 16 + 32 KB), and each of
 //    its full[s] barriers expects the whole stage.
-//  - empty[s] now counts the consumer warps that read stage s in BOTH CTAs (16 arrivals at two
-//    slabs, 8 with K groups, where one group reads each stage: each warp arrives on its own
-//    CTA's and on its partner's barrier), because a producer's multicast overwrites stage s in
-//    both CTAs. The remote arrivals are .release.cta (cluster.cuh says why that is
+//  - empty[s] now counts the consumer warps of BOTH CTAs (16 arrivals: each warp arrives on
+//    its own CTA's and on its partner's barrier), because a producer's multicast overwrites
+//    stage s in both CTAs. The remote arrivals are .release.cta (cluster.cuh says why that is
 //    enough). The partner's multicast may complete its bytes on full[s] before this CTA's
 //    producer has armed the phase with expect_tx: the transaction count goes negative for a
 //    while, which the mbarrier allows (PTX ISA, "tx-count" range), and the phase cannot
@@ -60,11 +54,9 @@ using namespace wgt;   // BM, BN, BK, STAGES, CONSUMERS, THREADS, A_BYTES, B_PAN
 constexpr int CLUSTER = HG_CLUSTER;
 constexpr bool TMA_STORE = HG_TMA_STORE != 0, C16 = HG_C16 != 0;
 constexpr u32 C_BOX_BYTES = 64 * 128;                         // 64 rows x 128 bytes of C
-constexpr u32 C_BYTES = TMA_STORE ? SLABS * 2 * C_BOX_BYTES : 0;       // two boxes per stored slab
-constexpr u32 SUM_BYTES = KGROUPS > 1 ? 64 * BN * 4 : 0;      // group 1's 64 x BN sums for group 0
+constexpr u32 C_BYTES = TMA_STORE ? CONSUMERS * 2 * C_BOX_BYTES : 0;   // two boxes per consumer
 static_assert(CLUSTER == 1 || CLUSTER == 2, "B's BN / 64 panels (1, 2 or 4) are shared by 1 or 2 CTAs");
-constexpr int STAGE_READERS = 4 * SLABS;                      // the warps that read one stage
-constexpr u32 SUMS_READY = 1 + CONSUMERS, SUMS_FREE = 2 + CONSUMERS;   // named barriers (1.. : epilogues)
+constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(PRODUCER, "warpgroup 0 is the producer");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
@@ -95,12 +87,11 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
     const u32 raw = smem_u32(smem_raw);
     const u32 base = (raw + 1023u) & ~1023u;
     const u32 cbuf = base + STAGES * STAGE_BYTES;    // the epilogue's boxes (HG_TMA_STORE)
-    const u32 sums = cbuf + C_BYTES;                 // K group 1's sums (HG_KGROUPS = 2)
-    const u32 full = sums + SUM_BYTES;
+    const u32 full = cbuf + C_BYTES;
     const u32 empty = full + STAGES * 8;
     tma_c = TMA_STORE && tma_c && beta == 0.0f;      // beta != 0 reads C: the register epilogue
 
-    if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, CLUSTER * STAGE_READERS);
+    if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, CLUSTER * CONSUMER_WARPS);
     cluster_sync();
 
     if (wg == 0) {
@@ -127,11 +118,10 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
             }
         }
     } else {
-        // ---- consumer warpgroups: slab (wg - 1) / KGROUPS (rows 64 slab .. + 63 of each tile),
-        // K group (wg - 1) % KGROUPS (its K tiles kt = group, group + KGROUPS, ...)
+        // ---- consumer warpgroups: rows 64 (wg - 1) .. + 63 of each tile
         setmaxnreg_inc<CONSUMER_REGS>();
-        const int c = wg - 1, slab = c / KGROUPS, group = c % KGROUPS;
-        const u64 desc_a0 = smem_desc_sw128(base + slab * 64 * 128, 16, 1024);
+        const int c = wg - 1;
+        const u64 desc_a0 = smem_desc_sw128(base + c * 64 * 128, 16, 1024);
         const u64 desc_b0 = smem_desc_sw128(base + A_BYTES, B_PANEL, 1024);
         auto release = [&](int s) {        // both CTAs' producers may refill stage s after this
             if (lane == 0)
@@ -146,7 +136,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
             #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
             int held = -1;                 // the stage this warpgroup read last, released a step later
-            for (int kt = group; kt < k_tiles; kt += KGROUPS) {
+            for (int kt = 0; kt < k_tiles; ++kt) {
                 const int s = (it + kt) % STAGES;
                 mbar_wait(full + 8 * s, ((it + kt) / STAGES) & 1);
                 const u64 so = (u64)((s * STAGE_BYTES) >> 4);
@@ -156,36 +146,14 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                 held = s;
             }
             wgmma_wait<0>();
-            if (held >= 0) release(held);  // none when this group has no K tile (K < 64 KGROUPS)
+            if (held >= 0) release(held);  // none when K == 0
             it += k_tiles;
-            // [excerpt:v13-k-groups]
-            if constexpr (KGROUPS > 1) {
-                // thread i of group 1 leaves its sums where thread i of group 0 (the same
-                // accumulator layout) reads them: float4 j at sums + 16 (128 j + i)
-                if (group == 1) {
-                    if (t != first) named_sync(SUMS_FREE, 256);   // group 0 has read the last ones
-                    #pragma unroll
-                    for (int j = 0; j < BN / 8; ++j)
-                        st_shared_v4(sums + 16 * (128 * j + tid % 128),
-                                     make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
-                    named_arrive(SUMS_READY, 256);
-                    continue;
-                }
-                named_sync(SUMS_READY, 256);
-                #pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
-                    const float4 o = ld_shared_v4(sums + 16 * (128 * j + tid % 128));
-                    acc[4 * j] += o.x, acc[4 * j + 1] += o.y, acc[4 * j + 2] += o.z, acc[4 * j + 3] += o.w;
-                }
-                if (t + step < tiles) named_arrive(SUMS_FREE, 256);   // as many as group 1 waits
-            }
-            // [/excerpt]
             if (bm >= grid_m) continue;                 // a pair's row past M: nothing to store
             if (tma_c)
-                store_acc_64xN_tma<BN, CT>(acc, tm_c, cbuf + slab * 2 * C_BOX_BYTES, bm * BM + 64 * slab,
+                store_acc_64xN_tma<BN, CT>(acc, tm_c, cbuf + c * 2 * C_BOX_BYTES, bm * BM + 64 * c,
                                            bn * BN, tid % 128, 1 + c, alpha);
             else
-                store_acc_64xN<BN>(acc, C, M, N, (long long)bm * BM + 64 * slab, (long long)bn * BN,
+                store_acc_64xN<BN>(acc, C, M, N, (long long)bm * BM + 64 * c, (long long)bn * BN,
                                    tid % 128, alpha, beta, vec_c);
         }
         if (tma_c && tid % 128 == 0) bulk_wait<0>();   // the last stores have left shared memory

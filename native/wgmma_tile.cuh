@@ -9,8 +9,6 @@
 //   HG_BM x HG_BN x HG_BK   block tile of C and K depth of one stage (a slab of 64 rows per consumer)
 //   HG_STAGES               pipeline depth
 //   HG_PRODUCER             1: one more warpgroup that only loads (v12, v13); 0: thread 0 also computes
-//   HG_KGROUPS              (with a producer) consumer warpgroups per 64-row slab: 1, or 2 that
-//                           take alternate K stages of the same slab and add their sums (v13)
 //
 // Shared layout of one stage (1024-byte aligned, the SWIZZLE_128B atom): A, one box of BM rows
 // x 128 bytes; then B, BN/64 panels of 64 k-rows x 64 n (128 bytes), 8 KB apart.
@@ -21,21 +19,12 @@
 #if !defined(HG_BM) || !defined(HG_BN) || !defined(HG_BK) || !defined(HG_STAGES) || !defined(HG_PRODUCER)
 #error "compile with the level's tile as -DHG_* options (numba_gemm.hgemm._wgmma.WgmmaTile.defines())"
 #endif
-#if HG_PRODUCER && !defined(HG_KGROUPS)
-#error "compile with -DHG_KGROUPS (numba_gemm.hgemm._wgmma.WgmmaTile.defines())"
-#endif
 
 namespace wgt {
 
 constexpr int BM = HG_BM, BN = HG_BN, BK = HG_BK, STAGES = HG_STAGES;
 constexpr bool PRODUCER = HG_PRODUCER != 0;
-#if HG_PRODUCER
-constexpr int KGROUPS = HG_KGROUPS;
-#else
-constexpr int KGROUPS = 1;                                // thread 0 loads: no K groups
-#endif
-constexpr int SLABS = BM / 64;                            // 64-row slabs of the tile
-constexpr int CONSUMERS = SLABS * KGROUPS;                // wgmma warpgroups, 64 rows x BN each
+constexpr int CONSUMERS = BM / 64;                        // wgmma warpgroups, one 64-row slab x BN each
 constexpr int THREADS = 128 * (CONSUMERS + (PRODUCER ? 1 : 0));
 constexpr u32 A_BYTES = BM * BK * 2;                      // one box of BM rows x 128 bytes
 constexpr u32 B_PANEL = BK * 128;                         // 8 KB: 64 k-rows x 64 n
@@ -45,7 +34,6 @@ constexpr u32 STAGE_BYTES = A_BYTES + (BN / 64) * B_PANEL;
 static_assert(BK * 2 == 128, "one 128-byte swizzle span per row; wgmma_k64 is 4 k16 steps");
 static_assert(BN == 64 || BN == 128 || BN == 256, "one m64nBNk16 per k16 step (wgmma.cuh makes N = 64, 128, 256)");
 static_assert(BM == 64 || BM == 128, "one or two slabs of 64 rows");
-static_assert(KGROUPS == 1 || (KGROUPS == 2 && BM == 64), "two K groups share a 64-row tile's K");
 static_assert(STAGES >= 2 && STAGE_BYTES % 1024 == 0, "stages on swizzle-atom boundaries");
 
 }  // namespace wgt

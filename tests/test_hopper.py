@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numba_gemm import registry
 from numba_gemm.explain.sass import disassemble
 from numba_gemm.hgemm import _common as cm
 from numba_gemm.hgemm import _wgmma, v11_wgmma, v12_warpspec, v13_persistent
@@ -118,8 +117,7 @@ def test_wgmma_tile_rules():
     assert t().problems() == [] and t(bm=64).problems() == [] and t(producer=True).problems() == []
     assert t(bm=64).threads == 128 and t().threads == 256 and t(producer=True).threads == 384
     assert t(bm=64).smem() == 4 * (64 + 256) * 64 * 2 + 1024 + 64
-    for bad in (t(bn=192), t(kgroups=2, producer=True), t(bk=32), t(bm=192), t(stages=6), t(tma_lag=1),
-                t(stages=2, tma_lag=2)):
+    for bad in (t(bn=192), t(bk=32), t(bm=192), t(stages=6), t(tma_lag=1), t(stages=2, tma_lag=2)):
         assert bad.problems()
         with pytest.raises(ValueError, match="not supported"):
             bad.defines()
@@ -144,7 +142,7 @@ def test_source_refuses_to_compile_without_the_tile(lv):
         with pytest.raises(nvrtc.CompileError, match="static assertion|static_assert"):
             nvrtc.compile_variant(lv.SOURCE, wrong_bn)
     wrong_role = tuple(f"-DHG_PRODUCER={int(not lv.CONFIG.producer)}" if d.startswith("-DHG_PRODUCER=") else d
-                       for d in lv.DEFINES) + (() if lv.CONFIG.producer else ("-DHG_KGROUPS=1",))
+                       for d in lv.DEFINES)
     with pytest.raises(nvrtc.CompileError, match="static assertion|static_assert"):
         nvrtc.compile_variant(lv.SOURCE, wrong_role)
 
@@ -241,9 +239,8 @@ def test_v13_16bit_c_compiles_with_its_census(tma_store):
     assert not any(o.startswith("F2FP") for o in c32)
 
 
-# run(bm=, bn=, kgroups=): the tiles beside the shipped 128 x 256, for comparison
-V13_TILES = [{"bm": 128, "bn": 128}, {"bm": 64, "bn": 256}, {"bm": 64, "bn": 128}, {"bm": 64, "bn": 64},
-             {"bm": 64, "bn": 64, "kgroups": 2}]
+# run(bm=, bn=): the tiles beside the shipped 128 x 256, for comparison
+V13_TILES = [{"bm": 128, "bn": 128}, {"bm": 64, "bn": 256}, {"bm": 64, "bn": 128}, {"bm": 64, "bn": 64}]
 
 
 def v13_tile_id(kw):
@@ -259,33 +256,27 @@ def test_v13_other_tiles_compile_with_its_census(kw):
                v13.SASS_MUST_HAVE, v13.SASS_MUST_NOT_HAVE, wgmma_n=kw["bn"])
 
 
-def test_v13_k_groups_tile():
-    """64×64 with two K groups: three warpgroups (a producer, two consumers on the one slab), as
-    deep as shared memory allows beside its two C boxes and group 1's 16 KB of sums; in SASS
-    the hand-off (BAR.ARV, 128-bit shared stores and loads) that one K group has none of."""
+def test_v13_planned_depth():
+    """run() launches a tile as deep as fits beside the epilogue's boxes (the shipped 128×256
+    four deep, 128×128 six), or stages= deep, which must fit: a 64×64 tile fits 13 stages of
+    16 KB, not 14."""
     v13 = v13_persistent
-    t = v13.tile(64, 64, kgroups=2)
-    deep = v13.planned(t)
-    assert (t.consumers, t.threads, t.stages, deep.stages) == (2, 384, 4, 12)
-    assert v13.extra_smem(1, deep) == 2 * 8192 + 64 * 64 * 4
-    assert v13.smem_bytes(1, deep) <= cm.SMEM_LIMIT < v13.smem_bytes(1, dataclasses.replace(deep, stages=13))
-    assert "-DHG_KGROUPS=2" in v13.defines(config=deep) and "-DHG_KGROUPS=1" in v13.DEFINES
-    assert v13.planned(t, stages=6).stages == 6 and v13.planned(v13.CONFIG) == v13.CONFIG
-    assert v13.launch_config(4096, 128, 4096, deep, max_clusters=66)[:2] == ((128, 1, 1), (384, 1, 1))
-
-    def ops(config):
-        return _opcodes(disassemble(nvrtc.compile_variant(v13.SOURCE, v13.defines(config=config))))
-    grouped, single = ops(deep), ops(v13.planned(v13.tile(64, 64)))
-    for op in ("BAR.ARV", "STS.128", "LDS.128"):
-        assert any(o.startswith(op) for o in grouped) and not any(o.startswith(op) for o in single), op
+    t = v13.tile(64, 64)
+    assert (t.consumers, t.threads, t.stages) == (1, 256, 4)
+    assert v13.planned(v13.CONFIG) == v13.CONFIG and v13.planned(v13.tile(128, 128)).stages == 6
+    assert v13.planned(t).stages == _wgmma.MAX_STAGES and v13.planned(t, stages=6).stages == 6
+    assert v13.planned(v13.tile(128, 128), tma_store=0).stages == 7      # no boxes beside it
+    assert v13.extra_smem(1, t) == 2 * 8192 and v13.extra_smem(0, t) == 0
+    assert v13.smem_bytes(1, v13.planned(t, stages=13)) <= cm.SMEM_LIMIT
+    assert v13.smem_bytes(1, dataclasses.replace(t, stages=14)) > cm.SMEM_LIMIT
+    with pytest.raises(ValueError, match="no ring of 7 stages at 128x128"):
+        v13.planned(v13.tile(128, 128), stages=7)
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"bm": 128, "bn": 128, "kgroups": 2}, "no tile bm=128, bn=128, kgroups=2: kgroups = 2 needs a producer warpgroup and bm = 64"),
     ({"bn": 32}, "no tile bm=128, bn=32: bn must be one of"),
-    ({"kgroups": 3}, "no tile bm=128, bn=256, kgroups=3: kgroups must be 1 or 2"),
     ({"bm": 128.0}, "bm must be an int"),
-    ({"bm": 64, "bn": 64, "kgroups": 2, "stages": 13}, "no ring of 13 stages at 64x64"),
+    ({"bm": 64, "bn": 64, "stages": 14}, "no ring of 14 stages at 64x64"),
     ({"stages": True}, "stages must be an int"),
 ])
 def test_v13_refuses_a_tile_it_has_no_body_for(kw, msg):
@@ -390,27 +381,23 @@ def test_v13_exact_with_16bit_c(dtype, tma_store):
         _case(lv, M, N, K, dtype, 1.0, 0.0, rng, c_dtype=dtype)
 
 
-# more tiles than resident clusters (several tiles per CTA: the K groups' hand-off repeats), an
-# odd number of K tiles (group 0 one more) and a single one (group 1 adds zeros)
+# more tiles than resident clusters (several tiles per CTA), an odd number of K tiles and a
+# single one
 V13_MORE_SHAPES = [(1000, 1000, 136), (2000, 1000, 40), (4096, 128, 4096)]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kw", V13_TILES, ids=v13_tile_id)
 def test_v13_other_tiles_exact_on_ragged_shapes(kw):
-    """v13 at each other tile, fp16 (and the K-group tile in bf16 and with 16-bit C too): every
-    ragged shape, alpha/beta and NaN-poisoned C."""
+    """v13 at each other tile, fp16, float32 C: every ragged shape, alpha/beta and NaN-poisoned C."""
     from functools import partial
     from types import SimpleNamespace
 
     lv = SimpleNamespace(LEVEL=f"v13 {v13_tile_id(kw)}", run=partial(v13_persistent.run, **kw))
     rng = np.random.default_rng()
-    grouped = kw.get("kgroups", 1) > 1
-    for dtype in DTYPES if grouped else [np.float16]:
-        for c_dtype in (np.float32, dtype) if grouped else (np.float32,):
-            for M, N, K in SHAPES + V13_MORE_SHAPES:
-                _case(lv, M, N, K, dtype, 0.5, 3.0, rng, c_dtype=c_dtype)
-                _case(lv, M, N, K, dtype, 1.0, 0.0, rng, c_dtype=c_dtype)
+    for M, N, K in SHAPES + V13_MORE_SHAPES:
+        _case(lv, M, N, K, np.float16, 0.5, 3.0, rng)
+        _case(lv, M, N, K, np.float16, 1.0, 0.0, rng)
 
 
 @pytest.mark.gpu

@@ -10,7 +10,7 @@ reference. The exit status is 1 if any result is wrong.
         python tools/run_once.py --level v9 --size 8192
     compute-sanitizer --tool racecheck python tools/run_once.py --level v8,v10 --shape 127,200,72
 
-A level may carry run() keywords as bench.py takes them, e.g. v13:bm=64:bn=64:kgroups=2.
+A level may carry run() keywords as bench.py takes them, e.g. v13:bm=128:bn=128.
 
 `--level cublas` runs the baseline (cuBLAS SGEMM for --dtype float32, GemmEx otherwise) the
 same way, so its kernel can be profiled beside the levels.
@@ -57,7 +57,7 @@ def served_shape(lv, M: int, N: int, K: int) -> tuple[int, int, int]:
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--level", required=True, help="a level name (with run() keywords: v13:bm=64:bn=64:kgroups=2) or a comma list")
+    p.add_argument("--level", required=True, help="a level name (with run() keywords: v13:bm=128:bn=128) or a comma list")
     p.add_argument("--size", type=int, default=4096, help="M = N = K (default %(default)s)")
     p.add_argument("--shape", help="M,N,K (overrides --size)")
     p.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"],

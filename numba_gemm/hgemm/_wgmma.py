@@ -20,13 +20,11 @@ WGMMA_N = (64, 128, 256)   # the m64nNk16 shapes native/wgmma.cuh generates
 
 @dataclass(frozen=True)
 class WgmmaTile:
-    """The compile-time tile of the wgmma levels: bm × bn × bk, `stages` deep, bm / 64 slabs of
-    64 rows, each computed by `kgroups` consumer warpgroups with m64n{bn}k16 (bn = 64, 128 or
-    256: bn / 2 fp32 accumulators per thread, B loaded as bn / 64 panels), plus one producer
-    warpgroup when `producer` (v12: bn = 256; v13: any). kgroups = 2 (v13, bm = 64): two
-    warpgroups take alternate K tiles of the one slab and add their sums before the epilogue.
-    `tma_lag` (no producer: v11, v11sk) is how many iterations ago the stage the computing
-    thread 0 refills was read.
+    """The compile-time tile of the wgmma levels: bm × bn × bk, `stages` deep, bm / 64 consumer
+    warpgroups each computing one 64-row slab × bn with m64n{bn}k16 (bn = 64, 128 or 256: bn / 2
+    fp32 accumulators per thread, B loaded as bn / 64 panels), plus one producer warpgroup when
+    `producer` (v12: bn = 256; v13: any); `tma_lag` (no producer: v11, v11sk) is how many
+    iterations ago the stage the computing thread 0 refills was read.
 
     The one source of the tile: `defines()` writes every number as a -DHG_* option, which
     native/wgmma_tile.cuh requires (no source default), and the same record sizes the dynamic
@@ -39,11 +37,10 @@ class WgmmaTile:
     stages: int = 4
     producer: bool = False
     tma_lag: int = 2
-    kgroups: int = 1
 
     @property
     def consumers(self) -> int:
-        return self.bm // 64 * self.kgroups
+        return self.bm // 64
 
     @property
     def threads(self) -> int:
@@ -65,10 +62,6 @@ class WgmmaTile:
             out.append(f"bn must be one of {WGMMA_N}: the m64nNk16 shapes native/wgmma.cuh generates")
         if self.bm not in (64, 128):
             out.append("bm must be 64 or 128: one or two slabs of 64 rows")
-        if self.kgroups not in (1, 2):
-            out.append("kgroups must be 1 or 2")
-        elif self.kgroups == 2 and not (self.producer and self.bm == 64):
-            out.append("kgroups = 2 needs a producer warpgroup and bm = 64: two consumers share one slab's K")
         if self.stages < 2:
             out.append("at least 2 stages")
         if not self.producer and not 2 <= self.tma_lag < self.stages:
@@ -79,28 +72,27 @@ class WgmmaTile:
 
     def defines(self) -> tuple[str, ...]:
         """Every -DHG_* option of this tile for NVRTC; HG_TMA_LAG only without a producer (the
-        levels whose computing thread 0 also loads), HG_KGROUPS only with one."""
+        levels whose computing thread 0 also loads)."""
         bad = self.problems()
         if bad:
             raise ValueError(f"wgmma tile {self.label()} is not supported: {'; '.join(bad)}")
         out = [f"-DHG_BM={self.bm}", f"-DHG_BN={self.bn}", f"-DHG_BK={self.bk}",
                f"-DHG_STAGES={self.stages}", f"-DHG_PRODUCER={int(self.producer)}"]
-        out.append(f"-DHG_KGROUPS={self.kgroups}" if self.producer else f"-DHG_TMA_LAG={self.tma_lag}")
+        if not self.producer:
+            out.append(f"-DHG_TMA_LAG={self.tma_lag}")
         return tuple(out)
 
     def label(self) -> str:
         s = f"{self.bm}x{self.bn}x{self.bk} s{self.stages} {self.consumers}c"
-        s += f" k{self.kgroups}" if self.kgroups > 1 else ""
         return s + ("+p" if self.producer else f" lag{self.tma_lag}")
 
 
 @functools.lru_cache(maxsize=None)
-def _checked(level: str, shipped: WgmmaTile, bm: int, bn: int, kgroups: int) -> WgmmaTile:
-    config = dataclasses.replace(shipped, bm=bm, bn=bn, kgroups=kgroups)
+def _checked(level: str, shipped: WgmmaTile, bm: int, bn: int) -> WgmmaTile:
+    config = dataclasses.replace(shipped, bm=bm, bn=bn)
     bad = config.problems()
     if bad:
-        k = f", kgroups={kgroups}" if kgroups != 1 else ""
-        raise ValueError(f"level {level}: no tile bm={bm}, bn={bn}{k}: {'; '.join(bad)}")
+        raise ValueError(f"level {level}: no tile bm={bm}, bn={bn}: {'; '.join(bad)}")
     return config
 
 
@@ -114,21 +106,21 @@ def as_int(level: str, name: str, v) -> int:
         raise ValueError(f"level {level}: {name} must be an int, got {v!r}") from None
 
 
-def variant(level: str, shipped: WgmmaTile, bm, bn, kgroups=1) -> WgmmaTile:
-    """`shipped` with the block tile bm × bn and `kgroups` (its depth, stages and roles kept):
-    the run() keywords of a level with a tile family, refused with a ValueError that says why
-    before any operand is touched."""
-    return _checked(level, shipped, *(as_int(level, n, v) for n, v in (("bm", bm), ("bn", bn), ("kgroups", kgroups))))
+def variant(level: str, shipped: WgmmaTile, bm, bn) -> WgmmaTile:
+    """`shipped` with the block tile bm × bn (its depth, stages and roles kept): the run()
+    keywords of a level with a tile family, refused with a ValueError that says why before any
+    operand is touched."""
+    return _checked(level, shipped, as_int(level, "bm", bm), as_int(level, "bn", bn))
 
 
 MAX_STAGES = 8      # the deepest pipeline measured (v11sl's 128×64 tile: 8 stages of 24 KB)
 
 
-def deepest(tile: WgmmaTile, extra: int = 0, most: int = MAX_STAGES) -> WgmmaTile:
+def deepest(tile: WgmmaTile, extra: int = 0) -> WgmmaTile:
     """`tile` with as many stages as fit in shared memory beside `extra` bytes the level adds,
-    up to `most`: for a grid of at most one CTA per SM, where no second CTA wants the SM's
+    up to MAX_STAGES: for a grid of at most one CTA per SM, where no second CTA wants the SM's
     shared memory."""
-    depth = max(s for s in range(tile.stages, most + 1)
+    depth = max(s for s in range(tile.stages, MAX_STAGES + 1)
                 if dataclasses.replace(tile, stages=s).smem() + extra <= cm.SMEM_LIMIT)
     return dataclasses.replace(tile, stages=depth)
 

@@ -32,26 +32,17 @@ and unaligned C keep the register epilogue. The 32 KB of buffers fit beside the 
 Measured (docs/RESULTS.md, "seventh run"): 1.025× the register epilogue at 4096³ fp16 (0.984×
 cuBLAS), 0.99× at 8192³, where the power-bound clock sets the pace.
 
-run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster,
-run(..., tma_store=0) the register epilogue, and run(..., bm=, bn=) a narrower tile (bm 64 or
-128, bn 64, 128 or 256: BN / 2 accumulators, BN / 64 panels of B shared by the pair), all for
-comparison; run(..., stages=) another depth of the ring.
+run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster and
+run(..., tma_store=0) the register epilogue, both for comparison; run(..., bm=, bn=) a narrower
+tile (bm 64 or 128, bn 64, 128 or 256: BN / 2 accumulators, BN / 64 panels of B shared by the
+pair), as deep as its smaller stages fit (planned); run(..., stages=) another depth of the ring.
+Auto may rank the 128×128 tile (TILE_CHOICES): at 512×4096 it runs 128 CTAs, six stages
+deep, where the 128×256 tile fills 64 of the 132 SMs.
 
-K groups (run(..., bm=64, bn=64, kgroups=2), -DHG_KGROUPS=2): two consumer warpgroups on one
-64-row tile, group g multiplying K tiles g, g + 2, g + 4, ...; at the end group 1 writes its
-accumulators to shared memory and group 0 adds them to its own (group 0's + group 1's, so the
-result is the same every run) and stores C. Each stage is read by one group, so empty[s] counts
-half the warps. Why: at 4096×128×4096 cuBLAS runs 64×64 tiles, a whole K per CTA, a 13-deep
-ring, clusters of 2 and 384 threads (docs/RESULTS.md, "Where the time goes at the ragged rows
-and at narrow N 128"): a tile that narrow is one slab, which one warpgroup computes alone, and
-v11sl's 64×64 at cuBLAS's depth ran 1.4× slower than its own plan. Two groups keep two wgmma
-chains in flight, each waiting only for its own previous stage before releasing it. The K-group
-tile runs as deep as shared memory allows beside its C boxes and the 16 KB of sums (12 stages
-of 16 KB). Measured on an H100 (docs/RESULTS.md, "twenty-third run"), it is slower than
-the levels it was built to beat: 0.50× cuBLAS at 4096×128×4096, where v11sl ran 0.64×,
-and 0.30–0.34× at M = 512 and 2048³; compute-sanitizer's racecheck reports hazards on its
-hand-off of sums (every result exact). So auto does not rank it: run(kgroups=2) is for
-comparison only.
+A K-group tile (two consumer warpgroups sharing one 64-row tile's K, their sums added in
+shared memory), built for narrow N, was measured on an H100 slower than v11sl and than the
+128×128 tile (docs/RESULTS.md, "twenty-third run"), with racecheck hazards on its hand-off, and
+removed.
 
 Measured on the H200:
 docs/RESULTS.md, "2026-12-01, third run: the kernels' own time (HGEMM)", with the cluster=1
@@ -107,10 +98,8 @@ def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE, c16: int = 0,
 
 
 def extra_smem(tma_store: int = TMA_STORE, config=CONFIG) -> int:
-    """Shared memory beside the stage ring: the epilogue's two boxes per slab with TMA stores,
-    and K group 1's 64 × bn fp32 sums with K groups."""
-    sums = 64 * config.bn * 4 if config.kgroups > 1 else 0
-    return tma_store * (config.bm // 64) * 2 * C_BOX_BYTES + sums
+    """Shared memory beside the stage ring: the epilogue's two boxes per consumer with TMA stores."""
+    return tma_store * config.consumers * 2 * C_BOX_BYTES
 
 
 def smem_bytes(tma_store: int = TMA_STORE, config=CONFIG) -> int:
@@ -118,37 +107,40 @@ def smem_bytes(tma_store: int = TMA_STORE, config=CONFIG) -> int:
     return config.smem() + extra_smem(tma_store, config)
 
 
-def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn, kgroups: int = 1) -> wg.WgmmaTile:
-    """v13's tile bm × bn (bm 64 or 128, bn 64, 128 or 256; kgroups 2 at bm = 64) at the
-    shipped depth and roles, refused with a ValueError that says why; CONFIG by default."""
-    return wg.variant(LEVEL, CONFIG, bm, bn, kgroups)
+def tile(bm: int = CONFIG.bm, bn: int = CONFIG.bn) -> wg.WgmmaTile:
+    """v13's tile bm × bn (bm 64 or 128, bn 64, 128 or 256) at the shipped depth and roles,
+    refused with a ValueError that says why; CONFIG by default."""
+    return wg.variant(LEVEL, CONFIG, bm, bn)
 
 
 def planned(config: wg.WgmmaTile = CONFIG, tma_store: int = TMA_STORE, stages=None) -> wg.WgmmaTile:
-    """`config` as run() launches it: `stages` deep when given (a ValueError if it does not fit);
-    else a K-group tile as deep as shared memory allows (one CTA per SM, the cuBLAS kernel's deep
-    ring for 64×64 tiles), any other at its shipped depth."""
+    """`config` as run() launches it: `stages` deep when given (a ValueError if it does not fit
+    beside extra_smem), else as deep as fits beside it, up to wg.MAX_STAGES (the persistent grid
+    has one CTA per SM): the shipped 128×256 four deep, 128×128 six deep (cuBLAS's depth for
+    that tile at M = 512)."""
     extra = extra_smem(tma_store, config)
-    if stages is not None:
-        deep = dataclasses.replace(config, stages=wg.as_int(LEVEL, "stages", stages))
-        bad = deep.problems() + ([] if deep.smem() + extra <= cm.SMEM_LIMIT else
-                                 [f"{deep.smem() + extra} bytes of shared memory > {cm.SMEM_LIMIT}"])
-        if bad:
-            raise ValueError(f"level {LEVEL}: no ring of {stages} stages at {config.bm}x{config.bn}: {'; '.join(bad)}")
-        return deep
-    if config.kgroups > 1:      # from 2 up: 64×256 fits 3 beside its 64 KB of sums
-        return wg.deepest(dataclasses.replace(config, stages=2), extra, most=cm.SMEM_LIMIT // config.stage_bytes)
-    return config
+    if stages is None:
+        return wg.deepest(config, extra)
+    deep = dataclasses.replace(config, stages=wg.as_int(LEVEL, "stages", stages))
+    bad = deep.problems() + ([] if deep.smem() + extra <= cm.SMEM_LIMIT else
+                             [f"{deep.smem() + extra} bytes of shared memory > {cm.SMEM_LIMIT}"])
+    if bad:
+        raise ValueError(f"level {LEVEL}: no ring of {stages} stages at {config.bm}x{config.bn}: {'; '.join(bad)}")
+    return deep
 
 
 DEFINES = defines()
 
-# No TILE_CHOICES: auto ranks v13 at its shipped tile only. Measured, none of the narrower tiles
-# (docs/RESULTS.md, "v13's narrower tiles") nor the K-group tile ("twenty-third run") beat the
-# level auto ran at the shapes they were built for.
+# The tiles auto may rank (numba_gemm.choose; a tile runs under auto only once its own
+# calibration entry exists): 128×128 six deep, measured 1.04-1.10× its four-deep self at M = 512
+# on an H100 (docs/RESULTS.md, twenty-third and twenty-fourth runs). The 64-row tiles beat no level auto ran at
+# the shapes they were built for (docs/RESULTS.md, "v13's narrower tiles").
+TILE_CHOICES = (CONFIG, tile(128, 128))
 
-# python -m numba_gemm warm: the 16-bit C kernel too
-WARM_VARIANTS = {"c16": defines(c16=1)}
+# python -m numba_gemm warm: the 16-bit C kernel, and each other tile with either C
+WARM_VARIANTS = {"c16": defines(c16=1),
+                 **{f"bm={t.bm},bn={t.bn}{',c16' * c16}": defines(c16=c16, config=planned(t))
+                    for t in TILE_CHOICES if t != CONFIG for c16 in (0, 1)}}
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
@@ -216,11 +208,11 @@ def c_is_16bit(A, C) -> bool:
 
 
 def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: int = TMA_STORE,
-        bm: int = CONFIG.bm, bn: int = CONFIG.bn, kgroups: int = 1, stages=None):
+        bm: int = CONFIG.bm, bn: int = CONFIG.bn, stages=None):
     from ..runtime import nvrtc
     from ..runtime.launch import launch_native
 
-    config = planned(tile(bm, bn, kgroups), tma_store, stages)     # before any operand is touched
+    config = planned(tile(bm, bn), tma_store, stages)     # before any operand is touched
     M, K = A.shape
     N = B.shape[1]
     c16 = c_is_16bit(A, C)
