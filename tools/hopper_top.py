@@ -6,7 +6,10 @@ beta != 0, then beta = 0 over a NaN-poisoned C), then the levels and cuBLAS are 
 rounds of rotating order (A B C D, B C D A, ...) so that clock and temperature drift falls on
 all of them alike; per level the median over the rounds of
   kernel  time per call with the host's launch cost hidden (numba_gemm.measure.timing.bench), and
-  loop    back-to-back calls between two events (numba_gemm.measure.timing.loop),
+  loop    back-to-back calls between two events (numba_gemm.measure.timing.loop): each call
+          the level's run() with its whole host path in Python (plan, kernel lookup, arguments),
+          which numba_gemm.gemm() pays once per operands and then replays as recorded launches
+          (bench.py --suite shapes times that),
 with the SM clock and board power (NVML) read after each level's turn. The table gives each
 rung against its parent and against cuBLAS; --json keeps every round.
 
