@@ -13,6 +13,13 @@ say theirs through `plan_splits`), a shape M × N × K gives
     busy   = max(t_mma, t_mem) + (1 - overlap) · min(t_mma, t_mem)
     t      = t0 + slow · busy  (+ the reduction launch's t0 when S > 1)
 
+with t_mma's waves after the first priced (1 + power_drop) times as long: the H200 is
+power-bound, and a tensor-core launch that keeps every SM busy wave after wave runs at a lower
+clock than its first wave (v11, v12 and v13 read 1455-1545 MHz after their turns at 8192³, in
+the median of 8 rounds, and 1980 at 2048³: docs/data/h200_hopper_top.json). The FFMA levels
+keep their clock (k8 and k9 read 1980 MHz at 8192³: h200_k9_async_b.json), so the fp32 levels
+are fitted without it.
+
 A split-K level that plans one slice on its parent's tile runs its parent's kernel (k8sk at
 S = 1 is k8) and is priced with its parent's constants.
 
@@ -34,15 +41,15 @@ matters where both terms are close, e.g. short K, where writing C costs as much 
 level's `ragged_slowdown`: rows TMA and 16-byte vector loads cannot take send a level down its
 edge path (narrower loads), a different speed the tile arithmetic cannot see.
 
-`rate` (FLOP/s of the whole GPU when every slot is busy), `t0` (the fixed cost of a launch:
-fill, drain, epilogue), `blocks_per_sm`, `bw_eff`, `overlap` and `ragged_slowdown` are per level
-and per input type, in
+`rate` (FLOP/s of the whole GPU when every slot is busy, in the first wave), `t0` (the fixed
+cost of a launch: fill, drain, epilogue), `blocks_per_sm`, `bw_eff`, `overlap`, `power_drop` and
+`ragged_slowdown` are per level and per input type, in
 numba_gemm/data/h200_auto.json: fitted to the shape suite's measurements
 (tools/calibrate_auto.py reads a `bench.py --suite shapes --json` run), not written by hand.
 A level with no calibration is ranked after those with one, in ladder order (highest first),
 so a new level runs under auto only once it has been measured.
 
-Tiles: a level whose module lists TILE_CHOICES (v11: bm × bn from one source) is also ranked
+Tiles: a level whose module lists TILE_CHOICES (v11, v13: bm × bn from one source) is also ranked
 as (level, tile) pairs by `rank(..., tiles=True)`, each tile other than the shipped one under
 its own calibration entry, named as tools/hopper_top.py names it ("v11:bm=64:bn=128"), and
 predicted from its own tile's waves with those constants. `candidates()`, what gemm(), plan()
@@ -199,12 +206,17 @@ def _terms(g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float, sm
     return priced, read, 4 * M * N + part, g.launches, ctas, slots
 
 
+def _later_waves(ctas: int, slots: int) -> float:
+    """The share of the priced waves that come after the first (0 for one wave)."""
+    return 1.0 - 1.0 / max(ceil_div(ctas, slots), 1)
+
+
 def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, beta: float = 0.0,
                sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_BANDWIDTH) -> tuple[float, str]:
     """(predicted ms, a one-line account) for constants p at geometry g (the module docstring)."""
     priced, read, written, launches, ctas, slots = _terms(g, M, N, K, elem_bytes, beta, sms,
                                                           p["blocks_per_sm"])
-    t_mma = priced / (p["tflops"] * 1e12)
+    t_mma = priced / (p["tflops"] * 1e12) * (1.0 + p.get("power_drop", 0.0) * _later_waves(ctas, slots))
     t_mem = read / (bandwidth * p["bw_eff"]) + written / (bandwidth * p.get("write_eff", p["bw_eff"]))
     slow = 1.0 if aligned(N, K, elem_bytes) else p.get("ragged_slowdown", 1.0)
     busy = max(t_mma, t_mem) + (1.0 - p.get("overlap", 1.0)) * min(t_mma, t_mem)
@@ -472,6 +484,7 @@ _T0_US = tuple(float(x) for x in np.concatenate([np.arange(2, 20, 1), np.arange(
 _BW_EFF = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 _WRITE_EFF = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.95)
 _OVERLAP = (0.0, 0.25, 0.5, 0.75, 1.0)
+_POWER_DROP = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)   # to about 1980 / 1500 MHz - 1 (the module docstring)
 
 
 def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_BANDWIDTH) -> dict:
@@ -503,8 +516,8 @@ def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_
 
 
 def _fit_constants(samples: list[dict], sms: int, bandwidth: float) -> dict:
-    """blocks_per_sm, bw_eff, write_eff, overlap, tflops and t0_us by grid search over samples
-    (slowdown 1)."""
+    """blocks_per_sm, bw_eff, write_eff, overlap, power_drop (16-bit inputs only), tflops and
+    t0_us by grid search over samples (slowdown 1)."""
     meas = np.log([s["ms"] * 1e-3 for s in samples])
     peak = max(2.0 * s["M"] * s["N"] * s["K"] / (s["ms"] * 1e-3) for s in samples)
     rates = peak * np.geomspace(0.9, 2.0, 24)                      # FLOP/s
@@ -517,8 +530,10 @@ def _fit_constants(samples: list[dict], sms: int, bandwidth: float) -> dict:
         read = np.array([t[1] for t in terms])
         written = np.array([t[2] for t in terms])
         launches = np.array([t[3] for t in terms])
-        t_mma = priced[None, :] / rates[:, None]
-        for eff, w_eff, ov in itertools.product(_BW_EFF, _WRITE_EFF, _OVERLAP):
+        later = np.array([_later_waves(t[4], t[5]) for t in terms])
+        drops = _POWER_DROP if samples[0]["elem_bytes"] == 2 else (0.0,)     # FFMA keeps its clock
+        for drop, eff, w_eff, ov in itertools.product(drops, _BW_EFF, _WRITE_EFF, _OVERLAP):
+            t_mma = priced[None, :] / rates[:, None] * (1.0 + drop * later)[None, :]
             # [rate, t0, sample]
             t_mem = (read / (bandwidth * eff) + written / (bandwidth * w_eff))[None, :]
             busy = np.maximum(t_mma, t_mem) + (1.0 - ov) * np.minimum(t_mma, t_mem)
@@ -526,18 +541,18 @@ def _fit_constants(samples: list[dict], sms: int, bandwidth: float) -> dict:
             err = np.sum((pred - meas) ** 2, axis=2)
             i, j = np.unravel_index(np.argmin(err), err.shape)
             if best is None or err[i, j] < best[0] - 1e-12:   # a tie keeps the earlier point
-                best = (float(err[i, j]), bps, eff, w_eff, ov, float(rates[i]), float(_T0_US[j]))
-    err, bps, eff, w_eff, ov, rate, t0_us = best
-    rate = _refined_rate(samples, meas, sms, bandwidth, bps, eff, w_eff, ov, rate, t0_us)
-    return {"blocks_per_sm": bps, "bw_eff": eff, "write_eff": w_eff, "overlap": ov,
-            "tflops": round(rate / 1e12, 2), "t0_us": t0_us}
+                best = (float(err[i, j]), bps, eff, w_eff, ov, drop, float(rates[i]), float(_T0_US[j]))
+    err, bps, eff, w_eff, ov, drop, rate, t0_us = best
+    p = {"blocks_per_sm": bps, "bw_eff": eff, "write_eff": w_eff, "overlap": ov, "power_drop": drop,
+         "t0_us": t0_us}
+    return {**p, "tflops": round(_refined_rate(samples, meas, sms, bandwidth, p, rate) / 1e12, 2)}
 
 
-def _refined_rate(samples, meas, sms, bandwidth, bps, eff, w_eff, ov, rate, t0_us) -> float:
+def _refined_rate(samples, meas, sms, bandwidth, p: dict, rate: float) -> float:
     """The rate between the grid's neighbours of `rate` (3.5 % apart) that fits best, the other
     constants kept: a level whose big shapes sit between two grid rates is otherwise mispriced
     by up to that much everywhere."""
-    p = {"blocks_per_sm": bps, "bw_eff": eff, "write_eff": w_eff, "overlap": ov, "t0_us": t0_us}
+    p = dict(p)
     best = None
     for r in rate * np.geomspace(1 / 1.036, 1.036, 29):
         p["tflops"] = r / 1e12

@@ -155,12 +155,14 @@ def test_a_calibrated_tile_is_ranked_by_its_own_waves(monkeypatch):
     """Given an entry for v11:bm=64:bn=64 (here v11's own constants), that tile is priced from its
     own CTAs: at 512^3 its 64 CTAs beat the 8 of 128x256 and it ranks above v11 with its keywords;
     at 4096^3 (4096 CTAs, 32 waves) it prices the same work as v11. rank() without tiles is
-    unchanged."""
+    unchanged. (v11's power_drop set to 0 here: it prices the waves after the first higher, and
+    the 64x64 tile has more of its work in them.)"""
     from numba_gemm import choose
 
     cal = choose.calibration()
-    levels = {k: v for k, v in cal["levels"].items() if ":" not in k}      # no tile calibrated ...
-    patched = {**cal, "levels": {**levels, "v11:bm=64:bn=64": cal["levels"]["v11"]}}   # ... but this one
+    cool = {d: {**p, "power_drop": 0.0} for d, p in cal["levels"]["v11"].items()}
+    levels = {k: v for k, v in cal["levels"].items() if ":" not in k} | {"v11": cool}   # no tile calibrated ...
+    patched = {**cal, "levels": {**levels, "v11:bm=64:bn=64": cool}}                    # ... but this one
     monkeypatch.setattr(choose, "_calibration", {**cal, "levels": levels})
     before = choose.rank("float16", 512, 512, 512, native=True)
     monkeypatch.setattr(choose, "_calibration", patched)

@@ -75,7 +75,7 @@ def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
     pts_of = {key: [p for p in pts if p[:3] != leave_out] for key, pts in measured.items()}
     keys = set(pts_of)
     keys |= {(name, d) for name, dt in pts_of if dt in TWO_BYTE for d in TWO_BYTE}
-    levels = {}
+    levels, done = {}, {}           # done: fp16 and bf16 pool the same points, so fit them once
     for name, dtype in sorted(keys):
         lv, tile = level_of(name, reg)
         if lv is None:
@@ -95,7 +95,10 @@ def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
               for M, N, K, ms, splits in pts if tile or choose.as_planned(lv, M, N, K, splits)]
         if not ss:
             continue
-        fitted = choose.fit(ss)
+        sig = (name, tuple(sorted((s["M"], s["N"], s["K"], s["ms"]) for s in ss)))
+        if sig not in done:
+            done[sig] = choose.fit(ss)
+        fitted = dict(done[sig])
         if pooled:
             fitted["pooled_with"] = pooled
         levels.setdefault(name, {})[dtype] = fitted
@@ -124,7 +127,9 @@ def holdout(paths, reg, leave_out=True) -> str:
     lines = [f"{'shape':>22} {'dtype':>8} {'pick':>6} {'best':>6} {'pick/best':>9} {'cuBLAS/pick':>11}"]
     ratios, vs_blas = [], []
     for (dtype, M, N, K), (times, blas, name) in sorted(shapes_.items()):
-        choose._calibration = {"levels": fit_levels(measured, reg, leave_out=(M, N, K)) if leave_out
+        group = TWO_BYTE if dtype in TWO_BYTE else (dtype,)    # the levels auto ranks for dtype
+        ours = {key: pts for key, pts in measured.items() if key[1] in group}
+        choose._calibration = {"levels": fit_levels(ours, reg, leave_out=(M, N, K)) if leave_out
                                else everything}
         try:
             ranked = [q for q in choose.candidates(dtype, M, N, K, native=True) if q.name in times]

@@ -132,9 +132,11 @@ def planned(config: wg.WgmmaTile = CONFIG, tma_store: int = TMA_STORE, stages=No
 DEFINES = defines()
 
 # The tiles auto may rank (numba_gemm.choose; a tile runs under auto only once its own
-# calibration entry exists): 128×128 six deep, measured 1.04-1.10× its four-deep self at M = 512
-# on an H100 (docs/RESULTS.md, twenty-third and twenty-fourth runs). The 64-row tiles beat no level auto ran at
-# the shapes they were built for (docs/RESULTS.md, "v13's narrower tiles").
+# calibration entry exists): 128×128, calibrated by the H200 run of v13's narrower tiles
+# (docs/RESULTS.md, "v13's narrower tiles", four stages deep) and run six deep since, which
+# measured 1.04-1.10× its four-deep self at M = 512 on an H100 (twenty-third and twenty-fourth
+# runs): auto prices it conservatively until an H200 run measures it six deep. The 64-row tiles
+# beat no level auto ran at the shapes they were built for.
 TILE_CHOICES = (CONFIG, tile(128, 128))
 
 # python -m numba_gemm warm: the 16-bit C kernel, and each other tile with either C
