@@ -230,6 +230,8 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     else:
         spread = (f"{ctas} CTA{'s' * (ctas != 1)} in {waves} wave{'s' * (waves != 1)} of {slots} "
                   f"({sms} SMs × {p['blocks_per_sm']} fitted; {100 * ctas / (waves * slots):.0f} % full)")
+    if p.get("power_drop") and _later_waves(ctas, slots):
+        spread += f", the waves after the first {1 + p['power_drop']:.2f}x as long (the clock)"
     why = f"{g.bm}x{g.bn} tiles{split}: {spread}, {'compute' if t_mma >= t_mem else 'memory'}-bound"
     return t * 1e3, why
 

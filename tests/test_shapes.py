@@ -71,7 +71,8 @@ def test_later_waves_run_at_the_power_bound_clock():
     g, drop = choose.Geometry(128, 128), 0.2
     for M, waves in ((128 * 264, 1), (128 * 265, 2), (128 * 264 * 4, 4)):
         plain, _ = choose.predict_ms(P, g, M, 128, 4096, 2)
-        hot, _ = choose.predict_ms(dict(P, power_drop=drop), g, M, 128, 4096, 2)
+        hot, why = choose.predict_ms(dict(P, power_drop=drop), g, M, 128, 4096, 2)
+        assert ("the waves after the first 1.20x as long" in why) == (waves > 1), why
         t0 = P["t0_us"] / 1e3
         assert hot - t0 == pytest.approx((plain - t0) * (1 + drop * (waves - 1) / waves), rel=1e-9)
 
