@@ -97,16 +97,19 @@ class Geometry:
         return self.launches == 2
 
 
-def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS) -> Geometry:
+def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS, kwargs: tuple = ()) -> Geometry:
     """The level's tile and split at this shape, from its module's own facts: plan_splits()
     (split-K levels: a split count, or (tile, splits)), else tile_for(M, N), GEOMETRY (SGEMM) or
-    CONFIG (HGEMM)."""
+    CONFIG (HGEMM). kwargs: one of its TILE_CHOICES as run() keywords (bm=, bn=), which a
+    split-K level plans its split for."""
     mod = lv.module
     tile, splits = None, 1
     plan = getattr(mod, "plan_splits", None)
     if plan is not None:
-        got = plan(M, N, K, sms=sms)
+        got = plan(M, N, K, sms=sms, **dict(kwargs))
         tile, splits = got if isinstance(got, tuple) else (None, got)
+    elif kwargs:
+        return Geometry(**dict(kwargs))
     if tile is None:
         at = getattr(mod, "tile_for", None)        # a tile that depends on the shape (k8sk: N ≤ 64)
         tile = at(M, N) if at else getattr(mod, "GEOMETRY", None) or getattr(mod, "CONFIG")
@@ -255,7 +258,7 @@ def _tile_predictions(lv, dtype, M: int, N: int, K: int, beta: float, sms: int) 
     out = []
     shipped = params(lv.name, dtype)
     for kwargs, t in tile_choices(lv):
-        g = Geometry(t.bm, t.bn)
+        g = geometry(lv, M, N, K, sms, kwargs)
         p = params(_levels.spec_name(lv.name, kwargs), dtype)
         if p is not None:
             ms, why = predict_ms(p, g, M, N, K, dtype.itemsize, beta, sms)

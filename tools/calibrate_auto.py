@@ -56,15 +56,15 @@ def samples(paths):
 
 
 def level_of(name, reg):
-    """(Level, tile geometry or None) of a level name or a tile spec (v11:bm=64:bn=128: one of
-    the level's TILE_CHOICES); (None, None) for anything else."""
+    """(Level, run() keywords) of a level name (keywords ()) or a tile spec (v11:bm=64:bn=128:
+    one of the level's TILE_CHOICES); (None, None) for anything else."""
     base = name.split(":")[0]
     lv = reg.get(base)
     if lv is None or name == base:
-        return lv, None
-    tiles = {registry.spec_name(base, kw): t for kw, t in choose.tile_choices(lv)}
-    t = tiles.get(name)
-    return (lv, choose.Geometry(t.bm, t.bn)) if t else (None, None)
+        return lv, ()
+    tiles = {registry.spec_name(base, kw): kw for kw, _ in choose.tile_choices(lv)}
+    kw = tiles.get(name)
+    return (lv, kw) if kw else (None, None)
 
 
 def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
@@ -77,7 +77,7 @@ def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
     keys |= {(name, d) for name, dt in pts_of if dt in TWO_BYTE for d in TWO_BYTE}
     levels, done = {}, {}           # done: fp16 and bf16 pool the same points, so fit them once
     for name, dtype in sorted(keys):
-        lv, tile = level_of(name, reg)
+        lv, kwargs = level_of(name, reg)
         if lv is None:
             if not quiet:
                 print(f"skip {name}: not a level or a tile of one here", file=sys.stderr)
@@ -91,8 +91,8 @@ def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
             continue
         es = choose.as_dtype(dtype).itemsize
         ss = [{"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": es,
-               "geometry": tile or choose.geometry(lv, M, N, K)}
-              for M, N, K, ms, splits in pts if tile or choose.as_planned(lv, M, N, K, splits)]
+               "geometry": choose.geometry(lv, M, N, K, kwargs=kwargs)}
+              for M, N, K, ms, splits in pts if kwargs or choose.as_planned(lv, M, N, K, splits)]
         if not ss:
             continue
         sig = (name, tuple(sorted((s["M"], s["N"], s["K"], s["ms"]) for s in ss)))

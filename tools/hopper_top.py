@@ -37,6 +37,19 @@ import time
 import numpy as np
 
 
+def write_json(args, rows) -> None:
+    from numba import cuda
+
+    from numba_gemm.util import commit
+
+    name = cuda.get_current_device().name
+    meta = {"date": time.strftime("%Y-%m-%d"), "commit": commit(),
+            "device": name.decode() if isinstance(name, bytes) else name,
+            "command": " ".join(sys.argv), "rounds": args.rounds, "out": args.out}
+    with open(args.json, "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+
+
 def verdicts(lv, A, B, C, dA, dB, dC, rows) -> list:
     """lv's result on `rows` against float64, for each (alpha, beta) bench.py checks: C read
     (beta != 0), then C poisoned with NaN, which beta == 0 must never read. C's dtype (float32
@@ -96,7 +109,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=8, help="interleaved rounds (default %(default)s)")
     p.add_argument("--reps", type=int, default=10, help="kernel-time calls per level and round")
     p.add_argument("--calls", type=int, default=20, help="back-to-back calls per loop")
-    p.add_argument("--json", help="write every round here")
+    p.add_argument("--json", help="write every round here (rewritten after each size: a run cut "
+                                  "short keeps the sizes it finished)")
     p.add_argument("--check-shapes", default="",
                    help="space-separated M,N,K shapes every competitor is checked on first")
     p.add_argument("--out", choices=("float32", "same", "both"), default="float32",
@@ -182,14 +196,8 @@ def main() -> int:
                 c = base[cublas_label(c16)]
                 table.append((dname, f"{M}x{N}x{K}", cublas_label(c16), c["kernel_tflops"], 1.0, 1.0,
                               None, None, c["sm_clock_mhz"], c["power_w"]))
-    if args.json:
-        from numba_gemm.util import commit
-
-        meta = {"date": time.strftime("%Y-%m-%d"), "commit": commit(), "device": cuda.get_current_device().name.decode()
-                if isinstance(cuda.get_current_device().name, bytes) else cuda.get_current_device().name,
-                "command": " ".join(sys.argv), "rounds": args.rounds, "out": args.out}
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+            if args.json:             # after every size: a run cut short keeps what it measured
+                write_json(args, rows)
     f = lambda x, nd=3: "-" if x is None else f"{x:.{nd}f}"
     print(f"{'dtype':9} {'shape':15} {'level':15} {'TFLOPS':>7} {'xcuBLAS':>8} {'(loop)':>7} "
           f"{'xparent':>8} {'(loop)':>7} {'MHz':>5} {'W':>4}")
