@@ -10,16 +10,15 @@
 //   1. each CTA parks its fp32 partial (BM x BN) in its own shared memory, over the stages the
 //      K loop no longer needs (rows padded by 8 floats: a warp's 8 rows fall in 2 wavefronts);
 //   2. cluster barrier (release / acquire): every partial of the tile is in place;
-//   3. CTA z takes rows [z * BM / S, (z + 1) * BM / S) of the tile, and each thread adds, pair by
-//      pair, the S partials of its elements in the order 0, 1, ..., S-1 (ld.shared::cluster from
+//   3. CTA z takes rows [z * BM / S, (z + 1) * BM / S) of the tile and adds, for each element, the
+//      S partials in the order 0, 1, ..., S-1 (native/parked_sum.cuh; ld.shared::cluster from
 //      CTA r), then C = alpha * sum + beta * C with row-contiguous stores - the same order, and
 //      so the same bits, every run; no float atomics, nothing left behind for the next call;
 //   4. cluster barrier again: no CTA leaves (freeing its shared memory) while another reads it.
 // S <= 8, the portable cluster size: the S CTAs of a tile are co-scheduled on one GPC.
 #include "wgmma_tma_loop.cuh"
 #include "tile_order.cuh"
-#include "cluster.cuh"
-#include "c_element.cuh"
+#include "parked_sum.cuh"
 
 namespace v11sl {
 using namespace wgt;   // BM, BN, BK, STAGES, THREADS (-DHG_*)
@@ -38,26 +37,6 @@ __device__ __forceinline__ void park(const float (&d)[BN / 2], u32 tile, int wg,
     }
 }
 
-// Rows [r0, r1) of the tile at (m0, n0): the sum of the S parked partials, then the epilogue.
-// N % 8 == 0 (TMA's rule for 2-byte inputs): a pair starting inside N ends inside N.
-__device__ __forceinline__ void reduce_rows(u32 tile, int S, int r0, int r1, float* __restrict__ C,
-                                            int M, int N, int m0, int n0, float alpha, float beta,
-                                            bool vec_c) {
-    constexpr int PAIRS = BN / 2;
-    for (int i = threadIdx.x; i < (r1 - r0) * PAIRS; i += THREADS) {
-        const int r = r0 + i / PAIRS, c = 2 * (i % PAIRS);
-        const long long row = (long long)m0 + r, col = (long long)n0 + c;
-        if (row >= M || col >= N) continue;
-        const u32 at = tile + 4u * (r * ROW + c);
-        float2 s = ld_cluster_f2(at, 0);
-        for (int z = 1; z < S; ++z) {
-            const float2 p = ld_cluster_f2(at, z);
-            s.x += p.x;
-            s.y += p.y;
-        }
-        axpby_pair(C + row * N + col, s, alpha, beta, vec_c);
-    }
-}
 }  // namespace v11sl
 
 #define V11SL_ARGS const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b, \
@@ -85,7 +64,8 @@ __device__ __forceinline__ void v11sl_entry(const CUtensorMap* tm_a, const CUten
                              v11sl::park(acc, tile, wg, wg_thread);
                              cluster_sync();
                              const int r0 = z * v11sl::BM / S, r1 = (z + 1) * v11sl::BM / S;
-                             v11sl::reduce_rows(tile, S, r0, r1, C, M, N, m0, n0, alpha, beta, vec_c);
+                             sum_parked_rows<v11sl::BN / 2, v11sl::ROW, v11sl::THREADS>(
+                                 tile, S, r0, r1, C, M, N, m0, n0, alpha, beta, vec_c);
                              cluster_sync();
                          });
 }

@@ -27,8 +27,7 @@
 // (their stale shared memory reaches only accumulator rows n >= N, never stored).
 #include "wgmma.cuh"
 #include "tensor_map.cuh"
-#include "cluster.cuh"
-#include "c_element.cuh"
+#include "parked_sum.cuh"
 
 #if !defined(SW_MT) || !defined(SW_NT) || !defined(SW_STAGES) || !defined(SW_TMA_LAG)
 #error "compile with the level's tile as -DSW_* options (numba_gemm.hgemm.v11t_swapab.SwapTile.defines())"
@@ -121,26 +120,6 @@ __device__ __forceinline__ void park(const float (&d)[MT / 2], u32 tile, int wg,
         }
 }
 
-// Rows [r0, r1) of the tile at column n0: the sum of the S parked partials, then the epilogue.
-// N % 8 == 0 (TMA's rule for 2-byte inputs): a pair starting inside N ends inside N.
-__device__ __forceinline__ void reduce_rows(u32 tile, int S, int r0, int r1, float* __restrict__ C,
-                                            int M, int N, int n0, float alpha, float beta,
-                                            bool vec_c) {
-    constexpr int PAIRS = NT / 2;
-    for (int i = threadIdx.x; i < (r1 - r0) * PAIRS; i += THREADS) {
-        const int r = r0 + i / PAIRS, c = 2 * (i % PAIRS);
-        const long long row = r, col = (long long)n0 + c;
-        if (row >= M || col >= N) continue;
-        const u32 at = tile + 4u * (r * ROW + c);
-        float2 s = ld_cluster_f2(at, 0);   // S = 1: the CTA is its own cluster of one, rank 0
-        for (int z = 1; z < S; ++z) {
-            const float2 p = ld_cluster_f2(at, z);
-            s.x += p.x;
-            s.y += p.y;
-        }
-        axpby_pair(C + row * N + col, s, alpha, beta, vec_c);
-    }
-}
 }  // namespace v11t
 
 #define V11T_ARGS const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b, \
@@ -159,7 +138,8 @@ __device__ __forceinline__ void v11t_entry(const CUtensorMap* tm_a, const CUtens
         __syncthreads();                                    // every warpgroup is past its last stage
         park(acc, base, threadIdx.x / 128, threadIdx.x % 128);
         if (S > 1) cluster_sync(); else __syncthreads();
-        reduce_rows(base, S, z * MT / S, (z + 1) * MT / S, C, M, N, n0, alpha, beta, vec_c);
+        sum_parked_rows<NT / 2, ROW, THREADS>(base, S, z * MT / S, (z + 1) * MT / S, C, M, N, 0, n0,
+                                              alpha, beta, vec_c);
         if (S > 1) cluster_sync();                          // partners may still read this CTA
     });
 }
