@@ -59,6 +59,11 @@ DEFINES = CONFIG.defines()
 SMALL_M = 64                      # M <= SMALL_M takes the 64-row tile
 MIN_SLICE_K_TILES = 8             # v11sk's: shorter slices lost to one CTA per tile on the H200
 MAX_SPLITS = 8                    # the portable cluster size
+# The tiles auto may rank (numba_gemm.choose: each under its own calibration entry, split as
+# plan_splits splits it). Where M or N is narrow, a wider tile over more slices of K reads
+# fewer bytes from L2 per byte of DRAM: at 4096×128×4096, 128×64 tiles split 2 read A twice
+# (once per column tile), 96 MiB in all, where 128×128 split 4 read 64 MiB.
+TILE_CHOICES = (CONFIG, dataclasses.replace(CONFIG, bn=128), dataclasses.replace(CONFIG, bn=256))
 
 
 def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None,
@@ -72,6 +77,13 @@ def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None,
         raise ValueError(f"level {LEVEL}: no tile bm={tile.bm}, bn={tile.bn}, stages={tile.stages}: "
                          f"{'; '.join(bad)}")
     return tile
+
+
+# python -m numba_gemm warm compiles these too: each tile run() may plan (TILE_CHOICES and the
+# 64-row tile), at 4 stages and as deep as a one-wave grid runs it
+WARM_VARIANTS = {f"bm={t.bm},bn={t.bn},stages={t.stages}": t.defines()
+                 for base in (*TILE_CHOICES, tile_for(SMALL_M, 64)) for t in (base, wg.deepest(base))
+                 if t != CONFIG}
 
 
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
