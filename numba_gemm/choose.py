@@ -49,10 +49,11 @@ numba_gemm/data/h200_auto.json: fitted to the shape suite's measurements
 A level with no calibration is ranked after those with one, in ladder order (highest first),
 so a new level runs under auto only once it has been measured.
 
-Tiles: a level whose module lists TILE_CHOICES (v11, v13: bm × bn from one source) is also ranked
-as (level, tile) pairs by `rank(..., tiles=True)`, each tile other than the shipped one under
-its own calibration entry, named as tools/hopper_top.py names it ("v11:bm=64:bn=128"), and
-predicted from its own tile's waves with those constants. `candidates()`, what gemm(), plan()
+Tiles: a level whose module lists TILE_CHOICES (v11, v13, v11sl: bm × bn from one source) is also
+ranked as (level, tile) pairs by `rank(..., tiles=True)`, each tile other than the shipped one
+under its own calibration entry, named as tools/hopper_top.py names it ("v11:bm=64:bn=128"), and
+predicted from its own tile's waves (and, for a split-K level, the split its plan_splits gives
+that tile) with those constants. `candidates()`, what gemm(), plan()
 and the shape suite read, ranks the calibrated tiles among the levels (auto then runs the
 level with that tile's run() keywords); a tile without its entry is listed, never run
 (explain() shows what v11's constants would give it).
