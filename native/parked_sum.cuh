@@ -17,6 +17,7 @@ constexpr int PARKED_MAX_S = 8;   // the portable cluster size
 constexpr int PARKED_PER = 4;     // pairs a thread loads before it adds
 
 // PAIRS float pairs per tile row; the tile's row r is C's row m0 + r, its column c C's n0 + c.
+// S = 1 (v11t launches a lone CTA without a cluster): rank 0 is the CTA itself.
 // N % 8 == 0 (TMA's rule for 2-byte inputs): a pair starting inside N ends inside N.
 template <int PAIRS, int ROW, int THREADS>
 __device__ __forceinline__ void sum_parked_rows(u32 tile, int S, int r0, int r1, float* __restrict__ C,
