@@ -28,10 +28,15 @@
 //  - A cluster barrier after the barrier set-up (no remote arrival before the partner's
 //    barriers exist) and one at the end (no CTA exits while its partner may still arrive on
 //    its barriers).
-// Edges: a pair whose second tile lies below M (grid_m odd) still runs that CTA, which must
-// deliver its half of B: it loads rows 0.. of A (any in-bounds box) and stores nothing (its
-// rows are >= M). Otherwise as v10-v12: zero-filled boxes, unloaded panels right of N, masked
-// epilogue.
+//  - -DHG_CLUSTER_N=1 turns the pair to run along N: CTA rank r computes tile (bm, 2 pn + r),
+//    both need the same A tile, and CTA r loads rows r BM/2 .. of it (A's tensor map has boxes
+//    of BM/2 rows) with .multicast::cluster to both, and all of its own B. For narrow N, where
+//    A is the big operand: at 4096 x 128 x 4096 the B-sharing pair read 154 MB through L2 where
+//    cuBLAS, its pair along N, read 85 MB (ncu on an H100, docs/RESULTS.md).
+// Edges: a pair whose second tile lies below M (grid_m odd; along N: right of N) still runs
+// that CTA, which must deliver its half of the shared operand: it loads rows 0.. of A (any
+// in-bounds box; along N: no B) and stores nothing. Otherwise as v10-v12: zero-filled boxes,
+// unloaded panels right of N, masked epilogue.
 #include "wgmma.cuh"
 #include "wgmma_tile.cuh"
 #include "cluster.cuh"
@@ -40,6 +45,9 @@
 
 #ifndef HG_CLUSTER             // CTAs per cluster along M; 1: persistent only, no multicast
 #error "compile with -DHG_CLUSTER (numba_gemm.hgemm.v13_persistent.defines())"
+#endif
+#ifndef HG_CLUSTER_N           // 1: the pair runs along N and shares A; 0: along M, sharing B
+#error "compile with -DHG_CLUSTER_N (numba_gemm.hgemm.v13_persistent.defines())"
 #endif
 #ifndef HG_TMA_STORE           // 1: C through shared memory and TMA stores when beta == 0
 #error "compile with -DHG_TMA_STORE (numba_gemm.hgemm.v13_persistent.defines())"
@@ -52,21 +60,24 @@ namespace v13 {
 
 using namespace wgt;   // BM, BN, BK, STAGES, CONSUMERS, THREADS, A_BYTES, B_PANEL, STAGE_BYTES (-DHG_*)
 constexpr int CLUSTER = HG_CLUSTER;
+constexpr bool ALONG_N = HG_CLUSTER_N != 0;
 constexpr bool TMA_STORE = HG_TMA_STORE != 0, C16 = HG_C16 != 0;
 constexpr u32 C_BOX_BYTES = 64 * 128;                         // 64 rows x 128 bytes of C
 constexpr u32 C_BYTES = TMA_STORE ? CONSUMERS * 2 * C_BOX_BYTES : 0;   // two boxes per consumer
 static_assert(CLUSTER == 1 || CLUSTER == 2, "B's BN / 64 panels (1, 2 or 4) are shared by 1 or 2 CTAs");
+static_assert(!ALONG_N || CLUSTER == 2, "along N the pair shares A: two CTAs");
+constexpr u32 A_SHARE = A_BYTES / CLUSTER;                    // along N: the A rows one CTA loads
 constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(PRODUCER, "warpgroup 0 is the producer");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 
-// The tile (bm, bn) of CTA `rank` for pair-tile t.
-__device__ __forceinline__ void tile_of(int t, int pair_m, int grid_n, int super_m, int super_n,
+// The tile (bm, bn) of CTA `rank` for pair-tile t of the pairs' grid (pairs_m x pairs_n).
+__device__ __forceinline__ void tile_of(int t, int pairs_m, int pairs_n, int super_m, int super_n,
                                         u32 rank, int& bm, int& bn) {
-    int pm;
-    tile_supertile(t, pair_m, grid_n, super_m, super_n, pm, bn);
-    bm = CLUSTER * pm + rank;
+    tile_supertile(t, pairs_m, pairs_n, super_m, super_n, bm, bn);
+    if (ALONG_N) bn = CLUSTER * bn + rank;
+    else bm = CLUSTER * bm + rank;
 }
 
 template <typename T>
@@ -78,7 +89,8 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
     const u32 rank = cluster_ctarank();
     const int first = cluster_id_x(), step = cluster_count_x();
     const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
-    const int pair_m = (grid_m + CLUSTER - 1) / CLUSTER, tiles = pair_m * grid_n;
+    const int pairs_m = ALONG_N ? grid_m : (grid_m + CLUSTER - 1) / CLUSTER;
+    const int pairs_n = ALONG_N ? (grid_n + CLUSTER - 1) / CLUSTER : grid_n, tiles = pairs_m * pairs_n;
     const int k_tiles = (K + BK - 1) / BK;
     using CT = typename c_type<C16, T>::type;
     CT* __restrict__ C = static_cast<CT*>(C_raw);
@@ -101,19 +113,26 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
             int it = 0;
             for (int t = first; t < tiles; t += step) {
                 int bm, bn;
-                tile_of(t, pair_m, grid_n, super_m, super_n, rank, bm, bn);
+                tile_of(t, pairs_m, pairs_n, super_m, super_n, rank, bm, bn);
                 const int n0 = bn * BN, a_row = bm < grid_m ? bm * BM : 0;
-                const int b_panels = min(BN / 64, (N - n0 + 63) / 64);
-                const u32 stage_tx = A_BYTES + b_panels * B_PANEL;   // own A + both CTAs' B
+                const int b_panels = bn < grid_n ? min(BN / 64, (N - n0 + 63) / 64) : 0;
+                const u32 stage_tx = A_BYTES + b_panels * B_PANEL;   // both CTAs' share + own
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) mbar_wait(empty + 8 * s, ((it / STAGES) - 1) & 1);
                     const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
                     mbar_arrive_expect_tx(bar, stage_tx);
-                    tma_load_2d(st, tm_a, kt * BK, a_row, bar);
-                    for (int p = rank; p < b_panels; p += CLUSTER)
-                        tma_load_2d_multicast(st + A_BYTES + p * B_PANEL, tm_b, n0 + 64 * p, kt * BK,
+                    if (ALONG_N) {
+                        tma_load_2d_multicast(st + rank * A_SHARE, tm_a, kt * BK, a_row + rank * (BM / CLUSTER),
                                               bar, (1u << CLUSTER) - 1);
+                        for (int p = 0; p < b_panels; ++p)
+                            tma_load_2d(st + A_BYTES + p * B_PANEL, tm_b, n0 + 64 * p, kt * BK, bar);
+                    } else {
+                        tma_load_2d(st, tm_a, kt * BK, a_row, bar);
+                        for (int p = rank; p < b_panels; p += CLUSTER)
+                            tma_load_2d_multicast(st + A_BYTES + p * B_PANEL, tm_b, n0 + 64 * p, kt * BK,
+                                                  bar, (1u << CLUSTER) - 1);
+                    }
                 }
             }
         }
@@ -132,7 +151,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
         float acc[BN / 2];
         for (int t = first; t < tiles; t += step) {
             int bm, bn;
-            tile_of(t, pair_m, grid_n, super_m, super_n, rank, bm, bn);
+            tile_of(t, pairs_m, pairs_n, super_m, super_n, rank, bm, bn);
             #pragma unroll
             for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
             int held = -1;                 // the stage this warpgroup read last, released a step later
@@ -148,7 +167,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
             wgmma_wait<0>();
             if (held >= 0) release(held);  // none when K == 0
             it += k_tiles;
-            if (bm >= grid_m) continue;                 // a pair's row past M: nothing to store
+            if (bm >= grid_m || bn >= grid_n) continue; // a pair's tile past M or N: nothing to store
             if (tma_c)
                 store_acc_64xN_tma<BN, CT>(acc, tm_c, cbuf + c * 2 * C_BOX_BYTES, bm * BM + 64 * c,
                                            bn * BN, tid % 128, 1 + c, alpha);

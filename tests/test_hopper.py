@@ -71,12 +71,17 @@ def test_v13_persistent_grid_of_pairs():
     assert v13.launch_config(8192, 8192, 8192, max_clusters=66)[0] == (132, 1, 1)
     assert v13.launch_config(1, 8, 8, max_clusters=66)[0] == (2, 1, 1)       # one pair, one idle CTA
     assert v13.launch_config(300, 520, 64, max_clusters=66)[0] == (2 * 2 * 3, 1, 1)
-    assert v13.defines() == v13.CONFIG.defines() + ("-DHG_CLUSTER=2", "-DHG_TMA_STORE=1", "-DHG_C16=0") == v13.DEFINES
-    assert v13.defines(1, 0, 1) == v13.CONFIG.defines() + ("-DHG_CLUSTER=1", "-DHG_TMA_STORE=0", "-DHG_C16=1")
+    assert v13.defines() == v13.CONFIG.defines() + (
+        "-DHG_CLUSTER=2", "-DHG_CLUSTER_N=0", "-DHG_TMA_STORE=1", "-DHG_C16=0") == v13.DEFINES
+    assert v13.defines(1, 0, 1) == v13.CONFIG.defines() + (
+        "-DHG_CLUSTER=1", "-DHG_CLUSTER_N=0", "-DHG_TMA_STORE=0", "-DHG_C16=1")
+    assert "-DHG_CLUSTER_N=1" in v13.defines(along_n=1)
     with pytest.raises(ValueError, match="1 or 2"):
         v13.defines(4)
     with pytest.raises(ValueError, match="0 or 1"):
         v13.defines(2, 2)
+    with pytest.raises(ValueError, match="along_n"):
+        v13.defines(1, along_n=1)                   # along N is the pair's orientation
     # the epilogue's two 8 KB boxes per consumer fit beside the stages
     assert v13.smem_bytes(1) == v13.CONFIG.smem() + 2 * 2 * 8192 <= cm.SMEM_LIMIT
     assert v13.smem_bytes(0) == v13.CONFIG.smem()
@@ -91,6 +96,27 @@ def test_v13_persistent_grid_of_pairs():
         for t in range(v13.pair_tiles(M, N)):
             pm, bn = cm.supertile_decode(t, cm.cdiv(grid_m, 2), grid_n, sm // 2, sn)
             seen |= {(2 * pm + r, bn) for r in range(2) if 2 * pm + r < grid_m}
+        assert seen == {(m, n) for m in range(grid_m) for n in range(grid_n)}
+
+
+def test_v13_pairs_along_n():
+    """along_n=1: the pair is two tiles side by side in N (one A tile, multicast in halves);
+    the decode over (tile rows, pairs of tile columns) covers every tile once, odd column counts
+    included, and the super-tile's N side counts whole pairs."""
+    v13 = v13_persistent
+    t = v13.tile(64, 64)
+    assert v13.pair_tiles(4096, 128, t, along_n=1) == 64 and v13.pair_tiles(4096, 128, t) == 32 * 2
+    assert v13.pair_tiles(300, 520, v13.CONFIG, along_n=1) == 3 * 2
+    assert v13.launch_config(4096, 128, 4096, t, max_clusters=66, along_n=1)[0] == (128, 1, 1)
+    sm, sn = v13.tile_order(8192, 8192, 8192, 60 << 20, along_n=1)
+    assert sn % 2 == 0 and (sm, sn // 2) == cm.choose_supertile(8192, 8192, 8192, 128, 512, 60 << 20)
+    for M, N in [(8192, 8192), (300, 520), (128 * 7, 256 * 5), (4096, 128)]:
+        grid_m, grid_n = cm.cdiv(M, 128), cm.cdiv(N, 256)
+        sm, sn = v13.tile_order(M, N, 4096, 8 << 20, along_n=1)
+        seen = set()
+        for t in range(v13.pair_tiles(M, N, along_n=1)):
+            bm, pn = cm.supertile_decode(t, grid_m, cm.cdiv(grid_n, 2), sm, sn // 2)
+            seen |= {(bm, 2 * pn + r) for r in range(2) if 2 * pn + r < grid_n}
         assert seen == {(m, n) for m in range(grid_m) for n in range(grid_n)}
 
 
@@ -239,8 +265,11 @@ def test_v13_16bit_c_compiles_with_its_census(tma_store):
     assert not any(o.startswith("F2FP") for o in c32)
 
 
-# run(bm=, bn=): the tiles beside the shipped 128 x 256, for comparison
-V13_TILES = [{"bm": 128, "bn": 128}, {"bm": 64, "bn": 256}, {"bm": 64, "bn": 128}, {"bm": 64, "bn": 64}]
+# run(bm=, bn=): the tiles beside the shipped 128 x 256, for comparison; along_n=1: the pair
+# along N, sharing A (the shipped tile and the two narrow-N candidates)
+V13_TILES = [{"bm": 128, "bn": 128}, {"bm": 64, "bn": 256}, {"bm": 64, "bn": 128}, {"bm": 64, "bn": 64},
+             {"bm": 128, "bn": 256, "along_n": 1}, {"bm": 128, "bn": 128, "along_n": 1},
+             {"bm": 64, "bn": 64, "along_n": 1}]
 
 
 def v13_tile_id(kw):
@@ -250,10 +279,14 @@ def v13_tile_id(kw):
 @pytest.mark.parametrize("kw", V13_TILES, ids=v13_tile_id)
 def test_v13_other_tiles_compile_with_its_census(kw):
     """v13's body at each other tile, as run() plans it: m64n{bn}k16 only, the multicast and the
-    TMA-store epilogue kept, no spills (census_ops)."""
+    TMA-store epilogue kept, no spills (census_ops); along N, A's halves multicast and B's
+    panels loaded alone."""
     v13 = v13_persistent
-    census_ops(v13.SOURCE, v13.defines(config=v13.planned(v13.tile(**kw))), v13.KERNEL_NAMES.values(),
-               v13.SASS_MUST_HAVE, v13.SASS_MUST_NOT_HAVE, wgmma_n=kw["bn"])
+    config = v13.planned(v13.tile(kw["bm"], kw["bn"]))
+    ops = census_ops(v13.SOURCE, v13.defines(config=config, along_n=kw.get("along_n", 0)),
+                     v13.KERNEL_NAMES.values(), v13.SASS_MUST_HAVE, v13.SASS_MUST_NOT_HAVE, wgmma_n=kw["bn"])
+    if kw.get("along_n"):
+        assert "UTMALDG.2D" in ops                  # B: each CTA its own panels
 
 
 def test_v13_planned_depth():

@@ -187,13 +187,14 @@ def check_operands(level: str, pa: int, pb: int, M: int, N: int, K: int, config,
 
 
 def maps_and_args(level: str, A, B, C, alpha, beta, config, c16: bool = False, pitched=None,
-                  super_tiles: bool = True):
+                  super_tiles: bool = True, a_rows: int | None = None):
     """Checked tensor maps of A and B, then C, M, N, K, alpha, beta, vec_c, super_m, super_n.
     `config`: a WgmmaTile, or any tile with bm, bn and bk (v10's TileConfig). c16: the level
     writes a 16-bit C (vec_c then follows its element size); otherwise C must be float32.
     pitched: ((address, pitch), (address, pitch)) of copies of A and B whose rows are `pitch`
     elements apart, read instead of A and B (v11p). super_tiles=False leaves super_m and super_n
-    out (a level whose tiles run in one row, v11t)."""
+    out (a level whose tiles run in one row, v11t). a_rows: the rows of A's box where a CTA
+    loads less than its tile's bm (v13's pair along N: half each)."""
     M, K = A.shape
     N = B.shape[1]
     if np.dtype(C.dtype).itemsize != 4 and not c16:
@@ -203,6 +204,8 @@ def maps_and_args(level: str, A, B, C, alpha, beta, config, c16: bool = False, p
     check_operands(level, pa, pb, M, N, K, config, (pitch_a, pitch_b))
     dtype = np.float16 if cm.element_type(A) == "f16" else np.uint16   # uint16 -> BFLOAT16 map
     box_a, box_b = boxes(config)
+    if a_rows is not None:
+        box_a = (a_rows, box_a[1])
     tm_a = tma.cached_matrix_map(dtype, pa, M, K, box_a, INNER_BYTES, pitch=pitch_a)
     tm_b = tma.cached_matrix_map(dtype, pb, K, N, box_b, INNER_BYTES, pitch=pitch_b)
     args = [tm_a, tm_b] + cm.pack_args(

@@ -33,7 +33,10 @@ Measured (docs/RESULTS.md, "seventh run"): 1.025× the register epilogue at 4096
 cuBLAS), 0.99× at 8192³, where the power-bound clock sets the pace.
 
 run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster and
-run(..., tma_store=0) the register epilogue, both for comparison; run(..., bm=, bn=) a narrower
+run(..., tma_store=0) the register epilogue, both for comparison; run(..., along_n=1)
+(-DHG_CLUSTER_N=1) turns the pair to run along N, sharing A instead of B: each CTA loads half
+of the A tile (a tensor map of half-height boxes) multicast to both, and all of its own B. That
+is the orientation for narrow N, where A is the big operand (cuBLAS's pair at 4096×128×4096); run(..., bm=, bn=) a narrower
 tile (bm 64 or 128, bn 64, 128 or 256: BN / 2 accumulators, BN / 64 panels of B shared by the
 pair), as deep as its smaller stages fit (planned); run(..., stages=) another depth of the ring.
 Auto may rank the 128×128 tile (TILE_CHOICES): at 512×4096 it runs 128 CTAs, six stages
@@ -80,21 +83,26 @@ RASTER = "super"
 CONFIG = wg.WgmmaTile(producer=True)
 C16 = True      # C may be A's fp16/bf16 (-DHG_C16=1): fp32 accumulate, alpha and beta in fp32, rounded once
 CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
+ALONG_N = 0     # 1: the pair runs along N and shares A (-DHG_CLUSTER_N); 0: along M, sharing B
 TMA_STORE = 1   # beta == 0: C through shared memory and TMA stores (-DHG_TMA_STORE; 0 for comparison)
 C_BOX_BYTES = 64 * 128     # one 64-row x 128-byte box of the TMA-store epilogue; two per consumer
 
 
 def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE, c16: int = 0,
-            config: wg.WgmmaTile = CONFIG) -> tuple[str, ...]:
-    """The tile's -DHG_* options, -DHG_CLUSTER, -DHG_TMA_STORE and -DHG_C16 (C in A's 16-bit
-    type): the source has no default."""
+            config: wg.WgmmaTile = CONFIG, along_n: int = ALONG_N) -> tuple[str, ...]:
+    """The tile's -DHG_* options, -DHG_CLUSTER, -DHG_CLUSTER_N, -DHG_TMA_STORE and -DHG_C16 (C in
+    A's 16-bit type): the source has no default."""
     if cluster not in (1, 2):
         raise ValueError(f"cluster must be 1 or 2 CTAs (B's 4 panels are split between them), got {cluster}")
+    if along_n not in (0, 1) or along_n and cluster != 2:
+        raise ValueError(f"along_n is 0 or 1, and 1 needs the pair (cluster=2), got along_n={along_n}, "
+                         f"cluster={cluster}")
     if tma_store not in (0, 1):
         raise ValueError(f"tma_store is 0 or 1, got {tma_store}")
     if c16 not in (0, 1):
         raise ValueError(f"c16 is 0 (fp32 C) or 1 (C in A's 16-bit type), got {c16}")
-    return config.defines() + (f"-DHG_CLUSTER={cluster}", f"-DHG_TMA_STORE={tma_store}", f"-DHG_C16={c16}")
+    return config.defines() + (f"-DHG_CLUSTER={cluster}", f"-DHG_CLUSTER_N={along_n}",
+                               f"-DHG_TMA_STORE={tma_store}", f"-DHG_C16={c16}")
 
 
 def extra_smem(tma_store: int = TMA_STORE, config=CONFIG) -> int:
@@ -146,23 +154,27 @@ WARM_VARIANTS = {"c16": defines(c16=1),
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
-               cluster: int = CLUSTER):
-    """(super_m, super_n) in tiles; super_m is a multiple of `cluster`: the kernel walks
-    cluster-tiles (pairs of tile rows)."""
+               cluster: int = CLUSTER, along_n: int = ALONG_N):
+    """(super_m, super_n) in tiles; the pair's side (super_m, or super_n along N) is a multiple
+    of `cluster`: the kernel walks cluster-tiles (pairs of tiles)."""
     if l2_bytes is None:
         l2_bytes = cm.l2_cache_bytes()
+    if along_n:
+        sm, sp = cm.choose_supertile(M, N, K, config.bm, cluster * config.bn, l2_bytes)
+        return sm, cluster * sp
     sp, sn = cm.choose_supertile(M, N, K, cluster * config.bm, config.bn, l2_bytes)
     return cluster * sp, sn
 
 
-def pair_tiles(M: int, N: int, config=CONFIG, cluster: int = CLUSTER) -> int:
-    return cm.cdiv(cm.cdiv(M, config.bm), cluster) * cm.cdiv(N, config.bn)
+def pair_tiles(M: int, N: int, config=CONFIG, cluster: int = CLUSTER, along_n: int = ALONG_N) -> int:
+    grid_m, grid_n = cm.cdiv(M, config.bm), cm.cdiv(N, config.bn)
+    return grid_m * cm.cdiv(grid_n, cluster) if along_n else cm.cdiv(grid_m, cluster) * grid_n
 
 
 def launch_config(M: int, N: int, K: int, config=CONFIG, max_clusters: int = 66,
-                  cluster: int = CLUSTER, tma_store: int = TMA_STORE):
+                  cluster: int = CLUSTER, tma_store: int = TMA_STORE, along_n: int = ALONG_N):
     """(grid, block, smem): min(resident clusters, cluster-tiles) clusters of `cluster` CTAs."""
-    clusters = max(1, min(max_clusters, pair_tiles(M, N, config, cluster)))
+    clusters = max(1, min(max_clusters, pair_tiles(M, N, config, cluster, along_n)))
     return (cluster * clusters, 1, 1), (config.threads, 1, 1), smem_bytes(tma_store, config)
 
 
@@ -210,7 +222,7 @@ def c_is_16bit(A, C) -> bool:
 
 
 def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: int = TMA_STORE,
-        bm: int = CONFIG.bm, bn: int = CONFIG.bn, stages=None):
+        bm: int = CONFIG.bm, bn: int = CONFIG.bn, stages=None, along_n: int = ALONG_N):
     from ..runtime import nvrtc
     from ..runtime.launch import launch_native
 
@@ -218,15 +230,19 @@ def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: in
     M, K = A.shape
     N = B.shape[1]
     c16 = c_is_16bit(A, C)
-    d = defines(cluster, tma_store, int(c16), config)
-    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config, c16)
-    super_m, super_n = tile_order(M, N, K, config=config, cluster=cluster)
-    args[-2] = ctypes.c_int32(super_m // cluster)      # the kernel counts super-rows in clusters
-    args[-1] = ctypes.c_int32(super_n)
+    d = defines(cluster, tma_store, int(c16), config, along_n)
+    # along N each CTA loads half of the A tile: boxes of bm / 2 rows
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config, c16,
+                            a_rows=config.bm // cluster if along_n else None)
+    super_m, super_n = tile_order(M, N, K, config=config, cluster=cluster, along_n=along_n)
+    # the kernel counts the pair's side of a super-tile in pairs
+    args[-2] = ctypes.c_int32(super_m if along_n else super_m // cluster)
+    args[-1] = ctypes.c_int32(super_n // cluster if along_n else super_n)
     tm_c = c_map(C, M, N) if tma_store and beta == 0 else None
     args = args[:2] + [args[0] if tm_c is None else tm_c] + args[2:] + [ctypes.c_int32(int(tm_c is not None))]
     fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=d)
     block, nbytes = (config.threads, 1, 1), smem_bytes(tma_store, config)
     resident = resident_clusters(fn, block, nbytes, cluster)
-    grid, _, _ = launch_config(M, N, K, config, max_clusters=resident, cluster=cluster, tma_store=tma_store)
+    grid, _, _ = launch_config(M, N, K, config, max_clusters=resident, cluster=cluster, tma_store=tma_store,
+                               along_n=along_n)
     launch_native(fn, grid, block, nbytes, stream, args, cluster=cluster)
