@@ -49,7 +49,7 @@ numba_gemm/data/h200_auto.json: fitted to the shape suite's measurements
 A level with no calibration is ranked after those with one, in ladder order (highest first),
 so a new level runs under auto only once it has been measured.
 
-Tiles: a level whose module lists TILE_CHOICES (v11, v13, v11sl: bm × bn from one source) is also
+Tiles: a level whose module lists TILE_CHOICES (v11, v13: bm × bn from one source) is also
 ranked as (level, tile) pairs by `rank(..., tiles=True)`, each tile other than the shipped one
 under its own calibration entry, named as tools/hopper_top.py names it ("v11:bm=64:bn=128"), and
 predicted from its own tile's waves (and, for a split-K level, the split its plan_splits gives
@@ -101,8 +101,8 @@ class Geometry:
 def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS, kwargs: tuple = ()) -> Geometry:
     """The level's tile and split at this shape, from its module's own facts: plan_splits()
     (split-K levels: a split count, or (tile, splits)), else tile_for(M, N), GEOMETRY (SGEMM) or
-    CONFIG (HGEMM). kwargs: one of its TILE_CHOICES as run() keywords (bm=, bn=), which a
-    split-K level plans its split for."""
+    CONFIG (HGEMM). kwargs: one of its TILE_CHOICES as run() keywords (bm=, bn=, and others the
+    tile's waves do not depend on), which a split-K level plans its split for."""
     mod = lv.module
     tile, splits = None, 1
     plan = getattr(mod, "plan_splits", None)
@@ -110,7 +110,8 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS, kwargs: tuple =
         got = plan(M, N, K, sms=sms, **dict(kwargs))
         tile, splits = got if isinstance(got, tuple) else (None, got)
     elif kwargs:
-        return Geometry(**dict(kwargs))
+        kw = dict(kwargs)
+        return Geometry(kw["bm"], kw["bn"])
     if tile is None:
         at = getattr(mod, "tile_for", None)        # a tile that depends on the shape (k8sk: N ≤ 64)
         tile = at(M, N) if at else getattr(mod, "GEOMETRY", None) or getattr(mod, "CONFIG")
@@ -241,16 +242,19 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
 
 
 def tile_choices(lv) -> list[tuple[tuple, object]]:
-    """(run() keywords, tile) of each tile of lv's TILE_CHOICES other than its shipped CONFIG."""
+    """(run() keywords, tile) of each tile of lv's TILE_CHOICES other than its shipped CONFIG.
+    An entry is a tile (run(bm=, bn=)) or a pair (tile, {more run() keywords}), as v13's pair
+    of CTAs along N (along_n=1)."""
     choices = getattr(lv.module, "TILE_CHOICES", ())
     if not choices:
         return []
 
-    def keywords(t):
-        return ("bm", t.bm), ("bn", t.bn)
+    def keywords(choice):
+        t, more = choice if isinstance(choice, tuple) else (choice, {})
+        return (("bm", t.bm), ("bn", t.bn)) + tuple(more.items()), t
 
-    shipped = keywords(lv.module.CONFIG)
-    return [(keywords(t), t) for t in choices if keywords(t) != shipped]
+    shipped = keywords(lv.module.CONFIG)[0]
+    return [kt for kt in map(keywords, choices) if kt[0] != shipped]
 
 
 def _tile_predictions(lv, dtype, M: int, N: int, K: int, beta: float, sms: int) -> list[Prediction]:

@@ -398,8 +398,9 @@ def test_a_cached_kernel_loads_and_computes_in_a_fresh_process(tmp_path):
 
 def test_warm_compiles_the_native_variants_run_may_need(monkeypatch):
     """A native level's warm-up names its shipped source and each WARM_VARIANTS entry (v11's five
-    other tiles, the 64-wide ones also as deep as they run on one wave; v13's 16-bit C and its
-    128×128 tile, six deep, with either C) and compiles each with that variant's defines."""
+    other tiles, the 64-wide ones also as deep as they run on one wave; v13's 16-bit C, its
+    128×128 tile six deep and its tiles with the pair along N, each with either C) and compiles
+    each with that variant's defines."""
     from numba_gemm import warm
     from numba_gemm.hgemm import v11_wgmma, v13_persistent
     from numba_gemm.registry import get
@@ -409,18 +410,24 @@ def test_warm_compiles_the_native_variants_run_may_need(monkeypatch):
     deeper = sum(t.bn == v11_wgmma.DEEP_BN for t in v11_wgmma.TILE_CHOICES)    # 64×64 and 128×64, 8 deep
     assert names[0] == "v11_wgmma.cu" and len(names) == 1 + len(v11_wgmma.TILE_CHOICES) - 1 + deeper == 8
     assert "v11_wgmma.cu:bm=64,bn=64" in names and "v11_wgmma.cu:bm=128,bn=64,stages=8" in names
+    along_n = [f"v13_persistent.cu:bm={bm},bn={bn},along_n=1{c}"
+               for bm, bn in ((64, 64), (128, 64), (128, 128)) for c in ("", ",c16")]
     assert warm.kernels_of(get("v13")) == ["v13_persistent.cu", "v13_persistent.cu:c16",
-                                           "v13_persistent.cu:bm=128,bn=128", "v13_persistent.cu:bm=128,bn=128,c16"]
+                                           "v13_persistent.cu:bm=128,bn=128",
+                                           "v13_persistent.cu:bm=128,bn=128,c16", *along_n]
     seen = []
     monkeypatch.setattr(nvrtc, "compile_variant", lambda src, d, *a: seen.append((src, tuple(d))))
     warm.warm_one("v13", "v13_persistent.cu:c16", None)
     warm.warm_one("v13", "v13_persistent.cu:bm=128,bn=128", None)
+    warm.warm_one("v13", "v13_persistent.cu:bm=64,bn=64,along_n=1", None)
     warm.warm_one("v11", "v11_wgmma.cu:bm=64,bn=64", None)
     warm.warm_one("v11", "v11_wgmma.cu", None)
     deep = v13_persistent.planned(v13_persistent.tile(128, 128))
     assert deep.stages == 6
     assert seen == [("v13_persistent.cu", v13_persistent.defines(c16=1)),
                     ("v13_persistent.cu", v13_persistent.defines(config=deep)),
+                    ("v13_persistent.cu", v13_persistent.defines(
+                        config=v13_persistent.planned(v13_persistent.tile(64, 64)), along_n=1)),
                     ("v11_wgmma.cu", v11_wgmma.tile(64, 64).defines()),
                     ("v11_wgmma.cu", tuple(v11_wgmma.DEFINES))]
 

@@ -59,11 +59,9 @@ DEFINES = CONFIG.defines()
 SMALL_M = 64                      # M <= SMALL_M takes the 64-row tile
 MIN_SLICE_K_TILES = 8             # v11sk's: shorter slices lost to one CTA per tile on the H200
 MAX_SPLITS = 8                    # the portable cluster size
-# The tiles auto may rank (numba_gemm.choose: each under its own calibration entry, split as
-# plan_splits splits it). Where M or N is narrow, a wider tile over more slices of K reads
-# fewer bytes from L2 per byte of DRAM: at 4096×128×4096, 128×64 tiles split 2 read A twice
-# (once per column tile), 96 MiB in all, where 128×128 split 4 read 64 MiB.
-TILE_CHOICES = (CONFIG, dataclasses.replace(CONFIG, bn=128), dataclasses.replace(CONFIG, bn=256))
+# No other tile for auto: 128×128 over 4 slices and 128×256 over 8, which read fewer bytes from
+# L2 at narrow N, ran slower than this tile on an H100 at every shape tried (the sum of more
+# slices costs more than the L2 bytes save; docs/RESULTS.md, "twenty-fifth run").
 
 
 def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None,
@@ -79,10 +77,10 @@ def tile_for(M: int, N: int, bm: int | None = None, bn: int | None = None,
     return tile
 
 
-# python -m numba_gemm warm compiles these too: each tile run() may plan (TILE_CHOICES and the
-# 64-row tile), at 4 stages and as deep as a one-wave grid runs it
+# python -m numba_gemm warm compiles these too: each tile run() plans (CONFIG and the 64-row
+# tile), at 4 stages and as deep as a one-wave grid runs it
 WARM_VARIANTS = {f"bm={t.bm},bn={t.bn},stages={t.stages}": t.defines()
-                 for base in (*TILE_CHOICES, tile_for(SMALL_M, 64)) for t in (base, wg.deepest(base))
+                 for base in (CONFIG, tile_for(SMALL_M, 64)) for t in (base, wg.deepest(base))
                  if t != CONFIG}
 
 

@@ -40,7 +40,9 @@ is the orientation for narrow N, where A is the big operand (cuBLAS's pair at 40
 tile (bm 64 or 128, bn 64, 128 or 256: BN / 2 accumulators, BN / 64 panels of B shared by the
 pair), as deep as its smaller stages fit (planned); run(..., stages=) another depth of the ring.
 Auto may rank the 128×128 tile (TILE_CHOICES): at 512×4096 it runs 128 CTAs, six stages
-deep, where the 128×256 tile fills 64 of the 132 SMs.
+deep, where the 128×256 tile fills 64 of the 132 SMs; and, for narrow N, the pair along N at
+64×64, 128×64 and 128×128 (on an H100 at 4096×128×4096 the 64×64 pair along N ran 0.75×
+cuBLAS where along M it ran 0.55× and v11sl 0.70×).
 
 A K-group tile (two consumer warpgroups sharing one 64-row tile's K, their sums added in
 shared memory), built for narrow N, was measured on an H100 slower than v11sl and than the
@@ -143,14 +145,28 @@ DEFINES = defines()
 # calibration entry exists): 128×128, calibrated by the H200 run of v13's narrower tiles
 # (docs/RESULTS.md, "v13's narrower tiles", four stages deep) and run six deep since, which
 # measured 1.04-1.10× its four-deep self at M = 512 on an H100 (twenty-third and twenty-fourth
-# runs): auto prices it conservatively until an H200 run measures it six deep. The 64-row tiles
-# beat no level auto ran at the shapes they were built for.
-TILE_CHOICES = (CONFIG, tile(128, 128))
+# runs): auto prices it conservatively until an H200 run measures it six deep. And three tiles
+# with the pair along N, for narrow N, each the fastest of the package's kernels on an H100 at
+# one of 4096×128×4096 (64×64), 8192×128×8192 and 4096×256×4096 (128×64), 8192×256×8192
+# (128×128) (docs/RESULTS.md, "twenty-fifth run"); uncalibrated until an H200 run times them.
+# With the pair along M the 64-row tiles beat no level auto ran at the shapes they were built for.
+TILE_CHOICES = (CONFIG, tile(128, 128),
+                *((tile(bm, bn), {"along_n": 1}) for bm, bn in ((64, 64), (128, 64), (128, 128))))
 
-# python -m numba_gemm warm: the 16-bit C kernel, and each other tile with either C
-WARM_VARIANTS = {"c16": defines(c16=1),
-                 **{f"bm={t.bm},bn={t.bn}{',c16' * c16}": defines(c16=c16, config=planned(t))
-                    for t in TILE_CHOICES if t != CONFIG for c16 in (0, 1)}}
+
+def _warm_variants() -> dict:
+    """What python -m numba_gemm warm compiles besides DEFINES: the 16-bit C kernel, and each
+    other tile of TILE_CHOICES with either C."""
+    out = {"c16": defines(c16=1)}
+    for choice in TILE_CHOICES[1:]:
+        t, more = choice if isinstance(choice, tuple) else (choice, {})
+        for c16 in (0, 1):
+            name = ",".join([f"bm={t.bm}", f"bn={t.bn}", *(f"{k}={v}" for k, v in more.items())] + ["c16"] * c16)
+            out[name] = defines(c16=c16, config=planned(t), **more)
+    return out
+
+
+WARM_VARIANTS = _warm_variants()
 
 
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
