@@ -33,12 +33,13 @@ Measured (docs/RESULTS.md, "seventh run"): 1.025× the register epilogue at 4096
 cuBLAS), 0.99× at 8192³, where the power-bound clock sets the pace.
 
 run(..., cluster=1) (-DHG_CLUSTER=1) is the same persistent kernel without the cluster and
-run(..., tma_store=0) the register epilogue, both for comparison; run(..., along_n=1)
-(-DHG_CLUSTER_N=1) turns the pair to run along N, sharing A instead of B: each CTA loads half
-of the A tile (a tensor map of half-height boxes) multicast to both, and all of its own B. That
-is the orientation for narrow N, where A is the big operand (cuBLAS's pair at 4096×128×4096); run(..., bm=, bn=) a narrower
-tile (bm 64 or 128, bn 64, 128 or 256: BN / 2 accumulators, BN / 64 panels of B shared by the
-pair), as deep as its smaller stages fit (planned); run(..., stages=) another depth of the ring.
+run(..., tma_store=0) the register epilogue, both for comparison. run(..., bm=, bn=) is a
+narrower tile (bm 64 or 128, bn 64, 128 or 256: BN / 2 accumulators, BN / 64 panels of B shared
+by the pair), as deep as its smaller stages fit (planned); run(..., stages=) another depth of
+the ring. run(..., along_n=1) (-DHG_CLUSTER_N=1) turns the pair to run along N, sharing A
+instead of B: each CTA loads half of the A tile (a tensor map of half-height boxes) multicast to
+both, and all of its own B. That is the orientation for narrow N, where A is the big operand
+(cuBLAS's pair at 4096×128×4096).
 Auto may rank the 128×128 tile (TILE_CHOICES): at 512×4096 it runs 128 CTAs, six stages
 deep, where the 128×256 tile fills 64 of the 132 SMs; and, for narrow N, the pair along N at
 64×64, 128×64 and 128×128 (on an H100 at 4096×128×4096 the 64×64 pair along N ran 0.75×
