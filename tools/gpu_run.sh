@@ -4,7 +4,7 @@
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
 #   steps: env tests tests1 … tests6 sanitize sgemm hgemm curve shapes overhead micro
-#          sweep ncu profile notebook top warm firstcall gemv skinny
+#          sweep ncu profile notebook top warm firstcall gemv skinny tiles
 #          (default: env warm tests sanitize sgemm hgemm overhead micro)
 #   warm: python -m numba_gemm warm --census, every level's kernels compiled and its SASS census
 #   taken into NUMBA_GEMM_CACHE_DIR
@@ -12,6 +12,11 @@
 #   firstcall: tools/first_call.py, cold and cached first calls (FIRSTCALL_LEVELS, default all)
 #   gemv: v11gv, v11sk and v11sl at M <= 8 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each
 #   skinny: v11t, v11sl and v11sk at M <= 64 in ${SKINNY_DTYPES:-fp16 bf16}, one JSON each
+#   tiles: v11, v11sk, v11sl, v11t, v12 and v13 with every tile of their TILE_CHOICES (TILE_LEVELS)
+#   timed together at the suite's shapes with M > 2 and rows TMA takes (TILE_SHAPES, plus
+#   TILE_MORE: space-separated M,N,K) in ${TILE_DTYPES:-fp16}: what a refit of auto needs where
+#   tiles and levels compete (tools/calibrate_auto.py), one JSON per dtype; four shapes per
+#   process, each cut at TILE_TIMEOUT (150) s: split the shapes over two 10-minute calls
 #   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:name=value passes run() arguments)
 #   exact on ragged shapes (TOP_SHAPES), then timed against each other and cuBLAS in interleaved
 #   rounds (tools/hopper_top.py, TOP_SIZES; TOP_ARGS: more of its options), JSON out
@@ -148,6 +153,27 @@ if has skinny; then  # v11t beside v11sl and v11sk at M <= 64 (bench.py JSON, wh
       --shape 64,4096,4096 --shape 64,14336,4096 --shape 3,1000,776 \
       --dtype $dt --json "$OUT/skinny_$dt.json" >"$OUT/skinny_$dt.txt" 2>&1
     grep -E "^ *v11" "$OUT/skinny_$dt.txt"
+  done
+fi
+if has tiles; then  # every wgmma level and tile auto may rank, timed together (bench.py JSON for calibrate_auto)
+  levels=${TILE_LEVELS:-$(python3 -c "from numba_gemm import choose, registry as r
+print(','.join(n for b in ('v11', 'v11sk', 'v11sl', 'v11t', 'v12', 'v13')
+               for n in [b] + [r.spec_name(b, kw) for kw, _ in choose.tile_choices(r.get(b))]))")}
+  shapes=${TILE_SHAPES:-$(python3 -c "from numba_gemm import choose; from numba_gemm.measure.shapes import SUITE
+print(' '.join(f'{M},{N},{K}' for _, M, N, K in SUITE if M > 2 and choose.aligned(N, K, 2)))") ${TILE_MORE:-}}
+  for dt in ${TILE_DTYPES:-fp16}; do
+    set -- $shapes; parts=()
+    while (( $# )); do           # four shapes per process: a process cut by its timeout loses only those
+      group=(); for s in "${@:1:4}"; do group+=(--shape "$s"); done; shift $(( $# < 4 ? $# : 4 ))
+      part="$OUT/tiles_${dt}_${#parts[@]}.json"; parts+=("$part")
+      timeout "${TILE_TIMEOUT:-150}" python3 bench.py --level "$levels" "${group[@]}" --dtype "$dt" \
+        --json "$part" >>"$OUT/tiles_$dt.txt" 2>&1 || echo "tiles $dt: ${group[*]} ended with exit $?"
+    done
+    python3 -c "import json, os, sys
+rows = [r for f in sys.argv[2:] if os.path.exists(f) for r in json.load(open(f))]
+json.dump(rows, open(sys.argv[1], 'w'), indent=2)
+print(f'tiles {sys.argv[1]}: {len(rows)} rows, {sum(r[\"ok\"] is False for r in rows)} wrong')" "$OUT/tiles_$dt.json" "${parts[@]}"
+    rm -f "${parts[@]}"
   done
 fi
 if has curve; then  # TFLOPS vs size, kernel time, for the top of both ladders
