@@ -10,6 +10,7 @@ Imports nothing of numba_gemm but util; the levels, measure and explain import i
 Callers take every tensor-core intrinsic from here (`from numba_gemm import ptx; ptx.mma_f16`):
 which module holds it follows the instruction's generation, which the caller need not know.
 """
+from . import inline_copy
 from .mma_sync import (SIMULATOR, a_fragment_coords, b_fragment_coords, c_fragment_coords,
                        cp_async16, cp_async_commit, cp_async_wait, ldmatrix_coords, ldmatrix_warp,
                        ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, mma_f16, mma_warp, smem_u32)
@@ -29,3 +30,5 @@ __all__ = [
     "wgmma_bf16", "fence_operands", "wgmma_acc_coords", "decode_smem_desc", "wgmma_operand_a",
     "wgmma_operand_b", "wgmma_warpgroup", "sim_tensor_map", "tma_box",
 ]
+
+inline_copy.install()   # the levels' inline="always" helpers compile in half the time
