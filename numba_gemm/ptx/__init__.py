@@ -6,6 +6,8 @@ Imports nothing of numba_gemm but util; the levels, measure and explain import i
     mma_sync   ldmatrix, mma.sync and cp.async (the v8py level), the whole-warp host mirrors of
                ldmatrix and mma.sync, and the per-warp rendezvous of their simulator twins
     hopper     mbarrier, TMA and wgmma (the v11py level), their host mirrors and twins
+    inline_copy  Numba's inliner with one memo per copied IR: the same kernels in half the
+               compile time (installed when this package is imported)
 
 Callers take every tensor-core intrinsic from here (`from numba_gemm import ptx; ptx.mma_f16`):
 which module holds it follows the instruction's generation, which the caller need not know.

@@ -6,7 +6,7 @@ block by block, `copy.deepcopy(block)` with a fresh memo for each block. Each bl
 point at the callee's Scope, and the Scope holds every variable of the callee, so each block
 copies the whole scope again. The cost grows as blocks × variables. k9's unrolled helpers are
 inlined into one another, and its kernels spent about two thirds of their compile in these
-copies: 24-39 s each on a 2-core machine.
+copies: 25-40 s each on a 2-core machine.
 
 install() gives the blocks of one IR one memo, which is what a single deepcopy of the whole IR
 would do: one copy of the scope, shared by the copied blocks. The inliner then renames the copied
