@@ -72,6 +72,15 @@ def test_everything_else_passes_through():
     assert shim.copy is copy.copy
 
 
+def test_install_gives_the_inliner_one_shim():
+    from numba.cuda.core import inline_closurecall
+
+    assert inline_copy.install()
+    shim = inline_closurecall.copy
+    assert inline_copy.install() and inline_closurecall.copy is shim
+    assert isinstance(shim, inline_copy._OneMemoPerIR)
+
+
 def test_the_kernels_compile_to_the_same_ptx():
     """k6gv and v8py (helpers inlined into helpers: the loaders, ldmatrix and mma.sync), each
     way in its own process, through tools/compile_times.py."""

@@ -44,13 +44,12 @@ class _OneMemoPerIR:
 
 
 def install() -> bool:
-    """Give numba-cuda's inliner the shared memo; True once it has it. False where Numba's CUDA
-    target has no such module (the simulator inlines nothing: it runs the Python functions)."""
+    """Give numba-cuda's inliner the shared memo (once; the simulator never calls it); True once
+    it has it, False where this numba-cuda keeps its inliner elsewhere."""
     try:
         from numba.cuda.core import inline_closurecall, ir
     except ImportError:
         return False
     if getattr(inline_closurecall, "copy", None) is copy:
         inline_closurecall.copy = _OneMemoPerIR(ir.Block)
-    return True
-
+    return isinstance(getattr(inline_closurecall, "copy", None), _OneMemoPerIR)
