@@ -148,7 +148,7 @@ def _copy_k1(where: Path, edit=None, helper_edit=None) -> Path:
     where.mkdir()
     src = K1.read_text().replace("from ._access", "from numba_gemm.sgemm._access")
     src = src.replace("from ._common import", "from k1helpers import")
-    helpers = (K1.parent / "_common.py").read_text().replace("from ..util", "from numba_gemm.util")
+    helpers = (K1.parent / "_common.py").read_text().replace("from ..", "from numba_gemm.")
     for text, change in ((src, edit), (helpers, helper_edit)):
         if change:
             assert change[0] in text, change
