@@ -100,4 +100,7 @@ def test_the_same_check_can_fail(monkeypatch):
         return {"installed": True, "kernels": {"k": [1.0, "plain" if plain else "shared"]}}
 
     monkeypatch.setattr(compile_times, "run_child", fake)
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)   # as on a GPU: main() must not set it
+    env = dict(os.environ)
     assert compile_times.main(["--level", "k6gv"]) == 1
+    assert dict(os.environ) == env      # no NUMBA_ENABLE_CUDASIM left behind for later tests

@@ -72,7 +72,6 @@ def main(argv=None) -> int:
         print(json.dumps(child(args.level.split(","), args.plain)))
         return 0
 
-    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")     # this process only lists the levels
     from numba_gemm.registry import registry
 
     levels = args.level.split(",") if args.level else [n for n, lv in registry().items() if not lv.native]
@@ -104,4 +103,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    # this process only lists the levels; set here, not in main(), which a test calls in-process:
+    # a pytest run on a GPU would otherwise hand the simulator to every later test
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
     sys.exit(main())
