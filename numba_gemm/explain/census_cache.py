@@ -63,19 +63,21 @@ def _run_streaming_progress(cmd, env):
     return subprocess.CompletedProcess(cmd, p.returncode, "".join(chunks), "".join(err))
 
 
-def in_children(names: list[str]) -> dict[str, list[dict]]:
-    """Census Numba levels with the simulator off, in child processes (`python -m numba_gemm.explain.sass
-    --json`): one per CPU (at most one per level), the levels dealt out round-robin, since each
-    compile is single-threaded."""
+def in_children(kernels: list[str]) -> dict[str, dict]:
+    """Census Numba kernels ("level:kernel") with the simulator off, in child processes
+    (`python -m numba_gemm.explain.sass --kernels`): one per CPU (at most one per kernel), the
+    kernels dealt out round-robin, since each compile is single-threaded. Dealt by kernel, not by
+    level: a level's kernels compile side by side (k9st's four took 158 s in one process, one
+    after another, on a 16-CPU machine), and no child needs more than its one import."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     root = str(Path(os.path.abspath(__file__)).parents[2])   # the directory that holds numba_gemm
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     env["NUMBA_GEMM_CENSUS_PROGRESS"] = "1" if progress_on() else "0"
-    workers = max(1, min(len(names), os.cpu_count() or 1))
-    groups = [names[i::workers] for i in range(workers)]
+    workers = max(1, min(len(kernels), os.cpu_count() or 1))
+    groups = [kernels[i::workers] for i in range(workers)]
 
     def run(group):
-        out = _run_streaming_progress([sys.executable, "-m", "numba_gemm.explain.sass", "--json", *group], env)
+        out = _run_streaming_progress([sys.executable, "-m", "numba_gemm.explain.sass", "--kernels", *group], env)
         if out.returncode != 0:
             raise RuntimeError(f"SASS census of {group} failed in a child process:\n{out.stderr[-4000:]}")
         return json.loads(out.stdout)
@@ -84,7 +86,7 @@ def in_children(names: list[str]) -> dict[str, list[dict]]:
     with ThreadPoolExecutor(workers) as pool:
         for part in pool.map(run, groups):
             data.update(part)
-    return {n: data[n] for n in names}
+    return {k: data[k] for k in kernels}
 
 
 @functools.lru_cache(maxsize=None)

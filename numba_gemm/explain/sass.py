@@ -383,14 +383,19 @@ def _simulating() -> bool:
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
+def _census_numba_kernel(level: str, kernel: str) -> Census:
+    from ..registry import get
+
+    module = get(level).module
+    f, sig, bounds = numba_kernels(module)[kernel]
+    return census_numba(f, sig, level, kernel, bounds, getattr(module, "ARCH", ARCH))
+
+
 @functools.lru_cache(maxsize=None)
 def _census_numba_level(name: str) -> tuple:
     from ..registry import get
 
-    module = get(name).module
-    arch = getattr(module, "ARCH", ARCH)
-    return tuple(census_numba(f, sig, name, kname, bounds, arch)
-                 for kname, (f, sig, bounds) in numba_kernels(module).items())
+    return tuple(_census_numba_kernel(name, k) for k in numba_kernels(get(name).module))
 
 
 _CHILD_CACHE: dict[str, list[Census]] = {}
@@ -439,17 +444,17 @@ def census_levels_uncached(levels) -> dict[str, list[Census]]:
     native level that cannot be compiled maps to the exception instance instead of a list.
     """
     out = {}
-    numba_names = [lv.name for lv in levels if not lv.native]
+    numba = {lv.name: list(numba_kernels(lv.module)) for lv in levels if not lv.native}
     # children: with the simulator on they are the only way to compile; on a GPU, with several
-    # levels to take, they compile in parallel (one level alone is faster in this process)
-    if numba_names and (_simulating() or len(numba_names) > 1):
-        missing = [n for n in numba_names if n not in _CHILD_CACHE]
+    # kernels to take, they compile in parallel (one kernel alone is faster in this process)
+    if numba and (_simulating() or sum(map(len, numba.values())) > 1):
+        missing = [n for n in numba if n not in _CHILD_CACHE]
         if missing:
-            _CHILD_CACHE.update({n: [Census(**c) for c in cs]
-                                 for n, cs in census_cache.in_children(missing).items()})
-        numba_results = {n: _CHILD_CACHE[n] for n in numba_names}
+            got = census_cache.in_children([f"{n}:{k}" for n in missing for k in numba[n]])
+            _CHILD_CACHE.update({n: [Census(**got[f"{n}:{k}"]) for k in numba[n]] for n in missing})
+        numba_results = {n: _CHILD_CACHE[n] for n in numba}
     else:
-        numba_results = {n: census_cache.timed(n, lambda: list(_census_numba_level(n))) for n in numba_names}
+        numba_results = {n: census_cache.timed(n, lambda: list(_census_numba_level(n))) for n in numba}
     for lv in levels:
         if lv.native:
             try:
@@ -539,9 +544,19 @@ def main(argv=None) -> int:
     p.add_argument("levels", nargs="*", help="level names (default: all)")
     p.add_argument("--json", action="store_true", help="print the censuses as JSON")
     p.add_argument("--sass", action="store_true", help="print each kernel's whole SASS (nvdisasm)")
+    p.add_argument("--kernels", action="store_true",
+                   help="the arguments are Numba kernels as LEVEL:KERNEL: print their censuses as JSON, "
+                        "compiled in this process, one after another, without the disk cache")
     args = p.parse_args(argv)
     from ..registry import get, registry
 
+    if args.kernels:
+        out = {}
+        for spec in args.levels:
+            level, kernel = spec.split(":", 1)
+            out[spec] = asdict(census_cache.timed(f"{level} {kernel}", lambda: _census_numba_kernel(level, kernel)))
+        print(json.dumps(out))
+        return 0
     levels = [get(n) for n in args.levels] if args.levels else list(registry().values())
     if args.sass:
         for name, r in census_levels(levels).items():
