@@ -46,6 +46,9 @@
 #   its DRAM and L2 bytes, cuBLAS beside them; PROFILE_SKIP / PROFILE_COUNT launches skipped and profiled, default 1 and
 #   1: a level of two launches, such as a split with its reduce, takes PROFILE_SKIP=2 PROFILE_COUNT=2).
 # PACK_LOGS=1 packs the logs into $OUT/logs.tar.gz at the end (the JSON stay beside it).
+# PACK_CACHE=1 packs NUMBA_GEMM_CACHE_DIR into $OUT/kernel_cache.tar.gz at the end: unpacked into
+#   .cache/ of the checkout that sends the next run (tar xzf kernel_cache.tar.gz -C .cache), a fresh
+#   machine of the same toolkit skips the warm step's compiles (the cache keys name the versions).
 # Wheels in .whl/ (e.g. a NumPy < 2.5 for the machine's Python) are installed first if present.
 set -u
 OUT=${OUT:-out}
@@ -235,4 +238,8 @@ fi
 # at most a few files come back from a remote run: the logs travel as one archive beside the JSON
 if [[ -n ${PACK_LOGS:-} ]]; then
   (cd "$OUT" && tar czf logs.tar.gz --remove-files $(ls *.txt *.log 2>/dev/null))
+fi
+if [[ -n ${PACK_CACHE:-} && -d $NUMBA_GEMM_CACHE_DIR ]]; then
+  tar czf "$OUT/kernel_cache.tar.gz" -C "$(dirname "$NUMBA_GEMM_CACHE_DIR")" "$(basename "$NUMBA_GEMM_CACHE_DIR")"
+  echo "kernel cache: $(du -h "$OUT/kernel_cache.tar.gz" | cut -f1) in kernel_cache.tar.gz"
 fi
