@@ -1,5 +1,7 @@
 """The census lock: a second process that wants censuses while one is taking them waits for it
-(and then reads them from the cache), while the holder's own census children do not wait."""
+(and then reads them from the cache), while the holder's own census children do not wait; and
+those children are dealt kernels, not levels."""
+import json
 import os
 import subprocess
 import sys
@@ -30,3 +32,20 @@ def test_a_second_process_waits_for_the_holder_and_its_children_do_not(tmp_path,
         assert other.poll() is None, "a second process took the census lock while it was held"
     assert other.communicate(timeout=60)[0] == "in\n"
     assert census_cache._HELD not in os.environ
+
+
+def test_children_take_kernels_not_levels(monkeypatch):
+    """in_children deals kernels, so one level's kernels compile in different processes."""
+    calls = []
+
+    def fake(cmd, env):
+        calls.append(cmd[cmd.index("--kernels") + 1:])
+        return subprocess.CompletedProcess(cmd, 0, json.dumps({k: {"kernel": k} for k in calls[-1]}), "")
+
+    monkeypatch.setattr(census_cache, "_run_streaming_progress", fake)
+    monkeypatch.setattr(census_cache.os, "cpu_count", lambda: 4)
+    kernels = ["k9st:k9st", "k9st:k9st_edge", "k9st:k9st_bc", "k9st:k9st_a", "k1:k1"]
+    got = census_cache.in_children(kernels)
+    assert list(got) == kernels and got["k1:k1"] == {"kernel": "k1:k1"}
+    assert sorted(map(len, calls)) == [1, 1, 1, 2]
+    assert all(sum(k.startswith("k9st:") for k in group) == 1 for group in calls)
