@@ -23,10 +23,9 @@ from __future__ import annotations
 import numpy as np
 from numba import config, cuda, float32, int32, uint32, uint64  # noqa: F401  (re-exported)
 
-from ..ptx import inline_copy
+# importing ptx installs inline_copy: the inlined helpers below compile in half the time
+from ..ptx import inline_copy  # noqa: F401
 from ..util import ceil_div  # noqa: F401  (re-exported)
-
-inline_copy.install()   # the helpers below and the levels' are inlined: compile them in half the time
 
 u32 = uint32
 u64 = uint64
