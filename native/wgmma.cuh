@@ -189,6 +189,12 @@ __device__ __forceinline__ void store_acc_64xN_tma(const float (&d)[BN / 2], con
                                                    float alpha) {
     constexpr int COLS = 128 / sizeof(CT), BOXES = BN / COLS, JJ = COLS / 8;   // n8 blocks per box
     const int warp = wg_thread / 32, lane = wg_thread % 32, g = lane / 4, q = lane % 4;
+    // fp32: a warp's 8-byte stores are served a half-warp (g < 4, g >= 4) at a time, and in
+    // block order both halves of a half-warp's lanes (q < 2, q >= 2) land in the same 4 of a
+    // row's 8 chunks: two wavefronts per half (ncu: 4-way conflicts on every store). Lanes
+    // q >= 2 take the blocks in the order jj ^ 2, the other 4 chunks: one wavefront per half.
+    // 16-bit C stores 4 bytes a lane, and a warp's 32 stores already meet 32 banks.
+    const int flip = (sizeof(CT) == 4 && q >= 2) ? 2 : 0;
     #pragma unroll
     for (int box = 0; box < BOXES; ++box) {
         const u32 b = buf + (box & 1) * 8192;
@@ -196,12 +202,14 @@ __device__ __forceinline__ void store_acc_64xN_tma(const float (&d)[BN / 2], con
         named_sync(bar, 128);                               // b is free
         #pragma unroll
         for (int jj = 0; jj < JJ; ++jj) {
-            const int j = JJ * box + jj;
+            const int j = JJ * box + jj, jf = JJ * box + (jj ^ 2);   // this lane's block: j or jf
             #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const u32 r = 16 * warp + g + 8 * h, byte = (8 * jj + 2 * q) * sizeof(CT);
+                const u32 r = 16 * warp + g + 8 * h, byte = (8 * (jj ^ flip) + 2 * q) * sizeof(CT);
+                const float v0 = flip ? d[4 * jf + 2 * h] : d[4 * j + 2 * h];
+                const float v1 = flip ? d[4 * jf + 2 * h + 1] : d[4 * j + 2 * h + 1];
                 st_shared_pair(b + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15)),
-                               alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1], CT());
+                               alpha * v0, alpha * v1, CT());
             }
         }
         fence_proxy_async();                                // visible to the TMA engine
