@@ -85,7 +85,8 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                                            const CUtensorMap* tm_c, void* C_raw, int M,
                                            int N, int K, float alpha, float beta, bool vec_c,
                                            bool tma_c, int super_m, int super_n, char* smem_raw) {
-    const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32;
+    const int tid = threadIdx.x, lane = tid % 32;
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);   // warp-uniform: descriptors in uniform registers
     const u32 rank = cluster_ctarank();
     const int first = cluster_id_x(), step = cluster_count_x();
     const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;

@@ -244,6 +244,25 @@ def test_compiles_with_its_census(lv):
         assert any(o.startswith("USETMAXREG.DEALLOC") for o in ops)
 
 
+@pytest.mark.parametrize("lv, defines", [(lv, lv.DEFINES) for lv in LEVELS] + [
+    (v13_persistent, v13_persistent.defines(config=v13_persistent.planned(v13_persistent.tile(64, 64)), along_n=1))],
+    ids=ids + ["v13-64x64-along-n"])
+def test_descriptors_stay_in_uniform_registers(lv, defines):
+    """The consumers' warpgroup index is broadcast from lane 0 (__shfl_sync), so the compiler
+    knows it is warp-uniform and builds the wgmma descriptors in uniform registers. With
+    `wg = tid / 128` the main loop moved both halves of each A descriptor across with an R2UR
+    (a vector-to-uniform move, several cycles each): two per HGMMA. Now fewer than one per four
+    HGMMAs is left between a kernel's first HGMMA and its last (v13 keeps two, in its tail)."""
+    from numba_gemm.explain import sass
+
+    for name, code in sass.split_functions(disassemble(nvrtc.compile_variant(lv.SOURCE, defines))).items():
+        ops = _opcodes(code)
+        hgmma = [i for i, o in enumerate(ops) if o.startswith("HGMMA")]
+        assert hgmma, name
+        moves = [o for o in ops[hgmma[0]:hgmma[-1]] if o.startswith("R2UR")]
+        assert 4 * len(moves) < len(hgmma), f"{name}: {len(moves)} R2UR among its {len(hgmma)} HGMMAs"
+
+
 def test_v13_register_epilogue_still_compiles_with_its_census():
     """v13's comparison variant (tma_store=0) keeps the register epilogue: no TMA store in it."""
     v13 = v13_persistent
