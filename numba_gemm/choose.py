@@ -80,13 +80,15 @@ DEFAULT_BANDWIDTH = 4.133e12
 @dataclass(frozen=True)
 class Geometry:
     """What the model needs of a level at a shape: its output tile and its K split, whether
-    its slices reduce inside the kernel (no partials in memory, no second launch), and whether
-    it shares its last waves out by stream-K (no partly empty wave)."""
+    its slices reduce inside the kernel (no partials in memory, no second launch), whether
+    it shares its last waves out by stream-K (no partly empty wave), and whether one resident
+    grid walks the tiles (persistent: a wave is a round of tiles, priced alike)."""
     bm: int
     bn: int
     splits: int = 1
     in_kernel: bool = False
     streamed: bool = False
+    persistent: bool = False
 
     @property
     def launches(self) -> int:
@@ -104,6 +106,7 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS, kwargs: tuple =
     CONFIG (HGEMM). kwargs: one of its TILE_CHOICES as run() keywords (bm=, bn=, and others the
     tile's waves do not depend on), which a split-K level plans its split for."""
     mod = lv.module
+    persistent = bool(getattr(mod, "PERSISTENT", False))
     tile, splits = None, 1
     plan = getattr(mod, "plan_splits", None)
     if plan is not None:
@@ -111,7 +114,7 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS, kwargs: tuple =
         tile, splits = got if isinstance(got, tuple) else (None, got)
     elif kwargs:
         kw = dict(kwargs)
-        return Geometry(kw["bm"], kw["bn"])
+        return Geometry(kw["bm"], kw["bn"], persistent=persistent)
     if tile is None:
         at = getattr(mod, "tile_for", None)        # a tile that depends on the shape (k8sk: N ≤ 64)
         tile = at(M, N) if at else getattr(mod, "GEOMETRY", None) or getattr(mod, "CONFIG")
@@ -119,7 +122,8 @@ def geometry(lv, M: int, N: int, K: int, sms: int = DEFAULT_SMS, kwargs: tuple =
     bn = getattr(tile, "tile_n", None) or tile.bn
     stream = getattr(mod, "stream_plan", None)
     streamed = stream is not None and stream(M, N, K, slots=sms * mod.CTAS_PER_SM).streams
-    return Geometry(int(bm), int(bn), int(splits), bool(getattr(mod, "SPLIT_IN_KERNEL", False)), streamed)
+    return Geometry(int(bm), int(bn), int(splits), bool(getattr(mod, "SPLIT_IN_KERNEL", False)), streamed,
+                    persistent)
 
 
 def _one_slice_parent(lv, g: Geometry, M: int, N: int, K: int, sms: int) -> str | None:
@@ -232,11 +236,12 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     if g.streamed:
         spread = (f"{ctas} tile{'s' * (ctas != 1)} streamed: {ctas / slots:.2f} waves of work shared evenly "
                   f"over {slots} ({sms} SMs × {p['blocks_per_sm']} fitted)")
-    else:
-        spread = (f"{ctas} CTA{'s' * (ctas != 1)} in {waves} wave{'s' * (waves != 1)} of {slots} "
+    else:   # a persistent grid launches its resident CTAs once; they walk the tiles in rounds
+        unit, wave = ("tile", "round") if g.persistent else ("CTA", "wave")
+        spread = (f"{ctas} {unit}{'s' * (ctas != 1)} in {waves} {wave}{'s' * (waves != 1)} of {slots} "
                   f"({sms} SMs × {p['blocks_per_sm']} fitted; {100 * ctas / (waves * slots):.0f} % full)")
     if p.get("power_drop") and _later_waves(ctas, slots):
-        spread += f", the waves after the first {1 + p['power_drop']:.2f}x as long (the clock)"
+        spread += f", the {'rounds' if g.persistent else 'waves'} after the first {1 + p['power_drop']:.2f}x as long (the clock)"
     why = f"{g.bm}x{g.bn} tiles{split}: {spread}, {'compute' if t_mma >= t_mem else 'memory'}-bound"
     return t * 1e3, why
 

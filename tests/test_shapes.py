@@ -65,6 +65,17 @@ def test_waves_quantise():
     assert "265 CTAs in 2 waves" in why
 
 
+def test_a_persistent_grid_is_worded_as_rounds_of_tiles():
+    """A persistent level (v13) launches its resident CTAs once and walks the tiles: auto's
+    account counts tiles and rounds, priced as the CTAs and waves of a launch per tile."""
+    g, gp = choose.Geometry(128, 128), choose.Geometry(128, 128, persistent=True)
+    t, why = choose.predict_ms(P, g, 128 * 265, 128, 4096, 4)
+    tp, why_p = choose.predict_ms(P, gp, 128 * 265, 128, 4096, 4)
+    assert tp == t and "265 CTAs in 2 waves" in why and "265 tiles in 2 rounds" in why_p
+    assert choose.geometry(registry.get("v13"), 4096, 4096, 4096).persistent
+    assert not choose.geometry(registry.get("v11"), 4096, 4096, 4096).persistent
+
+
 def test_later_waves_run_at_the_power_bound_clock():
     """power_drop prices the waves after the first (1 + power_drop) times as long: one wave is
     priced as without it, two waves as 1 + (1 + drop)."""

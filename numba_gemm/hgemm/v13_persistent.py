@@ -82,6 +82,7 @@ SASS_MUST_HAVE = ("HGMMA", "UTMALDG.2D.MULTICAST", "USETMAXREG.DEALLOC", "USETMA
                   "UTMASTG.2D")
 SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "super"
+PERSISTENT = True   # one resident grid walks the tiles: auto words its waves as rounds of tiles
 
 CONFIG = wg.WgmmaTile(producer=True)
 C16 = True      # C may be A's fp16/bf16 (-DHG_C16=1): fp32 accumulate, alpha and beta in fp32, rounded once
