@@ -43,7 +43,8 @@
 #   OVERHEAD_LEVELS (default: every level) the overhead step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
 #   SANITIZE_TOOLS / SANITIZE_SHAPE (M,N,K; default 127,200,72) the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE (or
 #   PROFILE_SHAPE=M,N,K) / PROFILE_DTYPE the profile step (ncu sections of one launch per level,
-#   its DRAM and L2 bytes, cuBLAS beside them; PROFILE_SKIP / PROFILE_COUNT launches skipped and profiled, default 1 and
+#   its DRAM and L2 bytes, the SMs' L2 read sectors and hits, and the sectors that crossed between
+#   the L2's two partitions (ltcfabric), cuBLAS beside them; PROFILE_SKIP / PROFILE_COUNT launches skipped and profiled, default 1 and
 #   1: a level of two launches, such as a split with its reduce, takes PROFILE_SKIP=2 PROFILE_COUNT=2).
 # PACK_LOGS=1 packs the logs into $OUT/logs.tar.gz at the end (the JSON stay beside it).
 # PACK_CACHE=1 packs NUMBA_GEMM_CACHE_DIR into $OUT/kernel_cache.tar.gz at the end: unpacked into
@@ -217,7 +218,7 @@ if has profile; then  # where the time goes: one launch per level under ncu's ma
     timeout 120 ncu --clock-control none --launch-skip "${PROFILE_SKIP:-1}" --launch-count "${PROFILE_COUNT:-1}" \
       --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
       --section LaunchStats --section Occupancy \
-      --metrics sm__cycles_elapsed.avg.per_second,dram__bytes_read.sum,lts__t_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum \
+      --metrics sm__cycles_elapsed.avg.per_second,dram__bytes_read.sum,lts__t_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,lts__t_sectors_srcunit_ltcfabric.sum \
       python3 tools/run_once.py --level "$lv" ${shape:---size "${PROFILE_SIZE:-4096}"} --dtype "${PROFILE_DTYPE:-float16}"
   done >"$OUT/profile.txt" 2>&1
   grep -E "^===|^  [a-zA-Z_]+ |Duration|Throughput|SM Frequency|Stall|Issued|Registers|Warp Cycles|L2 Hit|Mem Busy|Max Bandwidth|per_second|bytes|sectors" "$OUT/profile.txt" | head -n 150
