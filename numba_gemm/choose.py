@@ -233,15 +233,16 @@ def predict_ms(p: dict, g: Geometry, M: int, N: int, K: int, elem_bytes: int, be
     waves = ceil_div(ctas, slots)
     split = f", split {g.splits}{' reduced in the kernel' * g.in_kernel}" if g.splits > 1 else ""
     split += f", ragged rows x{slow:.2f}" if slow != 1.0 else ""
+    # a persistent grid launches its resident CTAs once, and they walk the tiles in rounds
+    unit, wave = ("tile", "round") if g.persistent else ("CTA", "wave")
     if g.streamed:
         spread = (f"{ctas} tile{'s' * (ctas != 1)} streamed: {ctas / slots:.2f} waves of work shared evenly "
                   f"over {slots} ({sms} SMs × {p['blocks_per_sm']} fitted)")
-    else:   # a persistent grid launches its resident CTAs once; they walk the tiles in rounds
-        unit, wave = ("tile", "round") if g.persistent else ("CTA", "wave")
+    else:
         spread = (f"{ctas} {unit}{'s' * (ctas != 1)} in {waves} {wave}{'s' * (waves != 1)} of {slots} "
                   f"({sms} SMs × {p['blocks_per_sm']} fitted; {100 * ctas / (waves * slots):.0f} % full)")
     if p.get("power_drop") and _later_waves(ctas, slots):
-        spread += f", the {'rounds' if g.persistent else 'waves'} after the first {1 + p['power_drop']:.2f}x as long (the clock)"
+        spread += f", the {wave}s after the first {1 + p['power_drop']:.2f}x as long (the clock)"
     why = f"{g.bm}x{g.bn} tiles{split}: {spread}, {'compute' if t_mma >= t_mem else 'memory'}-bound"
     return t * 1e3, why
 
