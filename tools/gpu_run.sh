@@ -16,7 +16,9 @@
 #   timed together at the suite's shapes with M > 2 and rows TMA takes (TILE_SHAPES, plus
 #   TILE_MORE: space-separated M,N,K) in ${TILE_DTYPES:-fp16}: what a refit of auto needs where
 #   tiles and levels compete (tools/calibrate_auto.py), one JSON per dtype; four shapes per
-#   process, each cut at TILE_TIMEOUT (150) s: split the shapes over two 10-minute calls
+#   process, each cut at TILE_TIMEOUT (150) s; with TILE_BUDGET (seconds for the step) no group
+#   starts that could end past it, and the step prints the shapes left as a TILE_SHAPES= line
+#   for the next call
 #   top: the Hopper rungs (TOP_LEVELS, default v11,v12,v13; LEVEL:name=value passes run() arguments)
 #   exact on ragged shapes (TOP_SHAPES), then timed against each other and cuBLAS in interleaved
 #   rounds (tools/hopper_top.py, TOP_SIZES; TOP_ARGS: more of its options), JSON out
@@ -165,9 +167,13 @@ print(','.join(n for b in ('v11', 'v11sk', 'v11sl', 'v11t', 'v12', 'v13')
                for n in [b] + [r.spec_name(b, kw) for kw, _ in choose.tile_choices(r.get(b))]))")}
   shapes=${TILE_SHAPES:-$(python3 -c "from numba_gemm import choose; from numba_gemm.measure.shapes import SUITE
 print(' '.join(f'{M},{N},{K}' for _, M, N, K in SUITE if M > 2 and choose.aligned(N, K, 2)))") ${TILE_MORE:-}}
+  tiles_start=$SECONDS
   for dt in ${TILE_DTYPES:-fp16}; do
     set -- $shapes; parts=()
     while (( $# )); do           # four shapes per process: a process cut by its timeout loses only those
+      if [[ -n ${TILE_BUDGET:-} ]] && (( SECONDS - tiles_start + ${TILE_TIMEOUT:-150} > TILE_BUDGET )); then
+        echo "tiles $dt: TILE_BUDGET spent; not run: TILE_SHAPES=\"$*\""; break
+      fi
       group=(); for s in "${@:1:4}"; do group+=(--shape "$s"); done; shift $(( $# < 4 ? $# : 4 ))
       part="$OUT/tiles_${dt}_${#parts[@]}.json"; parts+=("$part")
       timeout "${TILE_TIMEOUT:-150}" python3 bench.py --level "$levels" "${group[@]}" --dtype "$dt" \
