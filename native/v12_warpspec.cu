@@ -39,7 +39,7 @@ __device__ __forceinline__ void block_tile(const CUtensorMap* tm_a, const CUtens
                                            float* __restrict__ C, int M, int N, int K, float alpha,
                                            float beta, bool vec_c, int bm, int bn, char* smem_raw) {
     const int tid = threadIdx.x, lane = tid % 32;
-    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);   // warp-uniform: descriptors in uniform registers
+    const int wg = warpgroup_index();
     const int m0 = bm * BM, n0 = bn * BN;
 
     const u32 raw = smem_u32(smem_raw);

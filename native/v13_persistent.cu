@@ -86,7 +86,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                                            int N, int K, float alpha, float beta, bool vec_c,
                                            bool tma_c, int super_m, int super_n, char* smem_raw) {
     const int tid = threadIdx.x, lane = tid % 32;
-    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);   // warp-uniform: descriptors in uniform registers
+    const int wg = warpgroup_index();
     const u32 rank = cluster_ctarank();
     const int first = cluster_id_x(), step = cluster_count_x();
     const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;

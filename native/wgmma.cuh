@@ -22,6 +22,13 @@ __device__ __forceinline__ u64 smem_desc_sw128(u32 addr, u32 lbo, u32 sbo) {
            ((u64)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
 }
 
+// The thread's warpgroup, read from lane 0. Every lane of a warp has the same threadIdx.x / 128,
+// but the compiler cannot prove it; a value broadcast by __shfl_sync it knows is warp-uniform, so
+// the descriptors built from it stay in uniform registers (no R2UR before each HGMMA).
+__device__ __forceinline__ int warpgroup_index() {
+    return __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);
+}
+
 // ---- ordering -------------------------------------------------------------------------------
 // wgmma.fence: this warpgroup's earlier register writes (the accumulators) are visible to the
 // wgmma that follows. Needed before the first wgmma of each batch.

@@ -37,7 +37,7 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
                                        int K, int m0, int n0, int kt0, int per, char* smem_raw,
                                        Epilogue epilogue) {
     const int tid = threadIdx.x, lane = tid % 32;
-    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);   // warp-uniform: descriptors in uniform registers
+    const int wg = warpgroup_index();
 
     const u32 raw = smem_u32(smem_raw);
     const u32 base = (raw + 1023u) & ~1023u;        // swizzle atoms on 1024-byte boundaries

@@ -248,8 +248,9 @@ def test_compiles_with_its_census(lv):
     (v13_persistent, v13_persistent.defines(config=v13_persistent.planned(v13_persistent.tile(64, 64)), along_n=1))],
     ids=ids + ["v13-64x64-along-n"])
 def test_descriptors_stay_in_uniform_registers(lv, defines):
-    """The consumers' warpgroup index is broadcast from lane 0 (__shfl_sync), so the compiler
-    knows it is warp-uniform and builds the wgmma descriptors in uniform registers. With
+    """The consumers take their warpgroup index from warpgroup_index() (lane 0's, by
+    __shfl_sync), so the compiler knows it is warp-uniform and builds the wgmma descriptors in
+    uniform registers. With
     `wg = tid / 128` the main loop moved both halves of each A descriptor across with an R2UR
     (a vector-to-uniform move, several cycles each): two per HGMMA. Now fewer than one per four
     HGMMAs is left between a kernel's first HGMMA and its last (v13 keeps two, in its tail)."""
