@@ -33,9 +33,13 @@
 //    of BM/2 rows) with .multicast::cluster to both, and all of its own B. For narrow N, where
 //    A is the big operand: at 4096 x 128 x 4096 the B-sharing pair read 154 MB through L2 where
 //    cuBLAS, its pair along N, read 85 MB (ncu on an H100, docs/RESULTS.md).
-// Edges: a pair whose second tile lies below M (grid_m odd; along N: right of N) still runs
-// that CTA, which must deliver its half of the shared operand: it loads rows 0.. of A (any
-// in-bounds box; along N: no B) and stores nothing. Otherwise as v10-v12: zero-filled boxes,
+//  - -DHG_CLUSTER=4 is both at once, a 2 x 2 cluster: CTA rank r computes tile (2 pm + r % 2,
+//    2 pn + r / 2); the two CTAs of a tile row share its A (half of the rows each), the two of a
+//    tile column its B (half of the panels each), so each operand comes from L2 half as often
+//    as without a cluster. Every consumer warp releases a stage on all four CTAs' empty[s].
+// Edges: a cluster's tile below M (grid_m odd) or right of N still runs its CTA, which must
+// deliver its half of the shared operand: below M it loads rows 0.. of A (any in-bounds box),
+// right of N no B (nor does its partner in that column), and it stores nothing. Otherwise as v10-v12: zero-filled boxes,
 // unloaded panels right of N, masked epilogue.
 #include "wgmma.cuh"
 #include "wgmma_tile.cuh"
@@ -43,7 +47,7 @@
 #include "tensor_map.cuh"
 #include "tile_order.cuh"
 
-#ifndef HG_CLUSTER             // CTAs per cluster along M; 1: persistent only, no multicast
+#ifndef HG_CLUSTER             // CTAs per cluster: 1 (no multicast), 2 (a pair) or 4 (2 x 2)
 #error "compile with -DHG_CLUSTER (numba_gemm.hgemm.v13_persistent.defines())"
 #endif
 #ifndef HG_CLUSTER_N           // 1: the pair runs along N and shares A; 0: along M, sharing B
@@ -60,24 +64,25 @@ namespace v13 {
 
 using namespace wgt;   // BM, BN, BK, STAGES, CONSUMERS, THREADS, A_BYTES, B_PANEL, STAGE_BYTES (-DHG_*)
 constexpr int CLUSTER = HG_CLUSTER;
-constexpr bool ALONG_N = HG_CLUSTER_N != 0;
+// CM CTAs along M share each B tile, CN CTAs along N share each A tile: CTA rank r is (r % CM, r / CM)
+constexpr int CM = CLUSTER == 4 ? 2 : HG_CLUSTER_N ? 1 : CLUSTER, CN = CLUSTER / CM;
 constexpr bool TMA_STORE = HG_TMA_STORE != 0, C16 = HG_C16 != 0;
 constexpr u32 C_BOX_BYTES = 64 * 128;                         // 64 rows x 128 bytes of C
 constexpr u32 C_BYTES = TMA_STORE ? CONSUMERS * 2 * C_BOX_BYTES : 0;   // two boxes per consumer
-static_assert(CLUSTER == 1 || CLUSTER == 2, "B's BN / 64 panels (1, 2 or 4) are shared by 1 or 2 CTAs");
-static_assert(!ALONG_N || CLUSTER == 2, "along N the pair shares A: two CTAs");
-constexpr u32 A_SHARE = A_BYTES / CLUSTER;                    // along N: the A rows one CTA loads
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "1, 2 or 2 x 2 CTAs");
+static_assert(!HG_CLUSTER_N || CLUSTER == 2, "along N the pair shares A: two CTAs");
+constexpr u32 A_SHARE = A_BYTES / CN;                         // the A rows one CTA loads
 constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 static_assert(PRODUCER, "warpgroup 0 is the producer");
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "register file");
 
-// The tile (bm, bn) of CTA `rank` for pair-tile t of the pairs' grid (pairs_m x pairs_n).
+// The tile (bm, bn) of CTA `rank` for cluster-tile t of the cluster-tiles' grid (pairs_m x pairs_n).
 __device__ __forceinline__ void tile_of(int t, int pairs_m, int pairs_n, int super_m, int super_n,
                                         u32 rank, int& bm, int& bn) {
     tile_supertile(t, pairs_m, pairs_n, super_m, super_n, bm, bn);
-    if (ALONG_N) bn = CLUSTER * bn + rank;
-    else bm = CLUSTER * bm + rank;
+    bm = CM * bm + rank % CM;
+    bn = CN * bn + rank / CM;
 }
 
 template <typename T>
@@ -90,8 +95,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
     const u32 rank = cluster_ctarank();
     const int first = cluster_id_x(), step = cluster_count_x();
     const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
-    const int pairs_m = ALONG_N ? grid_m : (grid_m + CLUSTER - 1) / CLUSTER;
-    const int pairs_n = ALONG_N ? (grid_n + CLUSTER - 1) / CLUSTER : grid_n, tiles = pairs_m * pairs_n;
+    const int pairs_m = (grid_m + CM - 1) / CM, pairs_n = (grid_n + CN - 1) / CN, tiles = pairs_m * pairs_n;
     const int k_tiles = (K + BK - 1) / BK;
     using CT = typename c_type<C16, T>::type;
     CT* __restrict__ C = static_cast<CT*>(C_raw);
@@ -111,6 +115,9 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
         // ---- producer warpgroup: one thread streams every stage of every tile of this CTA
         setmaxnreg_dec<PRODUCER_REGS>();
         if (tid == 0) {
+            const u32 rm = rank % CM, rn = rank / CM;
+            const unsigned short a_mask = CN == 1 ? 0 : (1u << rm) | (1u << (rm + CM));   // the CTAs of this A tile
+            const unsigned short b_mask = CM == 1 ? 0 : 3u << (CM * rn);                   // the CTAs of this B tile
             int it = 0;
             for (int t = first; t < tiles; t += step) {
                 int bm, bn;
@@ -123,16 +130,12 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                     if (it >= STAGES) mbar_wait(empty + 8 * s, ((it / STAGES) - 1) & 1);
                     const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
                     mbar_arrive_expect_tx(bar, stage_tx);
-                    if (ALONG_N) {
-                        tma_load_2d_multicast(st + rank * A_SHARE, tm_a, kt * BK, a_row + rank * (BM / CLUSTER),
-                                              bar, (1u << CLUSTER) - 1);
-                        for (int p = 0; p < b_panels; ++p)
-                            tma_load_2d(st + A_BYTES + p * B_PANEL, tm_b, n0 + 64 * p, kt * BK, bar);
-                    } else {
-                        tma_load_2d(st, tm_a, kt * BK, a_row, bar);
-                        for (int p = rank; p < b_panels; p += CLUSTER)
-                            tma_load_2d_multicast(st + A_BYTES + p * B_PANEL, tm_b, n0 + 64 * p, kt * BK,
-                                                  bar, (1u << CLUSTER) - 1);
+                    if (CN == 1) tma_load_2d(st, tm_a, kt * BK, a_row, bar);
+                    else tma_load_2d_multicast(st + rn * A_SHARE, tm_a, kt * BK, a_row + rn * (BM / CN), bar, a_mask);
+                    for (int p = CM == 1 ? 0 : rm; p < b_panels; p += CM) {
+                        const u32 dst = st + A_BYTES + p * B_PANEL;
+                        if (CM == 1) tma_load_2d(dst, tm_b, n0 + 64 * p, kt * BK, bar);
+                        else tma_load_2d_multicast(dst, tm_b, n0 + 64 * p, kt * BK, bar, b_mask);
                     }
                 }
             }

@@ -76,12 +76,14 @@ def test_v13_persistent_grid_of_pairs():
     assert v13.defines(1, 0, 1) == v13.CONFIG.defines() + (
         "-DHG_CLUSTER=1", "-DHG_CLUSTER_N=0", "-DHG_TMA_STORE=0", "-DHG_C16=1")
     assert "-DHG_CLUSTER_N=1" in v13.defines(along_n=1)
-    with pytest.raises(ValueError, match="1 or 2"):
-        v13.defines(4)
+    assert "-DHG_CLUSTER=4" in v13.defines(4)       # 2 x 2
+    with pytest.raises(ValueError, match="1, 2 or 4"):
+        v13.defines(3)
     with pytest.raises(ValueError, match="0 or 1"):
         v13.defines(2, 2)
-    with pytest.raises(ValueError, match="along_n"):
-        v13.defines(1, along_n=1)                   # along N is the pair's orientation
+    for cluster in (1, 4):
+        with pytest.raises(ValueError, match="along_n"):
+            v13.defines(cluster, along_n=1)         # along N is the pair's orientation
     # the epilogue's two 8 KB boxes per consumer fit beside the stages
     assert v13.smem_bytes(1) == v13.CONFIG.smem() + 2 * 2 * 8192 <= cm.SMEM_LIMIT
     assert v13.smem_bytes(0) == v13.CONFIG.smem()
@@ -118,6 +120,28 @@ def test_v13_pairs_along_n():
             bm, pn = cm.supertile_decode(t, grid_m, cm.cdiv(grid_n, 2), sm, sn // 2)
             seen |= {(bm, 2 * pn + r) for r in range(2) if 2 * pn + r < grid_n}
         assert seen == {(m, n) for m in range(grid_m) for n in range(grid_n)}
+
+
+def test_v13_two_by_two_clusters():
+    """cluster=4: 2 x 2 tiles per cluster, A shared along N and B along M. The decode over
+    cluster-tiles, rank r at (r % 2, r / 2) as tile_of places it, covers every tile once, odd
+    tile-row and column counts included; the super-tile's sides count whole cluster-tiles."""
+    v13 = v13_persistent
+    t = v13.planned(v13.tile(128, 128))
+    assert v13.sides(4) == (2, 2) and v13.sides(2) == (2, 1) and v13.sides(2, 1) == (1, 2)
+    assert v13.pair_tiles(512, 4096, t, cluster=4) == 2 * 16
+    assert v13.launch_config(512, 4096, 4096, t, max_clusters=33, cluster=4)[0] == (128, 1, 1)
+    assert v13.launch_config(8192, 8192, 8192, t, max_clusters=33, cluster=4)[0] == (132, 1, 1)
+    for M, N in [(8192, 8192), (300, 520), (128 * 7, 128 * 5), (512, 4096), (1, 8)]:
+        grid_m, grid_n = cm.cdiv(M, 128), cm.cdiv(N, 128)
+        sm, sn = v13.tile_order(M, N, 4096, 8 << 20, t, cluster=4)
+        assert sm % 2 == 0 and sn % 2 == 0
+        seen = []
+        for q in range(v13.pair_tiles(M, N, t, cluster=4)):
+            pm, pn = cm.supertile_decode(q, cm.cdiv(grid_m, 2), cm.cdiv(grid_n, 2), sm // 2, sn // 2)
+            seen += [(2 * pm + r % 2, 2 * pn + r // 2) for r in range(4)
+                     if 2 * pm + r % 2 < grid_m and 2 * pn + r // 2 < grid_n]
+        assert sorted(seen) == [(m, n) for m in range(grid_m) for n in range(grid_n)]
 
 
 # ---------------------------------------------------------------------------- the tile, from one place
@@ -286,10 +310,12 @@ def test_v13_16bit_c_compiles_with_its_census(tma_store):
 
 
 # run(bm=, bn=): the tiles beside the shipped 128 x 256, for comparison; along_n=1: the pair
-# along N, sharing A (the shipped tile and the three of TILE_CHOICES)
+# along N, sharing A (the shipped tile and the three of TILE_CHOICES); cluster=4: 2 x 2 tiles
 V13_TILES = [{"bm": 128, "bn": 128}, {"bm": 64, "bn": 256}, {"bm": 64, "bn": 128}, {"bm": 64, "bn": 64},
              {"bm": 128, "bn": 256, "along_n": 1}, {"bm": 128, "bn": 128, "along_n": 1},
-             {"bm": 128, "bn": 64, "along_n": 1}, {"bm": 64, "bn": 64, "along_n": 1}]
+             {"bm": 128, "bn": 64, "along_n": 1}, {"bm": 64, "bn": 64, "along_n": 1},
+             {"bm": 128, "bn": 256, "cluster": 4}, {"bm": 128, "bn": 128, "cluster": 4},
+             {"bm": 64, "bn": 64, "cluster": 4}]
 
 
 def v13_tile_id(kw):
@@ -303,7 +329,7 @@ def test_v13_other_tiles_compile_with_its_census(kw):
     panels loaded alone."""
     v13 = v13_persistent
     config = v13.planned(v13.tile(kw["bm"], kw["bn"]))
-    ops = census_ops(v13.SOURCE, v13.defines(config=config, along_n=kw.get("along_n", 0)),
+    ops = census_ops(v13.SOURCE, v13.defines(kw.get("cluster", 2), config=config, along_n=kw.get("along_n", 0)),
                      v13.KERNEL_NAMES.values(), v13.SASS_MUST_HAVE, v13.SASS_MUST_NOT_HAVE, wgmma_n=kw["bn"])
     if kw.get("along_n"):
         assert "UTMALDG.2D" in ops                  # B: each CTA its own panels

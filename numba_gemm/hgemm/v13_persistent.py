@@ -39,7 +39,11 @@ by the pair), as deep as its smaller stages fit (planned); run(..., stages=) ano
 the ring. run(..., along_n=1) (-DHG_CLUSTER_N=1) turns the pair to run along N, sharing A
 instead of B: each CTA loads half of the A tile (a tensor map of half-height boxes) multicast to
 both, and all of its own B. That is the orientation for narrow N, where A is the big operand
-(cuBLAS's pair at 4096×128×4096).
+(cuBLAS's pair at 4096×128×4096). run(..., cluster=4) is both pairs at once, a 2 × 2 cluster:
+each CTA loads half of its A tile's rows and half of its B tile's panels, each multicast to the
+CTA that shares it, so A and B each come from L2 half as often as without a cluster. It is
+for comparison: on an H100 it was no faster than the pair at any shape measured and slower at
+most (docs/RESULTS.md, "thirtieth run").
 Auto may rank the 128×128 tile (TILE_CHOICES): at 512×4096 it runs 128 CTAs, six stages
 deep, where the 128×256 tile fills 64 of the 132 SMs; and, for narrow N, the pair along N at
 64×64, 128×64 and 128×128 (on an H100 at 4096×128×4096 the 64×64 pair along N ran 0.75×
@@ -86,7 +90,7 @@ PERSISTENT = True   # one resident grid walks the tiles: auto words its waves as
 
 CONFIG = wg.WgmmaTile(producer=True)
 C16 = True      # C may be A's fp16/bf16 (-DHG_C16=1): fp32 accumulate, alpha and beta in fp32, rounded once
-CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison)
+CLUSTER = 2     # CTAs per cluster, along M (-DHG_CLUSTER; 1 = persistent only, for comparison; 4 = 2 x 2)
 ALONG_N = 0     # 1: the pair runs along N and shares A (-DHG_CLUSTER_N); 0: along M, sharing B
 TMA_STORE = 1   # beta == 0: C through shared memory and TMA stores (-DHG_TMA_STORE; 0 for comparison)
 C_BOX_BYTES = 64 * 128     # one 64-row x 128-byte box of the TMA-store epilogue; two per consumer
@@ -96,8 +100,8 @@ def defines(cluster: int = CLUSTER, tma_store: int = TMA_STORE, c16: int = 0,
             config: wg.WgmmaTile = CONFIG, along_n: int = ALONG_N) -> tuple[str, ...]:
     """The tile's -DHG_* options, -DHG_CLUSTER, -DHG_CLUSTER_N, -DHG_TMA_STORE and -DHG_C16 (C in
     A's 16-bit type): the source has no default."""
-    if cluster not in (1, 2):
-        raise ValueError(f"cluster must be 1 or 2 CTAs (B's 4 panels are split between them), got {cluster}")
+    if cluster not in (1, 2, 4):
+        raise ValueError(f"cluster must be 1, 2 or 4 (2 x 2) CTAs, got {cluster}")
     if along_n not in (0, 1) or along_n and cluster != 2:
         raise ValueError(f"along_n is 0 or 1, and 1 needs the pair (cluster=2), got along_n={along_n}, "
                          f"cluster={cluster}")
@@ -173,22 +177,28 @@ def _warm_variants() -> dict:
 WARM_VARIANTS = _warm_variants()
 
 
+def sides(cluster: int = CLUSTER, along_n: int = ALONG_N) -> tuple[int, int]:
+    """(CTAs of a cluster along M, along N): the kernel's CM and CN. Those along M share B, those
+    along N share A."""
+    if cluster == 4:
+        return 2, 2
+    return (1, cluster) if along_n else (cluster, 1)
+
+
 def tile_order(M: int, N: int, K: int, l2_bytes: int | None = None, config=CONFIG,
                cluster: int = CLUSTER, along_n: int = ALONG_N):
-    """(super_m, super_n) in tiles; the pair's side (super_m, or super_n along N) is a multiple
-    of `cluster`: the kernel walks cluster-tiles (pairs of tiles)."""
+    """(super_m, super_n) in tiles, multiples of the cluster's sides: the kernel walks
+    cluster-tiles (a pair of tiles, or 2 x 2)."""
     if l2_bytes is None:
         l2_bytes = cm.l2_cache_bytes()
-    if along_n:
-        sm, sp = cm.choose_supertile(M, N, K, config.bm, cluster * config.bn, l2_bytes)
-        return sm, cluster * sp
-    sp, sn = cm.choose_supertile(M, N, K, cluster * config.bm, config.bn, l2_bytes)
-    return cluster * sp, sn
+    cm_, cn = sides(cluster, along_n)
+    sm, sn = cm.choose_supertile(M, N, K, cm_ * config.bm, cn * config.bn, l2_bytes)
+    return cm_ * sm, cn * sn
 
 
 def pair_tiles(M: int, N: int, config=CONFIG, cluster: int = CLUSTER, along_n: int = ALONG_N) -> int:
-    grid_m, grid_n = cm.cdiv(M, config.bm), cm.cdiv(N, config.bn)
-    return grid_m * cm.cdiv(grid_n, cluster) if along_n else cm.cdiv(grid_m, cluster) * grid_n
+    cm_, cn = sides(cluster, along_n)
+    return cm.cdiv(M, cm_ * config.bm) * cm.cdiv(N, cn * config.bn)
 
 
 def launch_config(M: int, N: int, K: int, config=CONFIG, max_clusters: int = 66,
@@ -251,13 +261,13 @@ def run(A, B, C, alpha, beta, stream=None, cluster: int = CLUSTER, tma_store: in
     N = B.shape[1]
     c16 = c_is_16bit(A, C)
     d = defines(cluster, tma_store, int(c16), config, along_n)
-    # along N each CTA loads half of the A tile: boxes of bm / 2 rows
+    cm_, cn = sides(cluster, along_n)
+    # with two CTAs along N each loads half of the A tile: boxes of bm / 2 rows
     args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, config, c16,
-                            a_rows=config.bm // cluster if along_n else None)
+                            a_rows=config.bm // cn if cn > 1 else None)
     super_m, super_n = tile_order(M, N, K, config=config, cluster=cluster, along_n=along_n)
-    # the kernel counts the pair's side of a super-tile in pairs
-    args[-2] = ctypes.c_int32(super_m if along_n else super_m // cluster)
-    args[-1] = ctypes.c_int32(super_n // cluster if along_n else super_n)
+    # the kernel counts a super-tile in cluster-tiles
+    args[-2], args[-1] = ctypes.c_int32(super_m // cm_), ctypes.c_int32(super_n // cn)
     tm_c = c_map(C, M, N) if tma_store and beta == 0 else None
     args = args[:2] + [args[0] if tm_c is None else tm_c] + args[2:] + [ctypes.c_int32(int(tm_c is not None))]
     fn = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=d)
