@@ -404,7 +404,8 @@ def test_v13_multicast_splits_b_between_the_cluster():
         assert v["issued"] == v["a_bytes"] + (mod.CONFIG.stage_bytes - v["a_bytes"]) // mod.CLUSTER
     assert d["v12_issued"] == get("v12").module.CONFIG.stage_bytes
     src = (nvrtc.native_dir() / mod.SOURCE).read_text()
-    assert "for (int p = rank; p < b_panels; p += CLUSTER)" in src        # the rule the figure draws
+    # the rule the figure draws: along M (CM = CLUSTER CTAs, rank rm = rank % CM) panels rm, rm + CM, ...
+    assert "for (int p = CM == 1 ? 0 : rm; p < b_panels; p += CM)" in src
 
 
 @pytest.mark.parametrize("shape, clusters", [((4096, 4096, 4096), None), ((1000, 3000, 512), 7)])
