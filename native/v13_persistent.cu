@@ -39,8 +39,8 @@
 //    as without a cluster. Every consumer warp releases a stage on all four CTAs' empty[s].
 // Edges: a cluster's tile below M (grid_m odd) or right of N still runs its CTA, which must
 // deliver its half of the shared operand: below M it loads rows 0.. of A (any in-bounds box),
-// right of N no B (nor does its partner in that column), and it stores nothing. Otherwise as v10-v12: zero-filled boxes,
-// unloaded panels right of N, masked epilogue.
+// right of N no B (nor does its partner in that column), and it stores nothing. Otherwise as
+// v10-v12: zero-filled boxes, unloaded panels right of N, masked epilogue.
 #include "wgmma.cuh"
 #include "wgmma_tile.cuh"
 #include "cluster.cuh"
@@ -131,7 +131,8 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                     const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
                     mbar_arrive_expect_tx(bar, stage_tx);
                     if (CN == 1) tma_load_2d(st, tm_a, kt * BK, a_row, bar);
-                    else tma_load_2d_multicast(st + rn * A_SHARE, tm_a, kt * BK, a_row + rn * (BM / CN), bar, a_mask);
+                    else tma_load_2d_multicast(st + rn * A_SHARE, tm_a, kt * BK, a_row + rn * (BM / CN), bar,
+                                               a_mask);
                     for (int p = CM == 1 ? 0 : rm; p < b_panels; p += CM) {
                         const u32 dst = st + A_BYTES + p * B_PANEL;
                         if (CM == 1) tma_load_2d(dst, tm_b, n0 + 64 * p, kt * BK, bar);
