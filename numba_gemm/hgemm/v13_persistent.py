@@ -42,8 +42,8 @@ both, and all of its own B. That is the orientation for narrow N, where A is the
 (cuBLAS's pair at 4096×128×4096). run(..., cluster=4) is both pairs at once, a 2 × 2 cluster:
 each CTA loads half of its A tile's rows and half of its B tile's panels, each multicast to the
 CTA that shares it, so A and B each come from L2 half as often as without a cluster. It is
-for comparison: on an H100 it was no faster than the pair at any shape measured and slower at
-most (docs/RESULTS.md, "thirtieth run").
+for comparison: on an H100 it ran at best 2 % faster than the pair and slower at most shapes
+measured (docs/RESULTS.md, "thirtieth run").
 Auto may rank the 128×128 tile (TILE_CHOICES): at 512×4096 it runs 128 CTAs, six stages
 deep, where the 128×256 tile fills 64 of the 132 SMs; and, for narrow N, the pair along N at
 64×64, 128×64 and 128×128 (on an H100 at 4096×128×4096 the 64×64 pair along N ran 0.75×
