@@ -26,8 +26,11 @@
 //    while, which the mbarrier allows (PTX ISA, "tx-count" range), and the phase cannot
 //    complete until the local arrival comes.
 //  - A cluster barrier after the barrier set-up (no remote arrival before the partner's
-//    barriers exist) and one at the end (no CTA exits while its partner may still arrive on
-//    its barriers).
+//    barriers exist), and none at the end: the producer leaves only once every consumer of the
+//    cluster has released the last fill of each stage, so no remote arrival can reach a CTA
+//    that has left (a CTA lives until all of its threads have). A barrier there cost 2.4 of
+//    17.3 us at 4096 x 128 x 4096 on an H100: its arrival (.release, MEMBAR.ALL.GPU) waits for
+//    the CTA's C stores to land before the CTA may leave (docs/RESULTS.md).
 //  - -DHG_CLUSTER_N=1 turns the pair to run along N: CTA rank r computes tile (bm, 2 pn + r),
 //    both need the same A tile, and CTA r loads rows r BM/2 .. of it (A's tensor map has boxes
 //    of BM/2 rows) with .multicast::cluster to both, and all of its own B. For narrow N, where
@@ -140,6 +143,10 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                     }
                 }
             }
+            // the tail: wait for the release of the last fill of each stage by all the cluster's
+            // consumers, so that none of their arrivals is still on its way when this CTA leaves
+            for (int f = it; f < it + STAGES; ++f)
+                if (f >= STAGES) mbar_wait(empty + 8 * (f % STAGES), ((f / STAGES) - 1) & 1);
         }
     } else {
         // ---- consumer warpgroups: rows 64 (wg - 1) .. + 63 of each tile
@@ -182,7 +189,6 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
         }
         if (tma_c && tid % 128 == 0) bulk_wait<0>();   // the last stores have left shared memory
     }
-    cluster_sync();
 }
 
 }  // namespace v13
