@@ -335,6 +335,24 @@ def test_v13_other_tiles_compile_with_its_census(kw):
         assert "UTMALDG.2D" in ops                  # B: each CTA its own panels
 
 
+@pytest.mark.parametrize("kw", [{}, {"bm": 64, "bn": 64, "along_n": 1}, {"bm": 128, "bn": 128, "cluster": 4}],
+                         ids=lambda kw: v13_tile_id(kw) or "shipped")
+def test_v13_ends_without_a_cluster_barrier(kw):
+    """One cluster barrier, at the start; after the last HGMMA no GPU-wide fence, which a
+    .release arrival at the end compiles to and which waits for the C stores to land. The
+    producer's wait for the last releases does the end barrier's job instead."""
+    from numba_gemm.explain import sass
+
+    v13 = v13_persistent
+    config = v13.planned(v13.tile(kw.get("bm", v13.CONFIG.bm), kw.get("bn", v13.CONFIG.bn)))
+    defines = v13.defines(kw.get("cluster", 2), config=config, along_n=kw.get("along_n", 0))
+    for name, code in sass.split_functions(disassemble(nvrtc.compile_variant(v13.SOURCE, defines))).items():
+        ops = _opcodes(code)
+        assert ops.count("UCGABAR_ARV") == 1, name
+        last_mma = max(i for i, o in enumerate(ops) if o.startswith("HGMMA"))
+        assert "MEMBAR.ALL.GPU" not in ops[last_mma:], name
+
+
 def test_v13_planned_depth():
     """run() launches a tile as deep as fits beside the epilogue's boxes (the shipped 128×256
     four deep, 128×128 six), or stages= deep, which must fit: a 64×64 tile fits 13 stages of
