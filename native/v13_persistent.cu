@@ -121,6 +121,11 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
             const u32 rm = rank % CM, rn = rank / CM;
             const unsigned short a_mask = CN == 1 ? 0 : (1u << rm) | (1u << (rm + CM));   // the CTAs of this A tile
             const unsigned short b_mask = CM == 1 ? 0 : 3u << (CM * rn);                   // the CTAs of this B tile
+            // fill f of the ring may go into stage f % STAGES once every consumer of the cluster
+            // has released fill f - STAGES
+            auto wait_empty = [&](int f) {
+                if (f >= STAGES) mbar_wait(empty + 8 * (f % STAGES), ((f / STAGES) - 1) & 1);
+            };
             int it = 0;
             for (int t = first; t < tiles; t += step) {
                 int bm, bn;
@@ -130,7 +135,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                 const u32 stage_tx = A_BYTES + b_panels * B_PANEL;   // both CTAs' share + own
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     const int s = it % STAGES;
-                    if (it >= STAGES) mbar_wait(empty + 8 * s, ((it / STAGES) - 1) & 1);
+                    wait_empty(it);
                     const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
                     mbar_arrive_expect_tx(bar, stage_tx);
                     if (CN == 1) tma_load_2d(st, tm_a, kt * BK, a_row, bar);
@@ -143,10 +148,9 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
                     }
                 }
             }
-            // the tail: wait for the release of the last fill of each stage by all the cluster's
-            // consumers, so that none of their arrivals is still on its way when this CTA leaves
-            for (int f = it; f < it + STAGES; ++f)
-                if (f >= STAGES) mbar_wait(empty + 8 * (f % STAGES), ((f / STAGES) - 1) & 1);
+            // the tail: wait as for STAGES more fills, so that no consumer's release is still on
+            // its way to this CTA when it leaves
+            for (int f = it; f < it + STAGES; ++f) wait_empty(f);
         }
     } else {
         // ---- consumer warpgroups: rows 64 (wg - 1) .. + 63 of each tile
