@@ -32,6 +32,16 @@ __device__ __forceinline__ void cluster_sync() {
                  "barrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
+// cluster_sync for the barrier right after the mbarriers' set-up (init_stage_ring), when that is
+// all a partner needs to see: fence.mbarrier_init.release.cluster has already released the
+// set-up to the cluster, so the arrival can be .relaxed (the pairing CUTLASS's sm90 kernels
+// and Triton's Gluon use). A .release arrival compiles to MEMBAR.ALL.GPU: 0.4-0.6 us of v13's
+// start on an H100 (docs/RESULTS.md).
+__device__ __forceinline__ void cluster_sync_after_init() {
+    asm volatile("barrier.cluster.arrive.relaxed;\n"
+                 "barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
 // Arrive on the mbarrier at shared::cta offset `bar` of CTA `rank` (itself included), with the
 // default .release.cta semantics: the arrival only has to follow this thread's wgmma reads,
 // which wgmma.wait_group already completed. (.release.cluster would compile to MEMBAR.ALL.GPU,

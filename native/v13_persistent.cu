@@ -26,7 +26,8 @@
 //    while, which the mbarrier allows (PTX ISA, "tx-count" range), and the phase cannot
 //    complete until the local arrival comes.
 //  - A cluster barrier after the barrier set-up (no remote arrival before the partner's
-//    barriers exist), and none at the end: the producer leaves only once every consumer of the
+//    barriers exist), its arrival .relaxed (the set-up is fenced to the cluster already, and a
+//    .release arrival is a GPU-wide fence), and none at the end: the producer leaves only once every consumer of the
 //    cluster has released the last fill of each stage, so no remote arrival can reach a CTA
 //    that has left (a CTA lives until all of its threads have). A barrier there cost 2.4 of
 //    17.3 us at 4096 x 128 x 4096 on an H100: its arrival (.release, MEMBAR.ALL.GPU) waits for
@@ -112,7 +113,7 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
     tma_c = TMA_STORE && tma_c && beta == 0.0f;      // beta != 0 reads C: the register epilogue
 
     if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, CLUSTER * CONSUMER_WARPS);
-    cluster_sync();
+    cluster_sync_after_init();
 
     if (wg == 0) {
         // ---- producer warpgroup: one thread streams every stage of every tile of this CTA
