@@ -27,11 +27,12 @@
 //    complete until the local arrival comes.
 //  - A cluster barrier after the barrier set-up (no remote arrival before the partner's
 //    barriers exist), its arrival .relaxed (the set-up is fenced to the cluster already, and a
-//    .release arrival is a GPU-wide fence), and none at the end: the producer leaves only once every consumer of the
-//    cluster has released the last fill of each stage, so no remote arrival can reach a CTA
-//    that has left (a CTA lives until all of its threads have). A barrier there cost 2.4 of
-//    17.3 us at 4096 x 128 x 4096 on an H100: its arrival (.release, MEMBAR.ALL.GPU) waits for
-//    the CTA's C stores to land before the CTA may leave (docs/RESULTS.md).
+//    .release arrival is a GPU-wide fence), and none at the end: the producer leaves only once
+//    every consumer of the cluster has released the last fill of each stage, so no remote
+//    arrival can reach a CTA that has left (a CTA lives until all of its threads have). A
+//    barrier there cost 2.4 of 17.3 us at 4096 x 128 x 4096 on an H100: its arrival (.release,
+//    MEMBAR.ALL.GPU) waits for the CTA's C stores to land before the CTA may leave
+//    (docs/RESULTS.md).
 //  - -DHG_CLUSTER_N=1 turns the pair to run along N: CTA rank r computes tile (bm, 2 pn + r),
 //    both need the same A tile, and CTA r loads rows r BM/2 .. of it (A's tensor map has boxes
 //    of BM/2 rows) with .multicast::cluster to both, and all of its own B. For narrow N, where
