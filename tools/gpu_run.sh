@@ -6,8 +6,9 @@
 #   steps: env tests tests1 … tests6 sanitize sgemm hgemm curve shapes overhead micro
 #          sweep ncu profile notebook top warm firstcall gemv skinny tiles
 #          (default: env warm tests sanitize sgemm hgemm overhead micro)
-#   warm: python -m numba_gemm warm --census, every level's kernels compiled and its SASS census
-#   taken into NUMBA_GEMM_CACHE_DIR
+#   warm: python -m numba_gemm warm --census, every level's kernels (or those of WARM_LEVELS, a
+#   comma list: the tiles step needs only v11,v11sk,v11sl,v11t,v12,v13) compiled and its SASS
+#   census taken into NUMBA_GEMM_CACHE_DIR
 #   (default .cache/numba_gemm in the checkout, so a carried .cache skips it on the next call);
 #   firstcall: tools/first_call.py, cold and cached first calls (FIRSTCALL_LEVELS, default all)
 #   gemv: v11gv, v11sk and v11sl at M <= 8 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each
@@ -79,7 +80,7 @@ if has env; then
   cat "$OUT/env.txt"
 fi
 if has warm; then  # compile once: every later step loads cubins instead of compiling
-  timeout 420 python3 -m numba_gemm warm --census --jobs "$(nproc)" >"$OUT/warm.txt" 2>&1
+  timeout 420 python3 -m numba_gemm warm ${WARM_LEVELS:+--level "$WARM_LEVELS"} --census --jobs "$(nproc)" >"$OUT/warm.txt" 2>&1
   echo "warm (exit $?): $(grep -E "^(total|census:)" "$OUT/warm.txt" | tr "\n" " ")"
 fi
 # the test chunks (see the header); the last is every test file the others do not name
