@@ -4,7 +4,8 @@ Numba's CUDA target is chosen when `numba.cuda` is first imported: it reads
 ENABLE_CUDASIM from numba's config (filled from NUMBA_ENABLE_CUDASIM when `numba` is
 imported) and binds either the simulator or the real target for the rest of the process.
 So the choice has to be made before `numba.cuda` is imported. This module asks the driver
-directly (libcuda through ctypes) and never imports Numba.
+directly (libcuda through ctypes); it imports Numba only once the simulator is chosen, to run
+the simulator's thread blocks without polling (sim_blocks).
 """
 import ctypes
 import ctypes.util
@@ -53,10 +54,11 @@ def use_simulator_if_no_gpu() -> bool:
     it). After `import numba` alone it still works: numba.cuda reads numba's config when it
     is imported, and the switch is set there too. After `numba.cuda` is imported without the
     simulator, on a machine without a GPU, it raises NoGPUError: Numba has bound its real
-    target for this process and cannot switch.
+    target for this process and cannot switch. Once simulating, the simulator's blocks run
+    as sim_blocks.install() makes them (several times faster).
     """
     if simulating():
-        return True
+        return _simulate()
     if has_gpu():
         return False
     if cuda_target_chosen():
@@ -70,6 +72,13 @@ def use_simulator_if_no_gpu() -> bool:
     config = sys.modules.get("numba.core.config")
     if config is not None:      # numba imported, numba.cuda not yet: it reads this when imported
         config.ENABLE_CUDASIM = 1
+    return _simulate()
+
+
+def _simulate() -> bool:
+    from . import sim_blocks
+
+    sim_blocks.install()
     return True
 
 
