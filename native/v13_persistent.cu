@@ -115,6 +115,10 @@ __device__ __forceinline__ void persistent(const CUtensorMap* tm_a, const CUtens
 
     if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, CLUSTER * CONSUMER_WARPS);
     cluster_sync_after_init();
+    // launched with programmatic dependent launch: the set-up above may run beside the previous
+    // kernel's last CTAs, nothing global is touched before it has finished
+    wait_for_previous_grid();
+    let_next_grid_start();
 
     if (wg == 0) {
         // ---- producer warpgroup: one thread streams every stage of every tile of this CTA

@@ -353,6 +353,76 @@ def test_v13_has_one_cluster_barrier_and_no_gpu_wide_fence(kw):
         assert "MEMBAR.ALL.GPU" not in ops, name
 
 
+@pytest.mark.parametrize("kw", [{}, {"bm": 64, "bn": 64, "along_n": 1}], ids=lambda kw: v13_tile_id(kw) or "shipped")
+def test_v13_waits_for_the_previous_grid_before_its_first_load(kw):
+    """v13 is launched with programmatic dependent launch: griddepcontrol.wait (ACQBULK) comes
+    before any TMA load or global access, once, and griddepcontrol.launch_dependents (PREEXIT)
+    lets the next call start."""
+    from numba_gemm.explain import sass
+
+    v13 = v13_persistent
+    config = v13.planned(v13.tile(kw.get("bm", v13.CONFIG.bm), kw.get("bn", v13.CONFIG.bn)))
+    defines = v13.defines(config=config, along_n=kw.get("along_n", 0))
+    for name, code in sass.split_functions(disassemble(nvrtc.compile_variant(v13.SOURCE, defines))).items():
+        ops = _opcodes(code)
+        assert ops.count("ACQBULK") == 1 and "PREEXIT" in ops, name
+        first_global = min(i for i, op in enumerate(ops) if op.startswith(("UTMALDG", "LDG", "STG", "UTMASTG")))
+        assert ops.index("ACQBULK") < first_global, name
+
+
+def test_a_dependent_launch_config_carries_the_attribute():
+    from cuda.bindings import driver as drv
+
+    from numba_gemm.runtime import driver
+
+    ids = drv.CUlaunchAttributeID
+    cfg = driver.cluster_config((4, 1, 1), (384, 1, 1), 1024, 2, pdl=True)
+    assert [a.id for a in cfg.attrs] == [ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                                         ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION]
+    assert cfg.numAttrs == 2 and cfg.attrs[1].value.programmaticStreamSerializationAllowed == 1
+    assert driver.cluster_config((4, 1, 1), (384, 1, 1), 1024, 2).numAttrs == 1
+
+
+@pytest.mark.gpu
+def test_v13_back_to_back_calls_see_each_others_results():
+    """The second of two v13 calls may start while the first finishes (programmatic dependent
+    launch). Reading the first's C as its A, it must still see all of it: the same bits as with
+    a synchronisation between the two, every time."""
+    from numba import cuda
+
+    from numba_gemm.runtime import launch
+
+    rng = np.random.default_rng()
+    M, N, K = 1024, 512, 2048
+    A, B = ((rng.uniform(-1, 1, s) / 8).astype(np.float16) for s in ((M, K), (K, N)))
+    B2 = rng.uniform(-1, 1, (N, N)).astype(np.float16)
+    dA, dB, dB2 = map(cuda.to_device, (A, B, B2))
+    dC1, dD = cuda.device_array((M, N), np.float16), cuda.device_array((M, N), np.float32)
+    with launch.recording() as first:
+        v13_persistent.run(dA, dB, dC1, 1.0, 0.0)
+    with launch.recording() as second:
+        v13_persistent.run(dC1, dB2, dD, 1.0, 0.0)
+    assert all(L.pdl for L in first.launches + second.launches)
+
+    def chain(synchronise):
+        cuda.to_device(np.full((M, N), np.nan, np.float16), to=dC1)
+        cuda.to_device(np.full((M, N), np.nan, np.float32), to=dD)
+        for L in first.launches:
+            L(0)
+        if synchronise:
+            cuda.synchronize()
+        for L in second.launches:
+            L(0)
+        return dD.copy_to_host()
+
+    expected = chain(True)
+    C1 = dC1.copy_to_host()
+    assert check.verify(C1.astype(np.float32), A, B, np.zeros((M, N), np.float32), 1.0, 0.0, "hgemm").ok
+    assert check.verify(expected, C1, B2, np.zeros((M, N), np.float32), 1.0, 0.0, "hgemm").ok
+    for _ in range(20):
+        assert chain(False).tobytes() == expected.tobytes()
+
+
 def test_v13_planned_depth():
     """run() launches a tile as deep as fits beside the epilogue's boxes (the shipped 128×256
     four deep, 128×128 six), or stages= deep, which must fit: a 64×64 tile fits 13 stages of

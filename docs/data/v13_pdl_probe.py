@@ -83,7 +83,8 @@ def main(specs):
     rows = []
     blas = Cublas()
     s = cuda.stream()
-    hs = s.handle.value
+    from numba_gemm.runtime.driver import stream_handle
+    hs = stream_handle(s)
     for spec in specs:
         lvspec, shape = spec.split("@")
         M, N, K = map(int, shape.split(","))

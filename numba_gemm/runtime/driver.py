@@ -325,9 +325,10 @@ def kernel_launch(head):
     return functools.partial(_cuda().cuLaunchKernel, *head)
 
 
-def cluster_config(grid, block, smem: int, cluster: int):
-    """A CUlaunchConfig with the cluster-dimension attribute (`cluster` CTAs along x); its
-    stream is set per launch. Building one costs tens of microseconds of Python: callers keep it."""
+def cluster_config(grid, block, smem: int, cluster: int, pdl: bool = False):
+    """A CUlaunchConfig with the cluster-dimension attribute (`cluster` CTAs along x) and, with
+    `pdl`, programmatic stream serialisation (programmatic dependent launch); its stream is set
+    per launch. Building one costs tens of microseconds of Python: callers keep it."""
     from cuda.bindings import driver as drv
 
     cfg = drv.CUlaunchConfig()
@@ -337,8 +338,14 @@ def cluster_config(grid, block, smem: int, cluster: int):
     attr = drv.CUlaunchAttribute()
     attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
-    cfg.attrs = [attr]
-    cfg.numAttrs = 1
+    attrs = [attr]
+    if pdl:     # may start beside the previous kernel: the kernel waits (griddepcontrol.wait)
+        dep = drv.CUlaunchAttribute()
+        dep.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        dep.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(dep)
+    cfg.attrs = attrs
+    cfg.numAttrs = len(attrs)
     return cfg
 
 

@@ -35,16 +35,18 @@ from .driver import LaunchError
 
 class Launch:
     """One prepared kernel launch: function handle, grid, block, dynamic shared memory, the
-    parameter pointer array (with the objects it points into kept alive) and, for a cluster
-    launch, the cluster size along x."""
+    parameter pointer array (with the objects it points into kept alive), for a cluster
+    launch the cluster size along x, and whether it is a programmatic dependent launch (pdl:
+    the kernel waits for the previous one itself, so it may start beside it)."""
 
-    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "_config", "_head", "_bound")
+    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "pdl", "_config", "_head", "_bound")
 
-    def __init__(self, fn: int, grid, block, smem: int, params, keep, cluster: int | None = None):
+    def __init__(self, fn: int, grid, block, smem: int, params, keep, cluster: int | None = None,
+                 pdl: bool = False):
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
         self.fn, self.grid, self.block, self.smem = fn, g, b, int(smem)
-        self.params, self.keep, self.cluster, self._config = params, keep, cluster, None
+        self.params, self.keep, self.cluster, self.pdl, self._config = params, keep, cluster, pdl, None
         # cuLaunchKernel's arguments before the stream, as the C types it takes (see _cuda)
         self._head = (ctypes.c_void_p(fn), *map(ctypes.c_uint, g + b), ctypes.c_uint(self.smem))
         self._bound = None        # cuLaunchKernel with the head bound, at the first launch
@@ -56,9 +58,10 @@ class Launch:
             if code:
                 raise LaunchError(f"cuLaunchKernel failed: {driver.error_text(code)}")
             return None
-        if self.cluster:
+        if self.cluster or self.pdl:
             if self._config is None:      # built once: it costs tens of microseconds
-                self._config = (driver.cluster_config(self.grid, self.block, self.smem, self.cluster),
+                self._config = (driver.cluster_config(self.grid, self.block, self.smem, self.cluster or 1,
+                                                      self.pdl),
                                 driver.function_handle(self.fn), ctypes.addressof(self.params))
             return driver.launch_cluster(*self._config, stream)
         self._bound = driver.kernel_launch(self._head)
@@ -113,16 +116,18 @@ def _issue(launch: Launch, stream) -> None:
         launch(driver.stream_handle(stream))
 
 
-def launch_native(fn, grid, block, smem: int, stream, args, cluster: int | None = None) -> None:
+def launch_native(fn, grid, block, smem: int, stream, args, cluster: int | None = None,
+                  pdl: bool = False) -> None:
     """The one launch of a native kernel (a CUfunction) with `args`: ctypes values, or objects
     with getPtr() (a CUtensorMap), in parameter order; `cluster`: CTAs per cluster along x
-    (cuLaunchKernelEx). Every HGEMM level launches through here, so that gemm() and plan() can
+    (cuLaunchKernelEx); `pdl`: a kernel that waits for the previous grid (griddepcontrol.wait)
+    before any global access, launched to start beside it. Every HGEMM level launches through here, so that gemm() and plan() can
     record its launches."""
     driver.allow_dynamic_smem(fn, smem)
     params = (ctypes.c_void_p * max(1, len(args)))(
         *[a.getPtr() if hasattr(a, "getPtr") else ctypes.addressof(a) for a in args]
     )
-    _issue(Launch(int(fn), grid, block, smem, params, list(args), cluster), stream)
+    _issue(Launch(int(fn), grid, block, smem, params, list(args), cluster, pdl), stream)
 
 
 # Numba levels ------------------------------------------------------------------
