@@ -42,18 +42,6 @@ __device__ __forceinline__ void cluster_sync_after_init() {
                  "barrier.cluster.wait.acquire;\n" ::: "memory");
 }
 
-// Programmatic dependent launch (a launch with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION):
-// this grid may start while the previous kernel of the stream still runs. Before its first
-// global access it waits until that kernel has finished and its writes are visible; it lets
-// the next such kernel start once each of its CTAs has said so. Without the attribute both are
-// no-ops.
-__device__ __forceinline__ void wait_for_previous_grid() {
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-}
-__device__ __forceinline__ void let_next_grid_start() {
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-
 // Arrive on the mbarrier at shared::cta offset `bar` of CTA `rank` (itself included), with the
 // default .release.cta semantics: the arrival only has to follow this thread's wgmma reads,
 // which wgmma.wait_group already completed. (.release.cluster would compile to MEMBAR.ALL.GPU,

@@ -14,6 +14,20 @@ __device__ __forceinline__ u32 smem_u32(const void* p) {
     return static_cast<u32>(__cvta_generic_to_shared(p));
 }
 
+// ---- programmatic dependent launch (sm_90+) ------------------------------------------------
+
+// Programmatic dependent launch (a launch with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION):
+// this grid may start while the previous kernel of the stream still runs. Before its first
+// global access it waits until that kernel has finished and its writes are visible; it lets
+// the next such kernel start once each of its CTAs has said so. Without the attribute both are
+// no-ops.
+__device__ __forceinline__ void wait_for_previous_grid() {
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+__device__ __forceinline__ void let_next_grid_start() {
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
 // ---- cp.async (sm_80+): global -> shared without passing through registers -----------------
 
 // 16 bytes, L1 bypassed (.cg). src_bytes == 0 reads nothing and zero-fills all 16 bytes,

@@ -96,6 +96,9 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
     for (int r = 0; r < R; ++r)
         #pragma unroll
         for (int j = 0; j < COLS; ++j) acc[r][j] = 0.0f;
+    // a dependent launch: nothing global is read before the previous kernel has finished
+    wait_for_previous_grid();
+    let_next_grid_start();
 
     constexpr bool PREFETCH = prefetch<VEC>();
     uint4 a[R], b[KW];

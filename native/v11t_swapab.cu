@@ -60,6 +60,10 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
     const u32 stage_tx = b_panels * B_PANEL + A_BYTES;
     if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, WARPS);
     __syncthreads();
+    // a dependent launch: the set-up above may run beside the previous kernel's last CTAs,
+    // nothing global is touched before it has finished
+    wait_for_previous_grid();
+    let_next_grid_start();
 
     const int k_tiles = min(per, (K + BK - 1) / BK - kt0);
     auto issue = [&](int f) {   // tid 0 only: K tile kt0 + f into stage f % STAGES

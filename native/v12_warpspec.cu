@@ -49,6 +49,10 @@ __device__ __forceinline__ void block_tile(const CUtensorMap* tm_a, const CUtens
 
     if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, CONSUMER_WARPS);
     __syncthreads();
+    // a dependent launch: the set-up above may run beside the previous kernel's last CTAs,
+    // nothing global is touched before it has finished
+    wait_for_previous_grid();
+    let_next_grid_start();
 
     const int k_tiles = (K + BK - 1) / BK;
     if (wg == 0) {

@@ -353,73 +353,131 @@ def test_v13_has_one_cluster_barrier_and_no_gpu_wide_fence(kw):
         assert "MEMBAR.ALL.GPU" not in ops, name
 
 
-@pytest.mark.parametrize("kw", [{}, {"bm": 64, "bn": 64, "along_n": 1}], ids=lambda kw: v13_tile_id(kw) or "shipped")
-def test_v13_waits_for_the_previous_grid_before_its_first_load(kw):
-    """v13 is launched with programmatic dependent launch: griddepcontrol.wait (ACQBULK) comes
-    before any TMA load or global access, once, and griddepcontrol.launch_dependents (PREEXIT)
-    lets the next call start."""
+def _dependent_levels():
+    """The native levels launched as programmatic dependent launches."""
+    from numba_gemm.hgemm import v11gv_gemv, v11p_pitched, v11sk_splitk, v11sl_splitk, v11t_swapab
+
+    return [v11_wgmma, v11p_pitched, v11sk_splitk, v11sl_splitk, v11t_swapab, v11gv_gemv, v12_warpspec,
+            v13_persistent]
+
+
+@pytest.mark.parametrize("module", _dependent_levels(), ids=lambda m: m.LEVEL)
+def test_dependent_levels_wait_for_the_previous_grid_before_their_first_load(module):
+    """A level launched with programmatic dependent launch may start while the kernel before it
+    still runs: in each of its GEMM kernels griddepcontrol.wait (ACQBULK) comes once, before any
+    TMA load or global access, and griddepcontrol.launch_dependents (PREEXIT) lets the next call
+    start. (v11p's re-pitching copy is an ordinary launch.)"""
     from numba_gemm.explain import sass
 
-    v13 = v13_persistent
-    config = v13.planned(v13.tile(kw.get("bm", v13.CONFIG.bm), kw.get("bn", v13.CONFIG.bn)))
-    defines = v13.defines(config=config, along_n=kw.get("along_n", 0))
-    for name, code in sass.split_functions(disassemble(nvrtc.compile_variant(v13.SOURCE, defines))).items():
-        ops = _opcodes(code)
+    code = sass.split_functions(disassemble(nvrtc.compile_variant(module.SOURCE, module.DEFINES)))
+    gemm = {name: c for name, c in code.items() if name != getattr(module, "REPITCH", None)}
+    assert gemm and set(module.KERNEL_NAMES.values()) <= set(gemm)
+    for name, c in gemm.items():
+        ops = _opcodes(c)
         assert ops.count("ACQBULK") == 1 and "PREEXIT" in ops, name
         first_global = min(i for i, op in enumerate(ops) if op.startswith(("UTMALDG", "LDG", "STG", "UTMASTG")))
         assert ops.index("ACQBULK") < first_global, name
 
 
-def test_a_dependent_launch_config_carries_the_attribute():
+def test_a_dependent_launch_config_is_cuda_hs():
+    """driver.launch_config (ctypes) lays out CUlaunchConfig and its attributes byte for byte
+    as cuda.bindings does: cluster dimension (id 4) and programmatic stream serialisation (id 6)."""
+    import ctypes
+
     from cuda.bindings import driver as drv
 
     from numba_gemm.runtime import driver
 
     ids = drv.CUlaunchAttributeID
-    cfg = driver.cluster_config((4, 1, 1), (384, 1, 1), 1024, 2, pdl=True)
-    assert [a.id for a in cfg.attrs] == [ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-                                         ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION]
-    assert cfg.numAttrs == 2 and cfg.attrs[1].value.programmaticStreamSerializationAllowed == 1
-    assert driver.cluster_config((4, 1, 1), (384, 1, 1), 1024, 2).numAttrs == 1
+    cluster = drv.CUlaunchAttribute()
+    cluster.id = ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    cluster.value.clusterDim.x, cluster.value.clusterDim.y, cluster.value.clusterDim.z = 2, 1, 1
+    dep = drv.CUlaunchAttribute()
+    dep.id = ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    dep.value.programmaticStreamSerializationAllowed = 1
+    size = ctypes.sizeof(driver.LaunchConfig)
+    assert size == 56 and ctypes.sizeof(driver.LaunchAttribute) == 72
+    for attrs, cluster_size, pdl in (([cluster, dep], 2, True), ([dep], None, True), ([cluster], 2, False)):
+        ref = drv.CUlaunchConfig()
+        ref.gridDimX, ref.gridDimY, ref.gridDimZ = 4, 3, 1
+        ref.blockDimX, ref.blockDimY, ref.blockDimZ = 384, 1, 1
+        ref.sharedMemBytes = 1024
+        ref.attrs, ref.numAttrs = attrs, len(attrs)
+        ours = driver.launch_config((4, 3, 1), (384, 1, 1), 1024, cluster_size, pdl)
+        theirs = ctypes.string_at(ref.getPtr(), size)
+        mine = ctypes.string_at(ctypes.addressof(ours), size)
+        assert mine[:40] == theirs[:40] and mine[48:52] == theirs[48:52]     # all but the attrs pointer
+        their_attrs = ctypes.c_void_p.from_buffer_copy(theirs[40:48]).value
+        assert ctypes.string_at(ctypes.addressof(ours.attrs.contents), 72 * len(attrs)) == \
+            ctypes.string_at(their_attrs, 72 * len(attrs))
+
+
+def test_a_dependent_launch_is_one_bound_cuLaunchKernelEx_on_each_calls_stream(monkeypatch):
+    """A Launch with pdl (or a cluster) binds cuLaunchKernelEx once; each launch writes its own
+    stream into the configuration (None: the legacy default stream) and passes the parameters."""
+    import ctypes
+
+    from numba_gemm.runtime import driver, launch
+
+    seen = []
+
+    class Lib:
+        def cuLaunchKernelEx(self, config, fn, params, extra):
+            cfg = config._obj
+            seen.append((cfg.stream, fn.value, [cfg.attrs[i].id for i in range(cfg.count)], tuple(cfg.grid),
+                         ctypes.addressof(params)))
+            return 0
+
+    monkeypatch.setattr(driver, "_lib", Lib())
+    params = (ctypes.c_void_p * 1)()
+    L = launch.Launch(0xF00, (3,), (128,), 0, params, [], pdl=True)
+    L(0x10)
+    bound = L._bound
+    L(0)
+    L(0x20)
+    assert L._bound is bound
+    p = ctypes.addressof(params)
+    assert seen == [(0x10, 0xF00, [6], (3, 1, 1), p), (None, 0xF00, [6], (3, 1, 1), p),
+                    (0x20, 0xF00, [6], (3, 1, 1), p)]
 
 
 @pytest.mark.gpu
-def test_v13_back_to_back_calls_see_each_others_results():
-    """The second of two v13 calls may start while the first finishes (programmatic dependent
-    launch). Reading the first's C as its A, it must still see all of it: the same bits as with
-    a synchronisation between the two, every time."""
+@pytest.mark.parametrize("module", _dependent_levels(), ids=lambda m: m.LEVEL)
+def test_a_dependent_launch_sees_all_of_the_previous_calls_c(module):
+    """C = A·B over a long K, then C = A2·B2 + C over one K tile, back to back: the second call
+    may start while the first finishes (programmatic dependent launch) and reads C after one K
+    tile, yet must see all of the first's C: the same bits as with a synchronisation between
+    the two, every time."""
     from numba import cuda
 
     from numba_gemm.runtime import launch
 
+    M, N, K, K2 = {"v11t": (64, 4096, 8192, 64), "v11gv": (4, 4096, 8192, 64),
+                   "v11p": (1024, 510, 8190, 62)}.get(module.LEVEL, (1024, 512, 8192, 64))
     rng = np.random.default_rng()
-    M, N, K = 1024, 512, 2048
-    A, B = ((rng.uniform(-1, 1, s) / 8).astype(np.float16) for s in ((M, K), (K, N)))
-    B2 = rng.uniform(-1, 1, (N, N)).astype(np.float16)
-    dA, dB, dB2 = map(cuda.to_device, (A, B, B2))
-    dC1, dD = cuda.device_array((M, N), np.float16), cuda.device_array((M, N), np.float32)
+    A, B, A2, B2 = ((rng.uniform(-1, 1, s) / 8).astype(np.float16) for s in ((M, K), (K, N), (M, K2), (K2, N)))
+    dA, dB, dA2, dB2 = map(cuda.to_device, (A, B, A2, B2))
+    dC = cuda.device_array((M, N), np.float32)
     with launch.recording() as first:
-        v13_persistent.run(dA, dB, dC1, 1.0, 0.0)
+        module.run(dA, dB, dC, 1.0, 0.0)
     with launch.recording() as second:
-        v13_persistent.run(dC1, dB2, dD, 1.0, 0.0)
-    assert all(L.pdl for L in first.launches + second.launches)
+        module.run(dA2, dB2, dC, 1.0, 1.0)
+    assert all(L.pdl for L in second.launches)
 
     def chain(synchronise):
-        cuda.to_device(np.full((M, N), np.nan, np.float16), to=dC1)
-        cuda.to_device(np.full((M, N), np.nan, np.float32), to=dD)
+        cuda.to_device(np.full((M, N), np.nan, np.float32), to=dC)
         for L in first.launches:
             L(0)
         if synchronise:
-            cuda.synchronize()
+            C1 = dC.copy_to_host()
         for L in second.launches:
             L(0)
-        return dD.copy_to_host()
+        return (C1, dC.copy_to_host()) if synchronise else dC.copy_to_host()
 
-    expected = chain(True)
-    C1 = dC1.copy_to_host()
-    assert check.verify(C1.astype(np.float32), A, B, np.zeros((M, N), np.float32), 1.0, 0.0, "hgemm").ok
-    assert check.verify(expected, C1, B2, np.zeros((M, N), np.float32), 1.0, 0.0, "hgemm").ok
-    for _ in range(20):
+    C1, expected = chain(True)
+    assert check.verify(C1, A, B, np.zeros((M, N), np.float32), 1.0, 0.0, "hgemm").ok
+    assert check.verify(expected, A2, B2, C1, 1.0, 1.0, "hgemm").ok
+    for _ in range(10):
         assert chain(False).tobytes() == expected.tobytes()
 
 

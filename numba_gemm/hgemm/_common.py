@@ -304,13 +304,16 @@ def tma_row_rule(K: int, N: int, fallback: str = "v9") -> str | None:
     )
 
 
-def launch(source: str, kernel: str, grid, block, smem: int, stream, args, defines=()) -> None:
+def launch(source: str, kernel: str, grid, block, smem: int, stream, args, defines=(),
+           pdl: bool = False) -> None:
     """Kernel `kernel` of native/<source> (compiled with `defines`) through the one native
-    launch, numba_gemm.runtime.launch.launch_native."""
+    launch, numba_gemm.runtime.launch.launch_native (`pdl`: a programmatic dependent launch,
+    for a kernel that waits for the previous grid before any global access)."""
     from ..runtime import nvrtc
     from ..runtime.launch import launch_native
 
-    launch_native(nvrtc.function(source, kernel, defines=defines), grid, block, smem, stream, args)
+    launch_native(nvrtc.function(source, kernel, defines=defines), grid, block, smem, stream, args,
+                  pdl=pdl)
 
 
 def l2_cache_bytes() -> int:

@@ -125,4 +125,5 @@ def run(A, B, C, alpha, beta, stream=None, bm: int = CONFIG.bm, bn: int = CONFIG
     config = planned(M, N, config, cm.sm_count())                  # the same boxes, maybe deeper
     defines = config.defines()
     grid, block, smem = launch_config(M, N, K, config)
-    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args, defines)
+    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args, defines,
+              pdl=True)

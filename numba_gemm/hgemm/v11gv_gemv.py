@@ -155,4 +155,4 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: 
     kernel = nvrtc.function(SOURCE, kernel_name(cm.element_type(A), M, aligned),
                             defines=DEFINES if prefetch else NO_PREFETCH)
     grid, block, smem = launch_config(M, N, K, S, aligned)
-    launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None)
+    launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None, pdl=True)

@@ -98,7 +98,7 @@ def run(A, B, C, alpha, beta, stream=None):
         for src, rows, cols, dst, p in ((A, M, K, a2, pa), (B, K, N, b2, pb)):
             launch_native(copy, *copy_config(rows, cols), 0, stream,
                           cm.pack_args(("p", cm.device_ptr(src)), ("i", rows), ("i", cols), ("p", dst), ("i", p)))
-        launch_native(kernel, grid, block, smem, stream, args)
+        launch_native(kernel, grid, block, smem, stream, args, pdl=True)
 
 
 def copies_bytes(M: int, N: int, K: int) -> int:

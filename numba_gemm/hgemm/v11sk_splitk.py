@@ -127,11 +127,11 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None):
     grid, block, smem = launch_config(M, N, K, tile, S)
     if S == 1:              # v11 itself: C with alpha and beta, one launch
         args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile) + [ctypes.c_int32(per)]
-        launch_native(kernel, grid, block, smem, stream, args)
+        launch_native(kernel, grid, block, smem, stream, args, pdl=True)
         return
     P = workspace.partials(C, S, M, N)          # S x M x N fp32, slice z at P + z*M*N
     args = wg.maps_and_args(LEVEL, A, B, P, 1.0, 0.0, tile) + [ctypes.c_int32(per)]
     # both launches hold the workspace: their arguments hold only its address
     with launch.keeping(P, stream):
-        launch_native(kernel, grid, block, smem, stream, args)
+        launch_native(kernel, grid, block, smem, stream, args, pdl=True)
         splitk.reduce(P, C, S, M, N, alpha, beta, stream)

@@ -177,4 +177,4 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, nt: int | 
         cm.pack_args(("i", per), ("i", S))
     kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())
     grid, block, smem = launch_config(M, N, K, tile, S)
-    launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None)
+    launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None, pdl=True)

@@ -65,4 +65,5 @@ def run(A, B, C, alpha, beta, stream=None):
     N = B.shape[1]
     args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, CONFIG)
     grid, block, smem = launch_config(M, N, K)
-    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args, DEFINES)
+    cm.launch(SOURCE, KERNEL_NAMES[cm.element_type(A)], grid, block, smem, stream, args, DEFINES,
+              pdl=True)

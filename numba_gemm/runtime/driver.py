@@ -1,12 +1,13 @@
 """The CUDA driver, in one place: errors, contexts, streams, events, device attributes,
-occupancy, and the two kernel launch calls: cuLaunchKernel (bound once per Launch, so that a
-launch is one C call) and cuLaunchKernelEx for clusters.
+occupancy, and the two kernel launch calls, each bound once per Launch so that a launch is one
+C call: cuLaunchKernel, and cuLaunchKernelEx for clusters and programmatic dependent launches.
 
 Two bindings, each where it is cheaper:
-  - the per-call path (launches, stream and capture queries, events, contexts) goes to libcuda
-    through ctypes: cheaper per call than the generated bindings;
-  - set-up calls made once per kernel or device (module loads, attributes, occupancy, cluster
-    launch configurations) use cuda.bindings, whose results `check` unpacks.
+  - the per-call path (launches and their configurations, stream and capture queries, events,
+    contexts) goes to libcuda through ctypes: cheaper per call than the generated bindings;
+  - set-up calls made once per kernel or device (module loads, attributes, block occupancy)
+    use cuda.bindings, whose results `check` unpacks; cluster occupancy takes the launch's
+    ctypes configuration.
 
 Nothing here imports the rest of the package: operands, launch, nvrtc and the levels import it.
 """
@@ -38,8 +39,9 @@ def _cuda():
         v, i, u, p = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.POINTER
         sig = {
             "cuInit": [u],
-            # cuLaunchKernel has no argtypes: Launch passes ctypes values it built once
+            # cuLaunchKernel(Ex) has no argtypes: Launch passes ctypes values it built once
             # (converting 11 Python ints through argtypes costs ~0.5 µs per launch)
+            "cuOccupancyMaxActiveClusters": [p(i), v, p(LaunchConfig)],
             "cuStreamIsCapturing": [v, p(i)],
             "cuPointerGetAttribute": [v, i, ctypes.c_uint64],
             "cuCtxGetCurrent": [p(v)],
@@ -325,51 +327,52 @@ def kernel_launch(head):
     return functools.partial(_cuda().cuLaunchKernel, *head)
 
 
-def cluster_config(grid, block, smem: int, cluster: int, pdl: bool = False):
-    """A CUlaunchConfig with the cluster-dimension attribute (`cluster` CTAs along x) and, with
-    `pdl`, programmatic stream serialisation (programmatic dependent launch); its stream is set
-    per launch. Building one costs tens of microseconds of Python: callers keep it."""
-    from cuda.bindings import driver as drv
-
-    cfg = drv.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-    cfg.sharedMemBytes = smem
-    attr = drv.CUlaunchAttribute()
-    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
-    attrs = [attr]
-    if pdl:     # may start beside the previous kernel: the kernel waits (griddepcontrol.wait)
-        dep = drv.CUlaunchAttribute()
-        dep.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        dep.value.programmaticStreamSerializationAllowed = 1
-        attrs.append(dep)
-    cfg.attrs = attrs
-    cfg.numAttrs = len(attrs)
-    return cfg
+class LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute (cuda.h): an id, then a 64-byte value union at offset 8."""
+    _fields_ = [("id", ctypes.c_int), ("_pad", ctypes.c_int), ("value", ctypes.c_uint * 16)]
 
 
-_cluster_lock = threading.Lock()
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuda.h): grid, block, dynamic shared bytes, stream, attributes."""
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(LaunchAttribute)),
+                ("count", ctypes.c_uint)]
 
 
-def function_handle(fn: int):
-    """A raw function handle as the CUfunction cuda.bindings calls take."""
-    from cuda.bindings import driver as drv
-
-    return drv.CUfunction(fn)
+CLUSTER_DIMENSION = 4                     # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+PROGRAMMATIC_STREAM_SERIALIZATION = 6     # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 
 
-def launch_cluster(config, fn, params_address: int, stream: int) -> None:
-    """cuLaunchKernelEx with a cluster_config and a function_handle; only the config's stream
-    changes between calls, under a lock so that two threads launching with one config cannot
+def launch_config(grid, block, smem: int, cluster: int | None = None, pdl: bool = False) -> LaunchConfig:
+    """A CUlaunchConfig with, for `cluster`, the cluster-dimension attribute (`cluster` CTAs
+    along x) and, with `pdl`, programmatic stream serialisation (programmatic dependent launch:
+    the kernel may start beside the previous one of its stream and waits for it itself,
+    griddepcontrol.wait). Its stream is set per launch."""
+    values = ([(CLUSTER_DIMENSION, (cluster, 1, 1))] if cluster else []) + \
+             ([(PROGRAMMATIC_STREAM_SERIALIZATION, (1,))] if pdl else [])
+    attrs = (LaunchAttribute * max(1, len(values)))()
+    for a, (ident, words) in zip(attrs, values):
+        a.id = ident
+        a.value[:len(words)] = words
+    # assigning the array to the pointer field keeps it alive with the config
+    return LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), smem, None, attrs, len(values))
+
+
+def kernel_launch_ex(fn: int, config: LaunchConfig):
+    """cuLaunchKernelEx with `config` and function `fn` bound: the result takes (stream,
+    kernel parameters, extra) like kernel_launch's and returns the CUresult. The stream is
+    written into the config under a lock, so that two threads launching with one config cannot
     swap streams."""
-    from cuda.bindings import driver as drv
+    call = functools.partial(_cuda().cuLaunchKernelEx, ctypes.byref(config), ctypes.c_void_p(fn))
+    lock = threading.Lock()
 
-    with _cluster_lock:
-        config.hStream = drv.CUstream(stream)
-        (err,) = drv.cuLaunchKernelEx(config, fn, params_address, 0)
-    if err != drv.CUresult.CUDA_SUCCESS:
-        raise LaunchError(f"cuLaunchKernelEx failed: {error_text(int(err))}")
+    def launch(stream, params, extra):
+        with lock:
+            config.stream = stream
+            return call(params, extra)
+
+    launch.config = config    # kept alive with the callable
+    return launch
 
 
 def function_attribute(fn, name: str) -> int:
@@ -391,8 +394,9 @@ def max_active_blocks(fn, threads: int, smem: int) -> int:
 
 def max_active_clusters(fn, block, smem: int, cluster: int) -> int:
     """How many clusters of `cluster` CTAs of this kernel fit on the device at once."""
-    from cuda.bindings import driver as drv
-
     allow_dynamic_smem(fn, smem)
-    cfg = cluster_config((cluster, 1, 1), block, smem, cluster)
-    return int(check(drv.cuOccupancyMaxActiveClusters(fn, cfg), "cuOccupancyMaxActiveClusters"))
+    count = ctypes.c_int()
+    config = launch_config((cluster, 1, 1), block, smem, cluster)
+    _ok(_cuda().cuOccupancyMaxActiveClusters(ctypes.byref(count), int(fn), ctypes.byref(config)),
+        "cuOccupancyMaxActiveClusters")
+    return count.value

@@ -39,33 +39,34 @@ class Launch:
     launch the cluster size along x, and whether it is a programmatic dependent launch (pdl:
     the kernel waits for the previous one itself, so it may start beside it)."""
 
-    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "pdl", "_config", "_head", "_bound")
+    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "pdl", "_bound")
 
     def __init__(self, fn: int, grid, block, smem: int, params, keep, cluster: int | None = None,
                  pdl: bool = False):
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
         self.fn, self.grid, self.block, self.smem = fn, g, b, int(smem)
-        self.params, self.keep, self.cluster, self.pdl, self._config = params, keep, cluster, pdl, None
-        # cuLaunchKernel's arguments before the stream, as the C types it takes (see _cuda)
-        self._head = (ctypes.c_void_p(fn), *map(ctypes.c_uint, g + b), ctypes.c_uint(self.smem))
-        self._bound = None        # cuLaunchKernel with the head bound, at the first launch
+        self.params, self.keep, self.cluster, self.pdl = params, keep, cluster, pdl
+        self._bound = None        # the driver call with everything but the stream bound, at the first launch
 
     def launch(self, stream: int) -> None:
         bound = self._bound
-        if bound is not None:     # the hot path: one C call, no Python frame in between
-            code = bound(ctypes.c_void_p(stream) if stream else None, self.params, None)
-            if code:
-                raise LaunchError(f"cuLaunchKernel failed: {driver.error_text(code)}")
-            return None
+        if bound is None:
+            bound = self._bound = self._bind()
+        code = bound(ctypes.c_void_p(stream) if stream else None, self.params, None)
+        if code:
+            raise LaunchError(f"{'cuLaunchKernelEx' if self.cluster or self.pdl else 'cuLaunchKernel'} "
+                              f"failed: {driver.error_text(code)}")
+
+    def _bind(self):
+        """cuLaunchKernelEx for a cluster or a dependent launch, cuLaunchKernel otherwise (a
+        configuration costs tens of microseconds of Python: built once, here)."""
         if self.cluster or self.pdl:
-            if self._config is None:      # built once: it costs tens of microseconds
-                self._config = (driver.cluster_config(self.grid, self.block, self.smem, self.cluster or 1,
-                                                      self.pdl),
-                                driver.function_handle(self.fn), ctypes.addressof(self.params))
-            return driver.launch_cluster(*self._config, stream)
-        self._bound = driver.kernel_launch(self._head)
-        return self.launch(stream)
+            return driver.kernel_launch_ex(self.fn, driver.launch_config(self.grid, self.block, self.smem,
+                                                                         self.cluster, self.pdl))
+        # cuLaunchKernel's arguments before the stream, as the C types it takes (see driver._cuda)
+        return driver.kernel_launch((ctypes.c_void_p(self.fn), *map(ctypes.c_uint, self.grid + self.block),
+                                     ctypes.c_uint(self.smem)))
 
     __call__ = launch     # L(stream); the call path uses L.launch(stream), a plain method call
 
