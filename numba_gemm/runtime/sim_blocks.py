@@ -11,77 +11,121 @@ variable that the last thread to arrive opens. The rules are the simulator's own
 syncthreads() returns once every thread of the block that has not yet exited is waiting in
 it, and the first thread to raise stops the block (the others raise at their next
 syncthreads) and its error is the launch's. The same run takes 18–27 s.
+
+Starting a Python thread costs about 0.3 ms, more than many simulated threads take to run, so
+the block's threads are workers kept from block to block: each takes its next simulated thread
+from a queue. A block returns when all of its threads have returned, an error or not, so its
+workers are free for the next block.
 """
 from __future__ import annotations
 
+import queue
 import threading
 
 import numpy as np
 
 
+def _closed_gate():
+    gate = threading.Lock()
+    gate.acquire()
+    return gate
+
+
 class _Barrier:
-    """syncthreads() for one block: opens when every live thread waits; exits count down."""
+    """syncthreads() for one block: opens when every live thread waits; exits count down.
+
+    The waiters of one round queue on a locked gate; opening it wakes the first, and each
+    passes it on to the next as it leaves (one wake-up each, nobody contends for a lock)."""
 
     def __init__(self, threads: int):
-        self.cond = threading.Condition()
-        self.live, self.waiting, self.opened = threads, 0, 0
+        self.lock = threading.Lock()
+        self.live, self.waiting = threads, 0
+        self.gate = _closed_gate()       # this round's
+        self.done = _closed_gate()       # opened when the last thread leaves
         self.failed = None               # the first thread that raised
 
     def _open(self):
         self.waiting = 0
-        self.opened += 1
-        self.cond.notify_all()
+        gate, self.gate = self.gate, _closed_gate()
+        gate.release()
 
     def wait(self):
-        with self.cond:
-            if self.failed is None:
-                opened = self.opened
+        with self.lock:
+            gate = None if self.failed is not None else self.gate
+            if gate is not None:
                 self.waiting += 1
                 if self.waiting == self.live:
                     self._open()
-                while opened == self.opened and self.failed is None:
-                    self.cond.wait()
-            if self.failed is not None:
-                raise RuntimeError("another thread of the block raised")
+        if gate is not None:
+            gate.acquire()
+            gate.release()               # on to the next waiter
+        if self.failed is not None:
+            raise RuntimeError("another thread of the block raised")
 
     def leave(self, thread):
-        with self.cond:
+        with self.lock:
             self.live -= 1
             if thread.exception is not None and self.failed is None:
                 self.failed = thread
-                self.cond.notify_all()
-            elif self.live and self.waiting == self.live:
+                self.gate.release()      # the waiters raise; later arrivals do not wait
+            elif self.failed is None and self.live and self.waiting == self.live:
                 self._open()
-            elif not self.live:
-                self.cond.notify_all()
+            if not self.live:
+                self.done.release()
 
     def finish(self):
-        """Wait until every thread has left or one has raised; re-raise the first error."""
-        with self.cond:
-            while self.live and self.failed is None:
-                self.cond.wait()
+        """Wait until every thread has left; re-raise the first error."""
+        self.done.acquire()
         if self.failed is not None:
             error, traceback = self.failed.exception
             raise error.with_traceback(traceback)
+
+
+_idle: list = []                 # worker lists no block is using
+_idle_lock = threading.Lock()
 
 
 def install() -> None:
     """Make the simulator run its blocks this way, for the rest of the process (idempotent).
     Call it once the simulator is chosen: it imports numba.cuda."""
     from numba.cuda.simulator import kernel
+    from numba.cuda.simulator.kernelapi import Dim3
 
     if getattr(kernel.BlockManager, "without_polling", False):
         return
 
-    class Thread(kernel.BlockThread):
+    class Worker(kernel.BlockThread):
+        """A Python thread that runs simulated threads, one after another; between two it is
+        the simulator's BlockThread of the one it runs."""
+
+        def __init__(self):
+            threading.Thread.__init__(self, daemon=True)
+            self.jobs = queue.SimpleQueue()
+            self.abort = self.syncthreads_blocked = False
+
         def syncthreads(self):
             self._manager.barrier.wait()
 
         def run(self):
-            try:
-                super().run()            # the simulator's: keeps an error as self.exception
-            finally:
-                self._manager.barrier.leave(self)
+            while True:
+                manager, f, block, thread = self.jobs.get()
+                x, y, _ = manager._block_dim
+                self._manager, self.blockIdx, self.threadIdx = manager, Dim3(*block), Dim3(*thread)
+                self.thread_id = thread[0] + x * (thread[1] + y * thread[2])
+                self.exception = None
+                self._target, self._args, self._kwargs = f, (), {}
+                try:
+                    kernel.BlockThread.run(self)   # the simulator's: keeps an error as self.exception
+                finally:
+                    manager.barrier.leave(self)
+
+    def workers(n):
+        with _idle_lock:
+            ws = [w for w in (_idle.pop() if _idle else []) if w.is_alive()]
+        while len(ws) < n:
+            ws.append(Worker())
+            ws[-1].start()
+        return ws
 
     class Block(kernel.BlockManager):
         without_polling = True
@@ -89,8 +133,19 @@ def install() -> None:
         def run(self, grid_point, *args):
             points = list(np.ndindex(*self._block_dim))
             self.barrier = _Barrier(len(points))
-            for point in points:
-                Thread(lambda: self._f(*args), self, grid_point, point, self._debug).start()
-            self.barrier.finish()
+
+            def f():
+                if self._debug:           # as the simulator's BlockThread does
+                    np.seterr(divide="raise")
+                self._f(*args)
+
+            ws = workers(len(points))
+            for w, point in zip(ws, points):
+                w.jobs.put((self, f, grid_point, point))
+            try:
+                self.barrier.finish()
+            finally:                      # every thread has returned: the workers are idle
+                with _idle_lock:
+                    _idle.append(ws)
 
     kernel.BlockManager = Block
