@@ -96,9 +96,10 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
     for (int r = 0; r < R; ++r)
         #pragma unroll
         for (int j = 0; j < COLS; ++j) acc[r][j] = 0.0f;
-    // a dependent launch: nothing global is read before the previous kernel has finished
+    // a dependent launch: nothing global is read before the previous kernel has finished (the
+    // next one may start once every CTA is past its K loop: at the start, its CTAs slowed this
+    // one's, an H100 loop 2 us longer instead of 0.8 us shorter; docs/RESULTS.md)
     wait_for_previous_grid();
-    let_next_grid_start();
 
     constexpr bool PREFETCH = prefetch<VEC>();
     uint4 a[R], b[KW];
@@ -135,6 +136,7 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
         }
     }
 
+    let_next_grid_start();
     // the warps' partial tiles, then thread t's column summed over warps 0..7 into warp 0's tile
     #pragma unroll
     for (int r = 0; r < R; ++r) {

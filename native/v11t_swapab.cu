@@ -61,9 +61,10 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
     if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, WARPS);
     __syncthreads();
     // a dependent launch: the set-up above may run beside the previous kernel's last CTAs,
-    // nothing global is touched before it has finished
+    // nothing global is touched before it has finished (the next one may start once every CTA
+    // is past its K loop: at the start, its CTAs slowed this one's at M = 64, an H100 loop
+    // 0.5 us longer instead of 1.3 us shorter; docs/RESULTS.md)
     wait_for_previous_grid();
-    let_next_grid_start();
 
     const int k_tiles = min(per, (K + BK - 1) / BK - kt0);
     auto issue = [&](int f) {   // tid 0 only: K tile kt0 + f into stage f % STAGES
@@ -107,6 +108,7 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
         if (kt > 0 && lane == 0) mbar_arrive(empty + 8 * ((kt - 1) % STAGES));
     } while (++kt < k_tiles);
     wgmma_wait<0>();
+    let_next_grid_start();
     epilogue(acc);
 }
 
