@@ -118,7 +118,10 @@ fi
 for i in $(seq 1 $TEST_CHUNKS); do
   if has "tests$i"; then run_chunk "$i"; fi
 done
-if has sanitize; then  # every native level on a small ragged shape, each checked for exactness
+# every native level on a small ragged shape, each checked for exactness. After the tests: on the
+# GPU machine (NVRTC 13.0) a source once compiled under compute-sanitizer compiles without a ptxas
+# log from then on, and the census tests that read its spill lines fail (docs/RESULTS.md, 2026-12-07)
+if has sanitize; then
   native=${SANITIZE_LEVELS:-$(levels_where "lv.native")}
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
