@@ -16,39 +16,13 @@ from numba_gemm.measure import check, timing
 from numba_gemm.measure.bench import parse_levels
 from numba_gemm.measure.cublas import Cublas
 from numba_gemm.runtime import launch
+from pdl_probe import caller, stream_loop     # beside this file: the loops of docs/data/pdl_probe.py
 
 
 def record(lv, dA, dB, dC):
     with launch.recording() as rec:
         lv.run(dA, dB, dC, 1.0, 0.0)
     return rec.launches
-
-
-def caller(launches, stream=0):
-    def call():
-        for L in launches:
-            L(stream)
-    return call
-
-
-def stream_loop(stream):
-    """timing.loop on `stream` (a Numba stream; None: the legacy default stream)."""
-    import statistics
-
-    def time(fn, reps, warmup, flush_l2, calls=20):
-        for _ in range(warmup):
-            fn()
-        start, stop = cuda.event(), cuda.event()
-        per = []
-        for _ in range(max(reps, 1)):
-            start.record(stream=stream or 0)
-            for _ in range(calls):
-                fn()
-            stop.record(stream=stream or 0)
-            stop.synchronize()
-            per.append(start.elapsed_time(stop) / calls)
-        return timing.Timing(statistics.median(per), min(per), max(per), len(per) * calls, False)
-    return time
 
 
 def chain():
