@@ -56,6 +56,23 @@ def one_bad(out):
     out[t] = 1.0
 
 
+@cuda.jit
+def two_buffers(out):
+    a = cuda.shared.array(32, int32)
+    b = cuda.shared.array(32, int32)     # another line: another array
+    t = cuda.threadIdx.x
+    a[t] = t
+    b[t] = -t
+    cuda.syncthreads()
+    out[t] = a[31 - t] + 100 * b[31 - t]
+
+
+@cuda.jit
+def record_fields(recs, out):
+    t = cuda.threadIdx.x
+    out[t] = recs[t].x + recs.y[t]       # a structured array keeps the simulator's field access
+
+
 def test_installed_once_the_simulator_is_chosen():
     from numba.cuda.simulator import kernel
 
@@ -98,3 +115,18 @@ def test_the_first_error_of_a_block_is_the_launchs():
     out = np.zeros((1, 64), np.float32)
     rotate[1, 64](out, 3)
     assert np.array_equal(out[0], (np.arange(64) + 3) % 64 + 3)
+
+
+def test_each_line_has_its_own_shared_array_and_every_thread_sees_it():
+    out = np.zeros(32, np.int32)
+    two_buffers[1, 32](out)
+    r = np.arange(31, -1, -1)
+    assert (out == r - 100 * r).all()
+
+
+def test_structured_arrays_keep_their_fields():
+    recs = np.zeros(8, dtype=[("x", np.float32), ("y", np.float32)])
+    recs["x"], recs["y"] = np.arange(8), 10 * np.arange(8)
+    out = np.zeros(8, np.float32)
+    record_fields[1, 8](recs, out)
+    assert (out == 11 * np.arange(8)).all()
