@@ -40,11 +40,11 @@ shipped, or for a 64-wide tile as many stages as fit when its tiles fit one CTA 
 (512³: 32 CTAs for 132 SMs; 64×64 tiles: 64 KB of stages, several CTAs per SM), timed against
 the shipped tile with tools/hopper_top.py --levels v11,v11:bm=64:bn=128.
 
-Launched as a programmatic dependent launch, as every wgmma level and v11gv are: the K loop
-(native/wgmma_tma_loop.cuh) waits for the previous kernel of the stream (griddepcontrol.wait)
-after its barrier set-up, before any global access, so in a back-to-back loop the next call's
-launch and set-up overlap this one's end (an H100 loop at 512³: 10.4 -> 8.7 µs a call;
-docs/RESULTS.md, "thirty-fourth run").
+Launched as a programmatic dependent launch, as v11p, v11sk, v11sl, v11t, v11gv, v12 and v13
+are: the K loop (native/wgmma_tma_loop.cuh) waits for the previous kernel of the stream
+(griddepcontrol.wait) after its barrier set-up, before any global access, so in a back-to-back
+loop the next call's launch and set-up overlap this one's end (an H100 loop at 512³: 10.4 ->
+8.7 µs a call; docs/RESULTS.md, "thirty-fourth run").
 """
 from __future__ import annotations
 
