@@ -191,9 +191,12 @@ class Prediction:
         """The level, or the level with its tile as hopper_top specs say it: v11:bm=64:bn=128."""
         return _levels.spec_name(self.level, self.kwargs)
 
-    def __str__(self):
+    def line(self, width: int = 6) -> str:
+        """The name left-aligned in `width` columns, the predicted time, why."""
         t = f"{self.ms * 1e3:8.1f} µs" if self.ms is not None else "   (not calibrated)"
-        return f"{self.name:>6} {t}  {self.why}"
+        return f"{self.name:<{width}} {t}  {self.why}"
+
+    __str__ = line
 
 
 def aligned(N: int, K: int, elem_bytes: int) -> bool:
@@ -396,22 +399,24 @@ def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top:
     ranked = candidates(dtype, M, N, K, native, beta)
     if not ranked:
         return f"no level serves {as_dtype(dtype).name} {M}x{N}x{K} here"
+    shown = ranked[:top]
+    others = tile_notes([q.level for q in shown], dtype, M, N, K, native, beta)
+    width = max(len(q.name) for q in shown + others)          # one column of names
     lines = [f"auto for {as_dtype(dtype).name} {M}x{N}x{K}: {ranked[0].name}"]
-    lines += [("  -> " if i == 0 else "     ") + str(q) for i, q in enumerate(ranked[:top])]
-    lines += wave_notes([q.level for q in ranked[:top] if q.ms is not None and not q.kwargs], dtype, M, N, K)
-    lines += tile_notes([q.level for q in ranked[:top]], dtype, M, N, K, native, beta)
+    lines += [("  -> " if i == 0 else "     ") + q.line(width) for i, q in enumerate(shown)]
+    lines += wave_notes([q.level for q in shown if q.ms is not None and not q.kwargs], dtype, M, N, K)
+    if others:
+        lines += ["  other tiles (not calibrated: auto runs a tile once its calibration entry, named as "
+                  "below, exists):"] + ["     " + q.line(width) for q in others]
     return "\n".join(lines)
 
 
-def tile_notes(levels, dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0) -> list[str]:
-    """The other tiles of the shown levels that have TILE_CHOICES, as rank(tiles=True) lists them."""
+def tile_notes(levels, dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0) -> list:
+    """The other tiles of the shown levels that have TILE_CHOICES, as rank(tiles=True) lists them
+    (Predictions without a time)."""
     shown = set(levels)
-    others = [q for q in rank(dtype, M, N, K, native, beta, tiles=True)
-              if q.kwargs and q.ms is None and q.level in shown]
-    if not others:
-        return []
-    return ["  other tiles (not calibrated: auto runs a tile once its calibration entry, named as "
-            "below, exists):"] + ["     " + str(q) for q in others]
+    return [q for q in rank(dtype, M, N, K, native, beta, tiles=True)
+            if q.kwargs and q.ms is None and q.level in shown]
 
 
 # ---------------------------------------------------------------------------- waves
