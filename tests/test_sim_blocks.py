@@ -130,3 +130,24 @@ def test_structured_arrays_keep_their_fields():
     out = np.zeros(8, np.float32)
     record_fields[1, 8](recs, out)
     assert (out == 11 * np.arange(8)).all()
+
+
+@cuda.jit(debug=True, opt=False)
+def divide_debug(out, x):
+    out[0] = float32(1.0) / x[0]
+
+
+@cuda.jit
+def divide(out, x):
+    out[0] = float32(1.0) / x[0]
+
+
+def test_a_debug_kernel_raises_on_division_by_zero_and_the_next_kernel_does_not():
+    """As the simulator runs a debug kernel: NumPy raises on division by zero, in its threads
+    only (the workers that ran it run the next kernel too)."""
+    x, out = np.zeros(1, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(FloatingPointError):
+        divide_debug[1, 1](out, x)
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        divide[1, 1](out, x)
+    assert np.isinf(out[0])

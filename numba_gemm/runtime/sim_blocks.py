@@ -153,9 +153,10 @@ def install() -> None:
             self.barrier = _Barrier(len(points))
 
             def f():
-                if self._debug:           # as the simulator's BlockThread does
-                    np.seterr(divide="raise")
-                self._f(*args)
+                if self._debug:           # as the simulator's BlockThread does, for this thread only
+                    with np.errstate(divide="raise"):
+                        return self._f(*args)
+                return self._f(*args)
 
             ws = workers(len(points))
             for w, point in zip(ws, points):
