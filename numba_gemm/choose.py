@@ -400,7 +400,7 @@ def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top:
     if not ranked:
         return f"no level serves {as_dtype(dtype).name} {M}x{N}x{K} here"
     shown = ranked[:top]
-    others = tile_notes([q.level for q in shown], dtype, M, N, K, native, beta)
+    others = other_tiles([q.level for q in shown], dtype, M, N, K, native, beta)
     width = max(len(q.name) for q in shown + others)          # one column of names
     lines = [f"auto for {as_dtype(dtype).name} {M}x{N}x{K}: {ranked[0].name}"]
     lines += [("  -> " if i == 0 else "     ") + q.line(width) for i, q in enumerate(shown)]
@@ -411,7 +411,7 @@ def explain(dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0, top:
     return "\n".join(lines)
 
 
-def tile_notes(levels, dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0) -> list:
+def other_tiles(levels, dtype, M: int, N: int, K: int, native: bool, beta: float = 0.0) -> list:
     """The other tiles of the shown levels that have TILE_CHOICES, as rank(tiles=True) lists them
     (Predictions without a time)."""
     shown = set(levels)

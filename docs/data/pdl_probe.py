@@ -7,7 +7,6 @@ Both outputs must be exact and the same bits.
     python docs/data/pdl_probe.py OUT.json v11@1024,1024,1024 v11t@64,4096,4096 ...
 """
 import json
-import statistics
 import sys
 
 import numpy as np
@@ -38,21 +37,8 @@ def caller(launches, stream=0):
 
 
 def stream_loop(stream):
-    """timing.loop's measure on `stream` (a Numba stream; None: the legacy default stream)."""
-    def time(fn, reps, warmup, flush_l2, calls=20):
-        for _ in range(warmup):
-            fn()
-        start, stop = cuda.event(), cuda.event()
-        per = []
-        for _ in range(max(reps, 1)):
-            start.record(stream=stream or 0)
-            for _ in range(calls):
-                fn()
-            stop.record(stream=stream or 0)
-            stop.synchronize()
-            per.append(start.elapsed_time(stop) / calls)
-        return timing.Timing(statistics.median(per), min(per), max(per), len(per) * calls, False)
-    return time
+    """timing.loop on `stream` (None: the legacy default stream), as timing.interleaved calls a timer."""
+    return lambda fn, reps, warmup, flush_l2: timing.loop(fn, reps=max(reps, 1), warmup=warmup, stream=stream)
 
 
 def probe(spec, blas, s):

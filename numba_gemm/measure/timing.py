@@ -126,11 +126,12 @@ def one_thread_on_purpose():
         yield
 
 
-def loop(fn, *, calls: int = 20, reps: int = 5, warmup: int = 2) -> Timing:
-    """Back-to-back time per call, in ms: `calls` calls of fn() between two events on the
-    default stream, median over `reps` such loops. What a training loop sees: the host enqueues
-    while the GPU runs, the clock and power settle at their loop values, and a call whose host
-    cost exceeds its kernel time shows that cost."""
+def loop(fn, *, calls: int = 20, reps: int = 5, warmup: int = 2, stream=None) -> Timing:
+    """Back-to-back time per call, in ms: `calls` calls of fn() between two events on `stream`
+    (a Numba stream; default: the legacy default stream, where fn() must launch too), median
+    over `reps` such loops. What a training loop sees: the host enqueues while the GPU runs, the
+    clock and power settle at their loop values, and a call whose host cost exceeds its kernel
+    time shows that cost."""
     import statistics
 
     from numba import cuda
@@ -140,10 +141,10 @@ def loop(fn, *, calls: int = 20, reps: int = 5, warmup: int = 2) -> Timing:
     start, stop = cuda.event(), cuda.event()
     per_call = []
     for _ in range(reps):
-        start.record()
+        start.record(stream=stream or 0)
         for _ in range(calls):
             fn()
-        stop.record()
+        stop.record(stream=stream or 0)
         stop.synchronize()
         per_call.append(start.elapsed_time(stop) / calls)
     return Timing(statistics.median(per_call), min(per_call), max(per_call), reps * calls, False)
