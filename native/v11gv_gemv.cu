@@ -7,19 +7,15 @@
 // if enough of them are in flight. wgmma pads M to a 64-row tile and stages B through shared
 // memory for a reuse that is not there; here B never leaves the registers.
 //
-// CTA (256 threads): a tile of R rows x TILE_N columns of C, one K slice of it. TILE_N is 256
-// (-DV11GV_TILE_N=128: 128, twice the CTAs for a shape, so an SM holds two of them where the
-// 256-wide tile leaves one slot empty). The threads form GROUPS = 256 / (TILE_N / 8) lane groups
-// (8 warps at 256 columns, 16 half-warps at 128):
-//   lane l of a group owns columns 8l .. 8l+7 (one 16-byte load of a B row: a group reads
-//   TILE_N * 2 contiguous bytes), all R rows; group g takes k rows g*8 .. g*8+7 of every
-//   TILE_K = 8 * GROUPS: 8 loads of B a lane per step, and one 16-byte load per row of A (8
-//   consecutive k), converted to fp32, 8*R FFMA per k; the next step's loads are issued before
-//   this step's FFMA (-DV11GV_PREFETCH=0: after), so 16 loads of B a lane are in flight. R: 1 or
-//   2, the least >= M. (Kernels with R = 4 and 8 were measured and lost to v11sk: their
-//   accumulators leave too few registers for loads in flight.)
-// End of a slice: the groups' partial tiles meet in shared memory; a thread adds one element
-//   over groups 0..GROUPS-1 in that order (in place, into group 0's tile). S == 1: it writes C. S > 1: the S
+// CTA (256 threads, 8 warps): a tile of R rows x 256 columns of C, one K slice of it.
+//   lane l owns columns 8l .. 8l+7 (one 16-byte load of a B row: a warp reads 512 contiguous
+//   bytes), all R rows; warp w takes k rows w*8 .. w*8+7 of every 64: 8 loads of B a lane per
+//   step, and one 16-byte load per row of A (8 consecutive k), converted to fp32, 8*R FFMA per k;
+//   the next step's loads are issued before this step's FFMA (-DV11GV_PREFETCH=0: after), so 16
+//   loads of B a lane are in flight. R: 1 or 2, the least >= M. (Kernels with R = 4 and 8 were
+//   measured and lost to v11sk: their accumulators leave too few registers for loads in flight.)
+// End of a slice: the 8 warps' partial tiles meet in shared memory; thread t adds column t over
+//   warps 0..7 in that order (in place, into warp 0's tile). S == 1: it writes C. S > 1: the S
 //   slices of a column tile are one cluster (S <= 8, along x); after a cluster barrier CTA z
 //   adds elements [z E / S, (z+1) E / S) of the tile (E = M * 256) over the S partials in the
 //   order 0..S-1 (ld.shared::cluster), writes C, and a second barrier keeps every CTA's shared
@@ -29,19 +25,12 @@
 #include "ptx.cuh"
 #include "cluster.cuh"
 
-#ifndef V11GV_TILE_N
-#define V11GV_TILE_N 256
-#endif
-static_assert(V11GV_TILE_N == 256 || V11GV_TILE_N == 128, "v11gv: TILE_N is 256 or 128");
-
 namespace v11gv {
-constexpr int THREADS = 256;
+constexpr int WARPS = 8, THREADS = 32 * WARPS;
 constexpr int COLS = 8;                       // columns per lane: 16 bytes of B
-constexpr int TILE_N = V11GV_TILE_N;
-constexpr int LANES = TILE_N / COLS;          // lanes of a group: one row of the tile's B
-constexpr int GROUPS = THREADS / LANES;       // 8 or 16
-constexpr int KW = 8;                         // k rows per group per step
-constexpr int TILE_K = GROUPS * KW;           // 64 or 128: the step of the K loop
+constexpr int TILE_N = 32 * COLS;             // 256
+constexpr int KW = 8;                         // k rows per warp per step
+constexpr int TILE_K = WARPS * KW;            // 64: the step of the K loop
 #ifndef V11GV_PREFETCH
 #define V11GV_PREFETCH 1
 #endif
@@ -96,8 +85,8 @@ __device__ __forceinline__ u32 word(const uint4& v, int j) { return j == 0 ? v.x
 template <typename T, int R, bool VEC>
 __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C,
                                      int M, int N, int K, float alpha, float beta, int per, int S) {
-    extern __shared__ __align__(16) float red[];          // [GROUPS][R][TILE_N]: the groups' partials
-    const int lane = threadIdx.x % LANES, w = threadIdx.x / LANES;
+    extern __shared__ __align__(16) float red[];          // [WARPS][R][TILE_N]: the warps' partials
+    const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
     const int z = S > 1 ? (int)cluster_ctarank() : 0;
     const long long n0 = (long long)(blockIdx.x / S) * TILE_N, col = n0 + COLS * lane;
     const int k_lo = z * per, k_hi = min(K, k_lo + per);
@@ -148,8 +137,7 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
     }
 
     let_next_grid_start();
-    // the groups' partial tiles, then each element (row r, column c) summed over groups 0..GROUPS-1
-    // into group 0's tile
+    // the warps' partial tiles, then thread t's column summed over warps 0..7 into warp 0's tile
     #pragma unroll
     for (int r = 0; r < R; ++r) {
         float4* row = reinterpret_cast<float4*>(red + (w * R + r) * TILE_N + COLS * lane);
@@ -159,22 +147,19 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
     __syncthreads();
     const int t = threadIdx.x;
     #pragma unroll
-    for (int i = 0; i < (R * TILE_N + THREADS - 1) / THREADS; ++i) {    // a count known at compile time
-        const int e = t + i * THREADS;
-        if (e >= R * TILE_N) break;
-        float s = red[e];
+    for (int r = 0; r < R; ++r) {
+        float s = red[r * TILE_N + t];
         #pragma unroll
-        for (int v = 1; v < GROUPS; ++v) s += red[v * R * TILE_N + e];
-        red[e] = s;
+        for (int v = 1; v < WARPS; ++v) s += red[(v * R + r) * TILE_N + t];
+        red[r * TILE_N + t] = s;
     }
     const int rows = min(M, R);
     if (S == 1) {
-        for (int e = t; e < rows * TILE_N; e += THREADS) {
-            const int c = e % TILE_N;
-            if (n0 + c >= N) continue;
-            float* out = C + (long long)(e / TILE_N) * N + n0 + c;
-            *out = beta != 0.0f ? alpha * red[e] + beta * *out : alpha * red[e];
-        }
+        if (n0 + t < N)
+            for (int r = 0; r < rows; ++r) {
+                float* out = C + (long long)r * N + n0 + t;
+                *out = beta != 0.0f ? alpha * red[r * TILE_N + t] + beta * *out : alpha * red[r * TILE_N + t];
+            }
         return;
     }
     cluster_sync();                       // every slice's partial is in place

@@ -38,7 +38,7 @@ def test_contract_and_registry_order():
 def test_refuses_more_than_two_rows():
     assert gv.unsupported(3, 4096, 4096) and "v11sk" in gv.unsupported(3, 4096, 4096)
     assert all(gv.unsupported(M, 4099, 77) is None for M in (1, 2))          # any N and K
-    assert "2^31" in gv.unsupported(1, 8, 2**31 - 64) and gv.unsupported(1, 8, 2**31 - 1025) and gv.unsupported(1, 8, 2**31 - 2049) is None
+    assert "2^31" in gv.unsupported(1, 8, 2**31 - 64) and gv.unsupported(1, 8, 2**31 - 1025) is None
     with pytest.raises(ValueError, match="M ≤ 2"):
         gv.run(np.zeros((3, 8), np.float16), np.zeros((8, 8), np.float16), None, 1.0, 0.0)
 
@@ -62,17 +62,6 @@ def test_plan_splits_covers_k_once(M, N, K, sms):
         assert ceil_div(N, gv.CONFIG.bn) * S <= sms * gv.CTAS_PER_SM[gv.rows_for(M)]     # one wave
 
 
-def test_tile_widths():
-    assert [(t.bn, t.bk) for t in map(lambda bn: gv.GemvTile(bn=bn), gv.TILE_WIDTHS)] == [(256, 64), (128, 128)]
-    assert gv.GemvTile().defines() == () and gv.GemvTile(bn=128).defines() == ("-DV11GV_TILE_N=128",)
-    with pytest.raises(ValueError, match="bn must be one of"):
-        gv.GemvTile(bn=64)
-    # 128 columns: twice the column tiles, K steps of 128; at 2 x 4096 x 4096, 256 CTAs for 264 slots
-    assert gv.plan_splits(2, 4096, 4096, bn=128) == 8 and gv.launch_config(2, 4096, 4096, 8, bn=128)[0] == (256, 1, 1)
-    with pytest.raises(ValueError, match="K steps of 128"):
-        gv.plan_splits(1, 4096, 256, splits=3, bn=128)
-
-
 def test_forced_splits_checked():
     for bad in (0, -1, 1.5, True, 9):
         with pytest.raises(ValueError, match="splits"):
@@ -89,13 +78,8 @@ def test_compiles_with_its_census():
     from numba_gemm.explain import sass
     from numba_gemm.runtime import nvrtc
 
-    for bn in gv.TILE_WIDTHS:
-        _census(nvrtc, sass, gv.GemvTile(bn=bn).defines())
-
-
-def _census(nvrtc, sass, defines):
-    cubin = nvrtc.compile_variant(gv.SOURCE, defines)
-    log = nvrtc.compile_log(gv.SOURCE, defines=defines)
+    cubin = nvrtc.compile_variant(gv.SOURCE, gv.DEFINES)
+    log = nvrtc.compile_log(gv.SOURCE, defines=gv.DEFINES)
     names = set(gv.KERNELS.values()) | set(gv.EDGE_KERNELS.values())
     assert set(sass.kernel_resources(cubin)) == names and set(gv.KERNEL_NAMES.values()) <= names
     spills = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
@@ -108,9 +92,10 @@ def _census(nvrtc, sass, defines):
             assert c.has(want), (name, want)
         for banned in gv.SASS_MUST_NOT_HAVE + ("LDL", "STL"):
             assert not c.has(banned), (name, banned)
-    # the loop's loads, 16 bytes each: 8 rows of B and R rows of A (R = 1: also the first step's,
-    # before the loop), whichever the tile's width
-    assert [per_kernel[f"v11gv_f16_r{r}"].opcodes.get("LDG.E.128.CONSTANT") for r in gv.ROWS] == [18, 20], defines
+    # the loop's loads, 16 bytes each: 8 rows of B and R rows of A (R = 1: also the first step's, before the loop)
+    # (and the first step's, before the loop)
+    assert [per_kernel[f"v11gv_f16_r{r}"].opcodes.get("LDG.E.128.CONSTANT") for r in gv.ROWS] == [18, 20]
+    assert [gv.rows_for(M) for M in (1, 2)] == [1, 2]
 
 
 # ---------------------------------------------------------------------------- run(), recorded (no GPU)
@@ -157,11 +142,9 @@ def test_run_picks_the_kernel_by_rows_and_alignment(stubbed):
     L = _run(1, 4096, 4096, base=0x1008)                      # A's base not 16-byte aligned
     assert L.smem == gv.smem_bytes(2)                         # the edge kernel's 2 rows, at M = 1 too
     _run(1, 4096, 4096, prefetch=False)
-    L = _run(1, 4096, 4096, bn=128, prefetch=False)
-    assert L.grid == (32 * 8, 1, 1) and L.cluster == 8 and [a.value for a in L.keep[-2:]] == [512, 8]
     assert [n for _, n, _ in stubbed] == ["v11gv_f16_r2", "v11gv_bf16_r2", "v11gv_f16_r1",
-                                          "v11gv_f16_edge", "v11gv_f16_edge", "v11gv_f16_r1", "v11gv_f16_r1"]
-    assert [d for *_, d in stubbed] == [()] * 5 + [gv.NO_PREFETCH, ("-DV11GV_TILE_N=128",) + gv.NO_PREFETCH]
+                                          "v11gv_f16_edge", "v11gv_f16_edge", "v11gv_f16_r1"]
+    assert [d for *_, d in stubbed] == [()] * 5 + [gv.NO_PREFETCH]
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -172,19 +155,19 @@ def _dev(x):
     return cuda.to_device(x.view(np.uint16) if x.dtype == cm.BF16 else x)
 
 
-def _case(M, N, K, dtype, alpha, beta, rng, splits=None, bn=gv.CONFIG.bn):
+def _case(M, N, K, dtype, alpha, beta, rng, splits=None):
     """Two runs against float64 (C poisoned with NaN when beta == 0): the same bytes both times."""
     from numba import cuda
 
     A, B, C = check.random_inputs(M, N, K, dtype, rng)
     C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
     dA, dB = _dev(A), _dev(B)
-    S = gv.plan_splits(M, N, K, sms=gv.cm.sm_count(), splits=splits, bn=bn)
-    what = f"v11gv {np.dtype(dtype).name} M={M} N={N} K={K} a={alpha} b={beta} S={S} bn={bn}"
+    S = gv.plan_splits(M, N, K, sms=gv.cm.sm_count(), splits=splits)
+    what = f"v11gv {np.dtype(dtype).name} M={M} N={N} K={K} a={alpha} b={beta} S={S}"
     outs = []
     for _ in range(2):
         dC = cuda.to_device(C_in)
-        gv.run(dA, dB, dC, alpha, beta, splits=splits, bn=bn)
+        gv.run(dA, dB, dC, alpha, beta, splits=splits)
         cuda.synchronize()
         outs.append(dC.copy_to_host())
     v = check.verify(outs[0], A, B, C, alpha, beta, family="hgemm")
@@ -203,16 +186,6 @@ def test_exact_on_ragged_shapes_auto_splits(dtype):
     for M, N, K in SHAPES:
         _case(M, N, K, dtype, 0.5, 3.0, rng)
         _case(M, N, K, dtype, 1.0, 0.0, rng)                 # beta == 0: NaN in C must not leak
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_exact_with_the_narrow_tile(dtype):
-    rng = np.random.default_rng()
-    for M, N, K in SHAPES:
-        _case(M, N, K, dtype, 0.5, 3.0, rng, bn=128)
-    for splits in (1, 3, 8):
-        _case(2, 776, 4096, dtype, 1.0, 0.0, rng, splits=splits, bn=128)
 
 
 @pytest.mark.gpu

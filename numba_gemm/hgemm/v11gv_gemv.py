@@ -16,10 +16,6 @@ reached about half the bandwidth at decode shapes. Here (native/v11gv_gemv.cu):
     S > 1: the S slices of a column tile are one cluster and add their partials through
     distributed shared memory in the order 0..S-1 (v11sl's reduction), one launch, no workspace
 
-run(..., bn=128) runs a tile half as wide: 16 lane groups of 16 lanes, K steps of 128, twice
-the CTAs for a shape, for where the 256-wide tile leaves an SM slot empty (2×4096×4096: 16
-column tiles of 8 slices are 128 CTAs for 264 slots).
-
 Two row counts R = 1, 2, the least that holds M (8·R FFMA per k; a row past M multiplies
 zeros). The next step's loads are issued before this step's FFMA, so 16 loads of B per lane are
 in flight (run(..., prefetch=False) measures without). Rows of A or B that are not whole 16
@@ -68,31 +64,17 @@ NO_PREFETCH = ("-DV11GV_PREFETCH=0",)           # run(..., prefetch=False): for 
 
 @dataclass(frozen=True)
 class GemvTile:
-    """The CTA's output tile (what the ledgers and auto read) and its K step. A lane loads 8
-    columns, so bn / 8 lanes cover a row of B; the 256 threads are 2048 / bn such groups, each
-    8 k rows of a step: bk = 8 · 2048 / bn."""
+    """The CTA's output tile (what the ledgers and auto read) and its K step."""
     bm: int = 2
     bn: int = 256
+    bk: int = 64
     threads: int = 256
 
-    def __post_init__(self):
-        if self.bn not in TILE_WIDTHS:
-            raise ValueError(f"level {LEVEL}: bn must be one of {TILE_WIDTHS}, got {self.bn!r}")
 
-    @property
-    def bk(self) -> int:
-        return 8 * self.threads * 8 // self.bn
-
-    def defines(self) -> tuple[str, ...]:
-        return () if self == CONFIG else (f"-DV11GV_TILE_N={self.bn}",)
-
-
-TILE_WIDTHS = (256, 128)                        # the kernel's TILE_N (V11GV_TILE_N)
 CONFIG = GemvTile()
 MAX_M = CONFIG.bm
 MAX_SPLITS = 8                                  # the portable cluster size
-MIN_SLICE_STEPS = 4                             # K steps (of bk) a slice runs at least
-K_MARGIN = 16 * GemvTile(bn=min(TILE_WIDTHS)).bk  # k indices past K: the prefetch's step and more
+MIN_SLICE_STEPS = 4                             # K steps (of 64) a slice runs at least
 CTAS_PER_SM = {1: 3, 2: 2}                      # by R: the launch bounds (registers)
 
 
@@ -107,22 +89,21 @@ def resident_ctas(M: int, N: int, K: int) -> int:
 
 
 def smem_bytes(rows: int) -> int:
-    """The lane groups' partial tiles: rows × 2048 floats (8 groups × 256 columns, or 16 × 128)."""
-    return rows * CONFIG.threads * 8 * 4
+    """The 8 warps' partial tiles, rows × 256 floats each."""
+    return 8 * rows * CONFIG.bn * 4
 
 
-def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None, bn: int = CONFIG.bn) -> int:
-    """S, the K slices (one cluster) per column tile bn wide: as many as one wave of CTAs holds
-    (tiles·S within every SM's slots), at most MAX_SPLITS, each slice at least MIN_SLICE_STEPS
-    steps, none empty. A forced `splits` (benchmarks) is checked the same way. Pure."""
-    tile = GemvTile(bn=bn)
-    tiles, steps = ceil_div(N, tile.bn), ceil_div(K, tile.bk)
+def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None) -> int:
+    """S, the K slices (one cluster) per column tile: as many as one wave of CTAs holds (tiles·S
+    within every SM's slots), at most MAX_SPLITS, each slice at least MIN_SLICE_STEPS steps of 64, none empty. A forced
+    `splits` (benchmarks) is checked the same way. Pure."""
+    tiles, steps = ceil_div(N, CONFIG.bn), ceil_div(K, CONFIG.bk)
     if splits is None:
         fit = sms * resident_ctas(M, N, K) // tiles       # one wave: tiles·S within the slots
         s = max(1, min(fit, MAX_SPLITS, steps // MIN_SLICE_STEPS))
     elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= min(MAX_SPLITS, steps):
         raise ValueError(f"level {LEVEL}: splits must be an int in 1..{min(MAX_SPLITS, steps)} (at most the "
-                         f"cluster size {MAX_SPLITS} and the {steps} K steps of {tile.bk}), got {splits!r}")
+                         f"cluster size {MAX_SPLITS} and the {steps} K steps of 64), got {splits!r}")
     else:
         s = splits
     return splitk.effective_splits(steps, s)          # no empty slice
@@ -133,10 +114,11 @@ def kernel_rows(M: int, aligned: bool) -> int:
     return rows_for(M) if aligned else MAX_M
 
 
-def launch_config(M: int, N: int, K: int, splits: int = 1, aligned: bool = True, bn: int = CONFIG.bn):
+def launch_config(M: int, N: int, K: int, splits: int = 1, aligned: bool = True):
     """(grid, block, smem): column tiles · S CTAs along x, in clusters of S; the shared memory
     of the kernel's R."""
-    return ((ceil_div(N, bn) * splits, 1, 1), (CONFIG.threads, 1, 1), smem_bytes(kernel_rows(M, aligned)))
+    return ((ceil_div(N, CONFIG.bn) * splits, 1, 1), (CONFIG.threads, 1, 1),
+            smem_bytes(kernel_rows(M, aligned)))
 
 
 def kernel_name(kind: str, M: int, aligned: bool) -> str:
@@ -150,13 +132,12 @@ def unsupported(M: int, N: int, K: int) -> str | None:
     if M > MAX_M:
         return (f"v11gv serves M ≤ {MAX_M}: from M = 3 the tensor-core levels, which read B once per 64 "
                 f"rows, are faster (docs/RESULTS.md): use v11sk, v11sl or level='auto'")
-    if K > cm.INT32_MAX - K_MARGIN:              # the kernel's k indices run past K, in int32
-        return f"K = {K} is within {K_MARGIN} of 2^31 (int32 k indices past K)"
+    if K > cm.INT32_MAX - 16 * CONFIG.bk:        # the kernel's k indices run up to K + 8 steps, in int32
+        return f"K = {K} is within {16 * CONFIG.bk} of 2^31 (int32 k indices past K)"
     return None
 
 
-def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: bool = True,
-        bn: int = CONFIG.bn):
+def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: bool = True):
     from ..runtime import nvrtc
     from ..runtime.launch import launch_native
 
@@ -165,14 +146,13 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: 
     reason = unsupported(M, N, K)
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
-    tile = GemvTile(bn=bn)
-    S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, bn=bn)
-    per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S) * tile.bk
+    S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits)
+    per = splitk.slice_k_tiles(ceil_div(K, CONFIG.bk), S) * CONFIG.bk
     pa, pb = cm.device_ptr(A), cm.device_ptr(B)
     aligned = cm.rows_16b_aligned(pa, K) and cm.rows_16b_aligned(pb, N)
     args = cm.pack_args(("p", pa), ("p", pb), ("p", cm.device_ptr(C)), ("i", M), ("i", N), ("i", K),
                         ("f", alpha), ("f", beta), ("i", per), ("i", S))
     kernel = nvrtc.function(SOURCE, kernel_name(cm.element_type(A), M, aligned),
-                            defines=tile.defines() + (() if prefetch else NO_PREFETCH))
-    grid, block, smem = launch_config(M, N, K, S, aligned, bn)
+                            defines=DEFINES if prefetch else NO_PREFETCH)
+    grid, block, smem = launch_config(M, N, K, S, aligned)
     launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None, pdl=True)
