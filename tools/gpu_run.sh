@@ -11,7 +11,9 @@
 #   census taken into NUMBA_GEMM_CACHE_DIR
 #   (default .cache/numba_gemm in the checkout, so a carried .cache skips it on the next call);
 #   firstcall: tools/first_call.py, cold and cached first calls (FIRSTCALL_LEVELS, default all)
-#   gemv: v11gv, v11sk and v11sl at M <= 8 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each
+#   gemv: v11gv (and v11gv:splits=4, the plan docs/data/v11gv_four_slices.patch would ship) beside
+#   v11t, v11sk and v11sl at M <= 2 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each (GEMV_LEVELS,
+#   GEMV_SHAPES: space-separated M,N,K)
 #   skinny: v11t, v11sl and v11sk at M <= 64 in ${SKINNY_DTYPES:-fp16 bf16}, one JSON each
 #   tiles: v11, v11sk, v11sl, v11t, v12 and v13 with every tile of their TILE_CHOICES (TILE_LEVELS)
 #   timed together at the suite's shapes with M > 2 and rows TMA takes (TILE_SHAPES, plus
@@ -148,12 +150,15 @@ if has shapes; then  # ~20 user shapes: auto, the best level, cuBLAS, roofline; 
     tail -n 26 "$OUT/shapes_$dt.txt"
   done
 fi
-if has gemv; then  # v11gv beside v11sk and v11sl at M <= 8 (bench.py JSON, what calibrate_auto reads)
+if has gemv; then  # v11gv beside the levels auto weighs against it at M <= 2 (bench.py JSON, what calibrate_auto reads)
   for dt in ${GEMV_DTYPES:-fp16 bf16}; do
-    timeout 200 python3 bench.py --level v11gv,v11sk,v11sl --shape 1,4096,4096 --shape 1,8192,8192 \
-      --shape 2,4096,4096 --shape 4,8192,8192 --shape 8,14336,4096 --shape 8,4096,11008 --shape 3,1000,776 \
+    shapes=""
+    for s in ${GEMV_SHAPES:-1,4096,4096 2,4096,4096 1,8192,8192 1,14336,4096 2,4096,11008 1,4096,14336 2,1000,776}; do
+      shapes+=" --shape $s"
+    done
+    timeout 240 python3 bench.py --level "${GEMV_LEVELS:-v11gv,v11gv:splits=4,v11t,v11sk,v11sl}" $shapes \
       --dtype $dt --json "$OUT/gemv_$dt.json" >"$OUT/gemv_$dt.txt" 2>&1
-    grep -E "^v11" "$OUT/gemv_$dt.txt"
+    grep -E "^ *v11" "$OUT/gemv_$dt.txt"
   done
 fi
 if has skinny; then  # v11t beside v11sl and v11sk at M <= 64 (bench.py JSON, what calibrate_auto reads)
