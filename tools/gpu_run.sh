@@ -152,11 +152,8 @@ if has shapes; then  # ~20 user shapes: auto, the best level, cuBLAS, roofline; 
 fi
 if has gemv; then  # v11gv beside the levels auto weighs against it at M <= 2 (bench.py JSON, what calibrate_auto reads)
   for dt in ${GEMV_DTYPES:-fp16 bf16}; do
-    shapes=""
-    for s in ${GEMV_SHAPES:-1,4096,4096 2,4096,4096 1,8192,8192 1,14336,4096 2,4096,11008 1,4096,14336 2,1000,776}; do
-      shapes+=" --shape $s"
-    done
-    timeout 240 python3 bench.py --level "${GEMV_LEVELS:-v11gv,v11gv:splits=4,v11t,v11sk,v11sl}" $shapes \
+    gemv_shapes=(); for s in ${GEMV_SHAPES:-1,4096,4096 2,4096,4096 1,8192,8192 1,14336,4096 2,4096,11008 1,4096,14336 2,1000,776}; do gemv_shapes+=(--shape "$s"); done
+    timeout 240 python3 bench.py --level "${GEMV_LEVELS:-v11gv,v11gv:splits=4,v11t,v11sk,v11sl}" "${gemv_shapes[@]}" \
       --dtype $dt --json "$OUT/gemv_$dt.json" >"$OUT/gemv_$dt.txt" 2>&1
     grep -E "^ *v11" "$OUT/gemv_$dt.txt"
   done
