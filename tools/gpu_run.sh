@@ -15,6 +15,7 @@
 #   v11t, v11sk and v11sl at M <= 2 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each (GEMV_LEVELS,
 #   GEMV_SHAPES: space-separated M,N,K)
 #   skinny: v11t, v11sl and v11sk at M <= 64 in ${SKINNY_DTYPES:-fp16 bf16}, one JSON each
+#   (SKINNY_LEVELS, e.g. v11t:share=2 for A multicast to two column tiles; SKINNY_SHAPES)
 #   tiles: v11, v11sk, v11sl, v11t, v12 and v13 with every tile of their TILE_CHOICES (TILE_LEVELS)
 #   timed together at the suite's shapes with M > 2 and rows TMA takes (TILE_SHAPES, plus
 #   TILE_MORE: space-separated M,N,K) in ${TILE_DTYPES:-fp16}: what a refit of auto needs where
@@ -160,9 +161,8 @@ if has gemv; then  # v11gv beside the levels auto weighs against it at M <= 2 (b
 fi
 if has skinny; then  # v11t beside v11sl and v11sk at M <= 64 (bench.py JSON, what calibrate_auto reads)
   for dt in ${SKINNY_DTYPES:-fp16 bf16}; do
-    timeout 240 python3 bench.py --level v11t,v11sl,v11sk --shape 4,8192,8192 --shape 8,4096,11008 \
-      --shape 16,4096,4096 --shape 16,8192,8192 --shape 16,14336,4096 --shape 32,8192,8192 \
-      --shape 64,4096,4096 --shape 64,14336,4096 --shape 3,1000,776 \
+    skinny_shapes=(); for s in ${SKINNY_SHAPES:-4,8192,8192 8,4096,11008 16,4096,4096 16,8192,8192 16,14336,4096 32,8192,8192 64,4096,4096 64,14336,4096 3,1000,776}; do skinny_shapes+=(--shape "$s"); done
+    timeout 240 python3 bench.py --level "${SKINNY_LEVELS:-v11t,v11sl,v11sk}" "${skinny_shapes[@]}" \
       --dtype $dt --json "$OUT/skinny_$dt.json" >"$OUT/skinny_$dt.txt" 2>&1
     grep -E "^ *v11" "$OUT/skinny_$dt.txt"
   done
