@@ -17,11 +17,10 @@ constexpr int PARKED_MAX_S = 8;   // the portable cluster size
 constexpr int PARKED_PER = 4;     // pairs a thread loads before it adds
 
 // PAIRS float pairs per tile row; the tile's row r is C's row m0 + r, its column c C's n0 + c.
-// The partials are at cluster ranks rank0 .. rank0 + S - 1 (rank0 > 0: v11t's clusters of
-// several tiles). S = 1 (v11t launches a lone CTA without a cluster): rank 0 is the CTA itself.
+// S = 1 (v11t launches a lone CTA without a cluster): rank 0 is the CTA itself.
 // N % 8 == 0 (TMA's rule for 2-byte inputs): a pair starting inside N ends inside N.
 template <int PAIRS, int ROW, int THREADS>
-__device__ __forceinline__ void sum_parked_rows(u32 tile, int S, int rank0, int r0, int r1, float* __restrict__ C,
+__device__ __forceinline__ void sum_parked_rows(u32 tile, int S, int r0, int r1, float* __restrict__ C,
                                                 int M, int N, long long m0, long long n0,
                                                 float alpha, float beta, bool vec_c) {
     const int n = (r1 - r0) * PAIRS;
@@ -33,7 +32,7 @@ __device__ __forceinline__ void sum_parked_rows(u32 tile, int S, int rank0, int 
             const u32 at = tile + 4u * ((r0 + i / PAIRS) * ROW + 2 * (i % PAIRS));
             #pragma unroll
             for (int z = 0; z < PARKED_MAX_S; ++z)
-                if (z < S) p[u][z] = ld_cluster_f2(at, rank0 + z);
+                if (z < S) p[u][z] = ld_cluster_f2(at, z);
         }
         #pragma unroll
         for (int u = 0; u < PARKED_PER; ++u) {

@@ -65,7 +65,7 @@ __device__ __forceinline__ void v11sl_entry(const CUtensorMap* tm_a, const CUten
                              cluster_sync();
                              const int r0 = z * v11sl::BM / S, r1 = (z + 1) * v11sl::BM / S;
                              sum_parked_rows<v11sl::BN / 2, v11sl::ROW, v11sl::THREADS>(
-                                 tile, S, 0, r0, r1, C, M, N, m0, n0, alpha, beta, vec_c);
+                                 tile, S, r0, r1, C, M, N, m0, n0, alpha, beta, vec_c);
                              cluster_sync();
                          });
 }

@@ -23,40 +23,26 @@
 // beta * C with row-contiguous pair stores - fixed order, same bits every run, no atomics.
 // S = 1 takes the same path inside the CTA (a __syncthreads for the cluster barrier).
 //
-// -DSW_SHARE=P (2 or 4): P neighbouring column tiles share each K slice's A. Every CTA of a
-// tile reads the same MT x K slice of A, so with P = 1 the 128 CTAs at 64 x 4096 x 4096 read
-// 32 MB of A from L2, as much as all of B (ncu on an H100, docs/RESULTS.md). The cluster is then
-// (S * P, 1, 1): rank r is slice z = r % S of column tile p = r / S of the cluster's P tiles;
-// the P CTAs of one slice each load MT / P rows of A's box with .multicast::cluster to all P,
-// each full[s] expects the whole box, and each consumer warp releases stage s on the empty[s]
-// of all P (a multicast overwrites stage s in every one of them), as v13's pair does with B.
-//
 // Edges: TMA zero-fills A's rows past M and k past K; B panels wholly right of N are not loaded
-// (their stale shared memory reaches only accumulator rows n >= N, never stored): a shared
-// cluster's tile right of N loads no B and stores nothing, but still delivers its rows of A.
-// A share of A wholly below M loads rows 0.. instead (any in-bounds box: those accumulator
-// columns are never stored).
+// (their stale shared memory reaches only accumulator rows n >= N, never stored).
 #include "wgmma.cuh"
 #include "tensor_map.cuh"
 #include "parked_sum.cuh"
 
-#if !defined(SW_MT) || !defined(SW_NT) || !defined(SW_STAGES) || !defined(SW_TMA_LAG) || !defined(SW_SHARE)
+#if !defined(SW_MT) || !defined(SW_NT) || !defined(SW_STAGES) || !defined(SW_TMA_LAG)
 #error "compile with the level's tile as -DSW_* options (numba_gemm.hgemm.v11t_swapab.SwapTile.defines())"
 #endif
 
 namespace v11t {
 
-constexpr int MT = SW_MT, NT = SW_NT, BK = 64, STAGES = SW_STAGES, TMA_LAG = SW_TMA_LAG, SHARE = SW_SHARE;
+constexpr int MT = SW_MT, NT = SW_NT, BK = 64, STAGES = SW_STAGES, TMA_LAG = SW_TMA_LAG;
 constexpr int WARPGROUPS = NT / 64, THREADS = 128 * WARPGROUPS, WARPS = THREADS / 32;
 constexpr u32 B_PANEL = BK * 128;                          // 64 k-rows x 64 n
 constexpr u32 A_BYTES = MT * 128;                          // MT rows x 64 k
-constexpr int A_ROWS = MT / SHARE;                         // the rows of A one CTA loads
 constexpr u32 STAGE_BYTES = WARPGROUPS * B_PANEL + A_BYTES;
 constexpr int ROW = NT + 4;                                // floats per parked row of the tile
 static_assert(MT == 16 || MT == 32 || MT == 64, "wgmma N of 16, 32 or 64 (wgmma.cuh)");
 static_assert(NT == 64 || NT == 128, "one or two warpgroups of 64 columns of N");
-static_assert((SHARE == 1 || SHARE == 2 || SHARE == 4) && A_ROWS >= 8,
-              "A shared by 1, 2 or 4 tiles, each share whole 8-row swizzle atoms");
 static_assert(STAGE_BYTES % 1024 == 0, "stages on swizzle-atom boundaries");
 static_assert(2 <= TMA_LAG && TMA_LAG < STAGES, "refill a stage read 2..STAGES-1 iterations ago");
 static_assert(MT * ROW * 4 <= STAGES * STAGE_BYTES, "the parked partial fits over the stages");
@@ -64,23 +50,16 @@ static_assert(MT * ROW * 4 <= STAGES * STAGE_BYTES, "the parked partial fits ove
 // acc = this warpgroup's 64 (n) x MT (m) block of the transposed tile over the K tiles
 // kt0 .. min(kt0 + per, ceil(K / 64)) - 1 (at least one), then epilogue(acc); thread 0 loads
 // while it computes. v11's loop with the operands swapped; as there, the accumulators stay local
-// and the epilogue is a callback. With SHARE > 1 this CTA is tile p of the cluster's SHARE tiles
-// that share A; the CTAs of its K slice are ranks q * S + z.
+// and the epilogue is a callback.
 template <typename T, typename Epilogue>
-__device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMap* tm_b, int M, int N,
-                                       int K, int n0, int kt0, int per, int S, int z, int p, u32 base,
-                                       Epilogue epilogue) {
+__device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMap* tm_b, int N, int K,
+                                       int n0, int kt0, int per, u32 base, Epilogue epilogue) {
     const int tid = threadIdx.x, lane = tid % 32, wg = tid / 128;
     const u32 full = base + STAGES * STAGE_BYTES, empty = full + STAGES * 8;
-    const int b_panels = max(0, min(WARPGROUPS, (N - n0 + 63) / 64));
-    const u32 stage_tx = b_panels * B_PANEL + A_BYTES;      // the whole A box, whoever loads it
-    const int a_row = p * A_ROWS < M ? p * A_ROWS : 0;
-    unsigned short a_mask = 0;                               // the CTAs of this K slice
-    #pragma unroll
-    for (int q = 0; q < SHARE; ++q) a_mask |= 1u << (q * S + z);
-    if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, SHARE * WARPS);
-    if (SHARE > 1) cluster_sync_after_init();   // no multicast or remote arrival before every ring exists
-    else __syncthreads();
+    const int b_panels = min(WARPGROUPS, (N - n0 + 63) / 64);
+    const u32 stage_tx = b_panels * B_PANEL + A_BYTES;
+    if (tid == 0) init_stage_ring<STAGES>(tm_a, tm_b, full, empty, WARPS);
+    __syncthreads();
     // a dependent launch: the set-up above may run beside the previous kernel's last CTAs,
     // nothing global is touched before it has finished (the next one may start once every CTA
     // is past its K loop: at the start, its CTAs slowed this one's at M = 64, an H100 loop
@@ -92,15 +71,8 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
         const int s = f % STAGES, k = (kt0 + f) * BK;
         const u32 st = base + s * STAGE_BYTES, bar = full + 8 * s;
         mbar_arrive_expect_tx(bar, stage_tx);
-        for (int i = 0; i < b_panels; ++i) tma_load_2d(st + i * B_PANEL, tm_b, n0 + 64 * i, k, bar);
-        if (SHARE == 1) tma_load_2d(st + WARPGROUPS * B_PANEL, tm_a, k, 0, bar);   // all M rows
-        else tma_load_2d_multicast(st + WARPGROUPS * B_PANEL + p * A_ROWS * 128, tm_a, k, a_row, bar, a_mask);
-    };
-    auto release = [&](int s) {   // lane 0: every CTA that this stage's A reached may refill it
-        if (SHARE == 1) mbar_arrive(empty + 8 * s);
-        else
-            #pragma unroll
-            for (int q = 0; q < SHARE; ++q) mbar_arrive_cluster(empty + 8 * s, q * S + z);
+        for (int p = 0; p < b_panels; ++p) tma_load_2d(st + p * B_PANEL, tm_b, n0 + 64 * p, k, bar);
+        tma_load_2d(st + WARPGROUPS * B_PANEL, tm_a, k, 0, bar);   // all M rows
     };
     if (tid == 0)
         for (int f = 0; f < STAGES - TMA_LAG && f < k_tiles; ++f) issue(f);
@@ -133,7 +105,7 @@ __device__ __forceinline__ void k_loop(const CUtensorMap* tm_a, const CUtensorMa
             wgmma_m64nNk16<0, 1>(acc, desc_b0 + so + ((kk * 2048) >> 4), desc_a0 + so + ((kk * 32) >> 4), T());
         wgmma_commit();
         wgmma_wait<1>();                   // stage kt-1's wgmma have read their operands
-        if (kt > 0 && lane == 0) release((kt - 1) % STAGES);
+        if (kt > 0 && lane == 0) mbar_arrive(empty + 8 * ((kt - 1) % STAGES));
     } while (++kt < k_tiles);
     wgmma_wait<0>();
     let_next_grid_start();
@@ -165,17 +137,16 @@ __device__ __forceinline__ void v11t_entry(const CUtensorMap* tm_a, const CUtens
                                            int per, int S) {
     using namespace v11t;
     extern __shared__ char smem[];
-    const int CS = S * SHARE;                               // CTAs per cluster
-    const int rank = CS > 1 ? (int)cluster_ctarank() : 0, z = rank % S, p = rank / S;
-    const int n0 = ((blockIdx.x / CS) * SHARE + p) * NT;    // MT >= M: a tile holds all of M
+    const int n0 = (blockIdx.x / S) * NT;                   // MT >= M: a tile holds all of M
+    const int z = S > 1 ? (int)cluster_ctarank() : 0;
     const u32 base = (smem_u32(smem) + 1023u) & ~1023u;     // swizzle atoms on 1024-byte boundaries
-    k_loop<T>(tm_a, tm_b, M, N, K, n0, z * per, per, S, z, p, base, [&](const float (&acc)[MT / 2]) {
+    k_loop<T>(tm_a, tm_b, N, K, n0, z * per, per, base, [&](const float (&acc)[MT / 2]) {
         __syncthreads();                                    // every warpgroup is past its last stage
         park(acc, base, threadIdx.x / 128, threadIdx.x % 128);
-        if (CS > 1) cluster_sync(); else __syncthreads();
-        sum_parked_rows<NT / 2, ROW, THREADS>(base, S, p * S, z * MT / S, (z + 1) * MT / S, C, M, N, 0, n0,
+        if (S > 1) cluster_sync(); else __syncthreads();
+        sum_parked_rows<NT / 2, ROW, THREADS>(base, S, z * MT / S, (z + 1) * MT / S, C, M, N, 0, n0,
                                               alpha, beta, vec_c);
-        if (CS > 1) cluster_sync();   // partners may still read this CTA, or arrive on its ring
+        if (S > 1) cluster_sync();                          // partners may still read this CTA
     });
 }
 

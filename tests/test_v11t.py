@@ -4,11 +4,11 @@ CI (no GPU): the contract and the registry order; refusals (M > 64, TMA's rule);
 (MT the smallest of 16, 32, 64 holding M, as many stages as fit) and plan_splits as pure functions
 (every K tile in exactly one slice, never an empty one, S·tiles within the SMs, S at most the
 portable cluster size); NVRTC compiles every tile with the census (HGMMA 64 × MT, the cluster
-barrier, loads from distributed shared memory; no local memory, no serialised wgmma), A shared
-by 2 and 4 tiles included; run() recorded with the driver stubbed: one launch, clusters of S (of
-S·share with a shared A) along x, the slice length and S as its last arguments.
-GPU: exact on ragged shapes for both dtypes, automatic and forced S, NT and share, beta == 0 with
-C poisoned by NaN, bit-identical reruns, K ≫ M·N, a captured CUDA graph replaying the same bits.
+barrier, loads from distributed shared memory; no local memory, no serialised wgmma); run()
+recorded with the driver stubbed: one launch, clusters of S along x when S > 1, the slice length
+and S as its last arguments.
+GPU: exact on ragged shapes for both dtypes, automatic and forced S and NT, beta == 0 with C
+poisoned by NaN, bit-identical reruns, K ≫ M·N, a captured CUDA graph replaying the same bits.
     python -m pytest -q tests/test_v11t.py -m gpu
 """
 import numpy as np
@@ -61,11 +61,6 @@ def test_tile_rule():
     for bad in [dict(nt=96), dict(nt=256), dict(stages=2), dict(stages=13)]:
         with pytest.raises(ValueError, match="no tile"):
             sw.tile_for(16, 4096, **bad)
-    assert sw.tile_for(16, 4096).share == sw.SHARE
-    assert [sw.tile_for(M, 4096, share=s).a_rows for M, s in [(64, 4), (32, 4), (16, 2), (64, 1)]] == [16, 8, 8, 64]
-    for M, share in [(16, 4), (64, 3), (64, 8), (32, 0)]:       # shares of whole 8-row atoms, of 1, 2 or 4
-        with pytest.raises(ValueError, match="share"):
-            sw.tile_for(M, 4096, share=share)
 
 
 def test_plan_of_the_decode_shapes():
@@ -88,14 +83,13 @@ def test_plan_narrows_the_tile_only_past_two_slices(M, n8, k8, sms):
 
 @settings(max_examples=300, deadline=None)
 @given(M=st.integers(1, 64), n8=st.integers(1, 4096), k8=st.integers(1, 2**17), sms=st.integers(1, 264),
-       nt=st.sampled_from([64, 128]), share=st.sampled_from([1, 2, 4]))
-def test_plan_splits_covers_k_once(M, n8, k8, sms, nt, share):
+       nt=st.sampled_from([64, 128]))
+def test_plan_splits_covers_k_once(M, n8, k8, sms, nt):
     N, K = 8 * n8, 8 * k8
-    share = min(share, sw.tile_for(M, N).mt // 8)                 # whole swizzle atoms per share
-    tile, S = sw.plan_splits(M, N, K, sms=sms, nt=nt, share=share)
-    assert tile == sw.tile_for(M, N, nt=nt, share=share) and tile.mt >= M
+    tile, S = sw.plan_splits(M, N, K, sms=sms, nt=nt)
+    assert tile == sw.tile_for(M, N, nt=nt) and tile.mt >= M
     tiles, k_tiles = ceil_div(N, tile.nt), ceil_div(K, 64)
-    assert 1 <= S <= min(sw.MAX_SPLITS // share, k_tiles)        # a cluster of S·share CTAs
+    assert 1 <= S <= min(sw.MAX_SPLITS, k_tiles)
     per = splitk.slice_k_tiles(k_tiles, S)
     assert (S - 1) * per < k_tiles <= S * per                    # no empty slice (the kernel's do-while)
     if S > 1:
@@ -107,16 +101,14 @@ def test_forced_splits_refused_when_out_of_range():
         with pytest.raises(ValueError, match="splits"):
             sw.plan_splits(16, 256, 4096, splits=bad)               # 64 K tiles, clusters <= 8
     assert sw.plan_splits(16, 256, 4096, splits=3)[1] == 3
-    with pytest.raises(ValueError, match="at most 4"):
-        sw.plan_splits(64, 256, 4096, splits=5, share=2)            # 10 CTAs: past the portable cluster
 
 
 # ---------------------------------------------------------------------------- NVRTC + census
 
-@pytest.mark.parametrize("M, share", [(16, 1), (32, 1), (64, 1), (16, 2), (32, 4), (64, 4)])
+@pytest.mark.parametrize("M", [16, 32, 64])
 @pytest.mark.parametrize("nt", [64, 128])
-def test_compiles_with_its_census(M, share, nt):
-    tile = sw.tile_for(M, 4096, nt=nt, share=share)
+def test_compiles_with_its_census(M, nt):
+    tile = sw.tile_for(M, 4096, nt=nt)
     census_ops(sw.SOURCE, tile.defines(), sw.KERNEL_NAMES.values(), sw.SASS_MUST_HAVE,
                sw.SASS_MUST_NOT_HAVE, wgmma_n=tile.mt)
 
@@ -138,9 +130,8 @@ def stubbed(monkeypatch):
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(sw.cm, "sm_count", lambda: 132)
     # v11's maps and arguments without the super-tile order (run() asks for none)
-    monkeypatch.setattr(sw.wg, "maps_and_args", lambda level, A, B, C, alpha, beta, config, super_tiles, a_rows:
-                        cm.pack_args(("p", C.ptr), ("f", alpha), ("f", beta), ("i", a_rows),
-                                     *([("i", -1), ("i", -2)] if super_tiles else [])))
+    monkeypatch.setattr(sw.wg, "maps_and_args", lambda level, A, B, C, alpha, beta, config, super_tiles: cm.pack_args(
+        ("p", C.ptr), ("f", alpha), ("f", beta), *([("i", -1), ("i", -2)] if super_tiles else [])))
     return compiled
 
 
@@ -154,8 +145,7 @@ def test_run_with_a_split_is_one_cluster_launch(stubbed):
     tile = sw.tile_for(M, N)
     assert L.grid == (64 * 2, 1, 1) and L.cluster == 2              # the 2 slices of a tile: one cluster
     assert L.block == (256, 1, 1) and L.smem == tile.smem()
-    assert [a.value for a in L.keep] == [0x3000, -1.5, 0.25, 16, 64, 2]  # A's box of 16 rows, no
-    # super-tile order; per, S
+    assert [a.value for a in L.keep] == [0x3000, -1.5, 0.25, 64, 2]  # no super-tile order; per, S
     assert stubbed == [(sw.SOURCE, "v11t_swapab_bf16", tile.defines())]
 
 
@@ -167,26 +157,6 @@ def test_run_without_a_split_has_no_cluster(stubbed):
     (L,) = rec.launches
     assert L.grid == (16, 1, 1) and not L.cluster and L.block == (128, 1, 1)
     assert [a.value for a in L.keep[-2:]] == [13, 1]
-
-
-def test_run_with_a_shared_a_is_one_cluster_of_its_tiles(stubbed):
-    A, B, C = _Array(0x1000, (64, 4096), np.float16), _Array(0x2000, (4096, 4040), np.float16), \
-        _Array(0x3000, (64, 4040), np.float32)
-    with launch.recording() as rec:
-        sw.run(A, B, C, 1.0, 0.0, share=4)
-    (L,) = rec.launches
-    tile, S = sw.plan_splits(64, 4040, 4096, share=4)
-    assert (tile.nt, tile.share, S) == (64, 4, 2)
-    # 64 tiles of 64 columns (the last one ragged) in clusters of 4 tiles x 2 slices
-    assert L.grid == (64 * 2, 1, 1) and L.cluster == 8
-    assert [a.value for a in L.keep[3:]] == [16, 32, 2]             # A's box of 16 rows; per, S
-    assert stubbed == [(sw.SOURCE, "v11t_swapab_f16", tile.defines())]
-    B, C = _Array(0x2000, (4096, 4032), np.float16), _Array(0x3000, (64, 4032), np.float32)
-    with launch.recording() as rec:                                 # 63 tiles: a cluster's last right of N
-        sw.run(A, B, C, 1.0, 0.0, share=4)
-    assert rec.launches[0].grid == (64 * 2, 1, 1)
-    with pytest.raises(ValueError, match="share must be an int"):
-        sw.run(A, B, C, 1.0, 0.0, share=2.0)
 
 
 # ---------------------------------------------------------------------------- GPU
@@ -204,8 +174,7 @@ def _case(M, N, K, dtype, alpha, beta, rng, **kw):
     A, B, C = check.random_inputs(M, N, K, dtype, rng)
     C_in = C.copy() if beta != 0 else np.full((M, N), np.nan, np.float32)
     dA, dB = _dev(A), _dev(B)
-    tile, S = sw.plan_splits(M, N, K, sms=sw.cm.sm_count(), splits=kw.get("splits"), nt=kw.get("nt"),
-                             share=kw.get("share"))
+    tile, S = sw.plan_splits(M, N, K, sms=sw.cm.sm_count(), splits=kw.get("splits"), nt=kw.get("nt"))
     what = f"v11t {np.dtype(dtype).name} M={M} N={N} K={K} a={alpha} b={beta} {kw} -> {tile}, S={S}"
     outs = []
     for _ in range(2):
@@ -244,22 +213,6 @@ def test_exact_with_forced_splits_and_widths(dtype, splits):
                           ((64, 136, 1032), 128)]:
         _case(M, N, K, dtype, -1.5, 0.25, rng, splits=splits, nt=nt)
         _case(M, N, K, dtype, 1.0, 0.0, rng, splits=splits, nt=nt)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("share", [2, 4])
-def test_exact_with_a_shared_a(dtype, share):
-    """Tiles in clusters that multicast A: whole and partial clusters (a tile right of N), shares of
-    A's box wholly below M, one slice and several."""
-    rng = np.random.default_rng()
-    for (M, N, K), kw in [((64, 4096, 4096), {}), ((64, 4040, 4096), {}), ((33, 200, 1032), dict(nt=64)),
-                          ((5, 776, 2048), dict(nt=64, splits=1)), ((17, 1000, 776), dict(splits=2)),
-                          ((64, 136, 1032), dict(nt=128, splits=1))]:
-        if sw.tile_for(M, N).mt // 8 < share:
-            continue
-        _case(M, N, K, dtype, -1.5, 0.25, rng, share=share, **kw)
-        _case(M, N, K, dtype, 1.0, 0.0, rng, share=share, **kw)
 
 
 @pytest.mark.gpu

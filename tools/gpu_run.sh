@@ -15,7 +15,8 @@
 #   v11t, v11sk and v11sl at M <= 2 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each (GEMV_LEVELS,
 #   GEMV_SHAPES: space-separated M,N,K)
 #   skinny: v11t, v11sl and v11sk at M <= 64 in ${SKINNY_DTYPES:-fp16 bf16}, one JSON each
-#   (SKINNY_LEVELS, e.g. v11t:share=2 for A multicast to two column tiles; SKINNY_SHAPES)
+#   (SKINNY_LEVELS, a comma list that may pass run() arguments as v11t:nt=128; SKINNY_SHAPES:
+#   space-separated M,N,K)
 #   tiles: v11, v11sk, v11sl, v11t, v12 and v13 with every tile of their TILE_CHOICES (TILE_LEVELS)
 #   timed together at the suite's shapes with M > 2 and rows TMA takes (TILE_SHAPES, plus
 #   TILE_MORE: space-separated M,N,K) in ${TILE_DTYPES:-fp16}: what a refit of auto needs where

@@ -21,12 +21,6 @@ The tile: MT = the smallest of 16, 32, 64 that holds M, NT = 128 (two warpgroups
 where 128-wide tiles would need more than two K slices to fill the SMs, stages as deep as shared
 memory allows (up to MAX_STAGES). Plan: `plan_splits`, pure.
 
-run(..., share=P) (P = 2 or 4) has P neighbouring column tiles share each slice's A: one
-cluster of S·P CTAs, in which the P CTAs of a K slice each load MT / P rows of A's box and
-multicast them to all P (v13's pair does this with B). Every CTA of a tile reads the same slice
-of A, so at 64 × 4096 × 4096 (64-wide tiles, S = 2) A is as many bytes from L2 as all of B. Not
-yet planned by default: it waits for a timing (SHARE).
-
 Limits: M ≤ 64 (larger M is v11sk's, v11sl's or v11's); TMA's, as v11: 16-byte aligned bases
 and K % 8 == 0, N % 8 == 0 for 2-byte types; other shapes are refused before launch.
 """
@@ -59,22 +53,19 @@ NARROW_AFTER = 2                  # K slices a 128-wide plan may take before 64-
 MIN_SLICE_K_TILES = 8             # v11sl's
 MAX_SPLITS = 8                    # the portable cluster size
 MAX_STAGES = 16
-SHARE = 1                         # column tiles per shared load of A unless run(share=) says
-SHARE_CHOICES = (1, 2, 4)
 
 
 @dataclass(frozen=True)
 class SwapTile:
     """v11t's compile-time tile: MT rows of M (wgmma's N) × NT columns of N (NT / 64 warpgroups,
     wgmma's M), 64 deep, `stages` deep, thread 0 refilling the stage read `tma_lag` iterations
-    ago, `share` column tiles sharing each load of A. bm and bn name the tile of C as the other
-    levels' tiles do; `defines()` writes it as the -DSW_* options native/v11t_swapab.cu requires."""
+    ago. bm and bn name the tile of C as the other levels' tiles do; `defines()` writes it as the
+    -DSW_* options native/v11t_swapab.cu requires."""
     mt: int = 16
     nt: int = 128
     stages: int = 4
     tma_lag: int = 2
     bk: int = 64
-    share: int = 1
 
     @property
     def bm(self) -> int:
@@ -87,11 +78,6 @@ class SwapTile:
     @property
     def threads(self) -> int:
         return 2 * self.nt              # 128 per 64 columns
-
-    @property
-    def a_rows(self) -> int:
-        """The rows of A's box one CTA loads: MT / share."""
-        return self.mt // self.share
 
     @property
     def stage_bytes(self) -> int:
@@ -107,8 +93,6 @@ class SwapTile:
             out.append(f"mt must be one of {MT_CHOICES}: the wgmma N this level compiles")
         if self.nt not in (64, 128):
             out.append("nt must be 64 or 128: one or two warpgroups of 64 columns")
-        if self.share not in SHARE_CHOICES or self.mt % self.share or self.a_rows < 8:
-            out.append(f"share must be one of {SHARE_CHOICES} with mt / share >= 8 rows (whole swizzle atoms)")
         if not 2 <= self.tma_lag < self.stages:
             out.append("2 <= tma_lag < stages (the stage read at kt-1 is released after wait_group 1 at kt)")
         if self.smem() > cm.SMEM_LIMIT:
@@ -118,23 +102,21 @@ class SwapTile:
     def defines(self) -> tuple[str, ...]:
         bad = self.problems()
         if bad:
-            raise ValueError(f"level {LEVEL}: no tile mt={self.mt}, nt={self.nt}, stages={self.stages}, "
-                             f"share={self.share}: "
+            raise ValueError(f"level {LEVEL}: no tile mt={self.mt}, nt={self.nt}, stages={self.stages}: "
                              f"{'; '.join(bad)}")
         return (f"-DSW_MT={self.mt}", f"-DSW_NT={self.nt}", f"-DSW_STAGES={self.stages}",
-                f"-DSW_TMA_LAG={self.tma_lag}", f"-DSW_SHARE={self.share}")
+                f"-DSW_TMA_LAG={self.tma_lag}")
 
 
-def tile_for(M: int, N: int, nt: int | None = None, stages: int | None = None,
-             share: int | None = None) -> SwapTile:
-    """MT the smallest of MT_CHOICES holding M (M ≤ 64), NT = 128 unless forced, as many
-    stages as fit in shared memory (up to MAX_STAGES) unless forced, and SHARE unless forced; a
-    ValueError names what a forced tile breaks."""
+def tile_for(M: int, N: int, nt: int | None = None, stages: int | None = None) -> SwapTile:
+    """MT the smallest of MT_CHOICES holding M (M ≤ 64), NT = 128 unless forced, and as many
+    stages as fit in shared memory (up to MAX_STAGES) unless forced; a ValueError names what a
+    forced tile breaks."""
     mt, nt = next((m for m in MT_CHOICES if M <= m), MT_CHOICES[-1]), nt or 128
     if stages is None:     # the valid tiles fit 9 stages or more; defines() words any other
         stages = max((s for s in range(3, MAX_STAGES + 1) if SwapTile(mt, nt, s).smem() <= cm.SMEM_LIMIT),
                      default=3)
-    tile = SwapTile(mt=mt, nt=nt, stages=stages, share=SHARE if share is None else share)
+    tile = SwapTile(mt=mt, nt=nt, stages=stages)
     tile.defines()                                  # raises for a tile the kernel cannot take
     return tile
 
@@ -144,31 +126,30 @@ DEFINES = CONFIG.defines()
 
 
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
-                nt: int | None = None, stages: int | None = None, share: int | None = None):
+                nt: int | None = None, stages: int | None = None):
     """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
     (splitk.cluster_splits: one cluster per tile). Where 128-wide tiles would need more than
     NARROW_AFTER slices to fill the SMs (N ≤ 4096 at M ≤ 64), 64-wide tiles with half the slices
     instead: each CTA's K loop is twice as long, so the pipeline's fill and the cluster's
-    reduction weigh half as much (1.5× faster at 16×4096×4096, docs/RESULTS.md). A shared A
-    puts `share` tiles' slices in one cluster, so S is then at most MAX_SPLITS / share; the
-    width is chosen as without it. Pure: no device is touched."""
-    def plan(nt, max_splits):
-        tile = tile_for(M, N, nt, stages, share)
+    reduction weigh half as much (1.5× faster at 16×4096×4096, docs/RESULTS.md). Pure: no device
+    is touched."""
+    def plan(nt):
+        tile = tile_for(M, N, nt, stages)
         tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
         return tile, splitk.cluster_splits(LEVEL, tiles, ceil_div(K, tile.bk), M, N, K, sms, splits,
-                                           max_splits, MIN_SLICE_K_TILES)
+                                           MAX_SPLITS, MIN_SLICE_K_TILES)
 
-    if nt is None and plan(None, MAX_SPLITS)[1] > NARROW_AFTER:
-        nt = 64
-    return plan(nt, MAX_SPLITS // tile_for(M, N, nt, stages, share).share)
+    tile, S = plan(nt)
+    if nt is None and S > NARROW_AFTER:
+        tile, S = plan(64)
+    return tile, S
 
 
 def launch_config(M: int, N: int, K: int, config: SwapTile | None = None, splits: int = 1):
-    """(grid, block, smem): tiles·S CTAs of the tile's threads, in clusters of S·share along x
-    (the tiles rounded up to whole clusters: a cluster's tiles right of N still load their A)."""
+    """(grid, block, smem): tiles·S CTAs of the tile's threads, in clusters of S along x."""
     config = config or tile_for(M, N)
     tiles = ceil_div(M, config.bm) * ceil_div(N, config.bn)
-    return (ceil_div(tiles, config.share) * config.share * splits, 1, 1), (config.threads, 1, 1), config.smem()
+    return (tiles * splits, 1, 1), (config.threads, 1, 1), config.smem()
 
 
 def unsupported(M: int, N: int, K: int) -> str | None:
@@ -180,7 +161,7 @@ def unsupported(M: int, N: int, K: int) -> str | None:
 
 
 def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, nt: int | None = None,
-        stages: int | None = None, share: int | None = None):
+        stages: int | None = None):
     from ..runtime import nvrtc
     from ..runtime.launch import launch_native
 
@@ -189,15 +170,11 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, nt: int | 
     reason = unsupported(M, N, K)
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
-    if share is not None:
-        share = wg.as_int(LEVEL, "share", share)
-    tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, nt=nt, stages=stages, share=share)
+    tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, nt=nt, stages=stages)
     per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S)
-    # v11's maps (an A box of MT / share rows, B in 64-column panels) and arguments; the tiles
-    # are one row
-    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile, super_tiles=False, a_rows=tile.a_rows) + \
+    # v11's maps (an A box of MT rows, B in 64-column panels) and arguments; the tiles are one row
+    args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile, super_tiles=False) + \
         cm.pack_args(("i", per), ("i", S))
     kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())
     grid, block, smem = launch_config(M, N, K, tile, S)
-    cluster = S * tile.share
-    launch_native(kernel, grid, block, smem, stream, args, cluster=cluster if cluster > 1 else None, pdl=True)
+    launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None, pdl=True)
