@@ -393,7 +393,10 @@ _C16 = {(r["dtype"], r["M"], r["level"]): r["kernel_ms"] for r in json.loads(
     (ROOT / "docs" / "data" / "h200_v13_c16.json").read_text())["rows"]}
 _TILES = {(r["M"], r["level"]): r["kernel_ms"] for r in json.loads(
     (ROOT / "docs" / "data" / "h200_v11_tiles.json").read_text())["rows"] if r["N"] == r["M"] == r["K"]}
+_SHARE = {r["level"]: r["ms"] for r in json.loads(     # v11t's A shared by 2 tiles, 64x4096x4096, H100
+    (ROOT / "docs" / "data" / "h100_v11t_share.json").read_text()) if (r["M"], r["N"], r["K"]) == (64, 4096, 4096)}
 LADDER_FIGURES = {
+    "with 2 tiles it ran at **{}×** v11t's speed": _SHARE["v11t"] / _SHARE["v11t:share=2"],
     "the shipped tile runs at **{}×** cuBLAS": _TILES[512, "cublas"] / _TILES[512, "v11"],
     "tile at **{}×**; at 2048³": _TILES[512, "cublas"] / _TILES[512, "v11:bm=64:bn=64"],
     "v13 gets **{}×** faster at 4096³ fp16": _C16["float16", 4096, "v13"] / _C16["float16", 4096, "v13/c16"],
