@@ -4,7 +4,7 @@
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
 #   steps: env tests tests1 … tests6 sanitize sgemm hgemm curve shapes overhead micro
-#          sweep ncu profile notebook top warm firstcall gemv skinny tiles
+#          sweep ncu profile notebook top warm firstcall gemv residency skinny tiles
 #          (default: env warm tests sanitize sgemm hgemm overhead micro)
 #   warm: python -m numba_gemm warm --census, every level's kernels (or those of WARM_LEVELS, a
 #   comma list: the tiles step needs only v11,v11sk,v11sl,v11t,v12,v13) compiled and its SASS
@@ -14,6 +14,8 @@
 #   gemv: v11gv (and v11gv:splits=4, the plan docs/data/v11gv_four_slices.patch would ship) beside
 #   v11t, v11sk and v11sl at M <= 2 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each (GEMV_LEVELS,
 #   GEMV_SHAPES: space-separated M,N,K)
+#   residency: tools/cluster_residency.py, whether the cluster levels' planned CTAs (RESIDENCY_LEVELS,
+#   default v11sl,v11t,v11gv, at the suite's shapes) fit on the GPU at once, JSON out
 #   skinny: v11t, v11sl and v11sk at M <= 64 in ${SKINNY_DTYPES:-fp16 bf16}, one JSON each
 #   (SKINNY_LEVELS, a comma list that may pass run() arguments as v11t:nt=128; SKINNY_SHAPES:
 #   space-separated M,N,K)
@@ -159,6 +161,11 @@ if has gemv; then  # v11gv beside the levels auto weighs against it at M <= 2 (b
       --dtype $dt --json "$OUT/gemv_$dt.json" >"$OUT/gemv_$dt.txt" 2>&1
     grep -E "^ *v11" "$OUT/gemv_$dt.txt"
   done
+fi
+if has residency; then  # clusters of each size that fit at once, against the plans' grids
+  timeout 120 python3 tools/cluster_residency.py --level "${RESIDENCY_LEVELS:-v11sl,v11t,v11gv}" \
+    --json "$OUT/residency.json" >"$OUT/residency.txt" 2>&1
+  echo "residency (exit $?)"; cat "$OUT/residency.txt"
 fi
 if has skinny; then  # v11t beside v11sl and v11sk at M <= 64 (bench.py JSON, what calibrate_auto reads)
   for dt in ${SKINNY_DTYPES:-fp16 bf16}; do
