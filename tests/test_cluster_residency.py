@@ -28,13 +28,12 @@ def test_waves_count_the_clusters_that_fit(tool, monkeypatch):
     # (docs/data/h100_cluster_residency.txt); the other sizes, not asked there, one cluster
     fits = {1: 132, 2: 66, 4: 30, 8: 15}
     monkeypatch.setattr(driver, "max_active_clusters", lambda fn, block, smem, c: fits.get(c, 1))
-    monkeypatch.setattr(driver, "max_active_blocks", lambda fn, threads, smem: 1)
-    four = tool.residency(Launch(0x1, (128,), (128,), 230624, [], [], cluster=4), sms=132)
+    four = tool.residency(Launch(0x1, (128,), (128,), 230624, [], [], cluster=4))
     assert (four["ctas"], four["slots"], four["waves_by_sms"], four["waves"]) == (128, 132, 1, 2)
     assert four["resident_ctas"][4] == 120 and four["resident_ctas"][2] == 132
-    pair = tool.residency(Launch(0x1, (128,), (128,), 230624, [], [], cluster=2), sms=132)
+    pair = tool.residency(Launch(0x1, (128,), (128,), 230624, [], [], cluster=2))
     assert pair["waves"] == pair["waves_by_sms"] == 1
-    lone = tool.residency(Launch(0x1, (264,), (128,), 230624, [], []), sms=132)
+    lone = tool.residency(Launch(0x1, (264,), (128,), 230624, [], []))
     assert (lone["cluster"], lone["waves"]) == (1, 2)
 
 

@@ -49,14 +49,13 @@ def recorded(lv, M: int, N: int, K: int, dtype):
     return rec.launches
 
 
-def residency(L, sms: int) -> dict:
+def residency(L) -> dict:
     """One recorded launch: its grid, cluster and what fits of it at once."""
     from numba_gemm.runtime import driver
 
     ctas, cluster = L.grid[0] * L.grid[1] * L.grid[2], L.cluster or 1
     fits = {c: driver.max_active_clusters(L.fn, L.block, L.smem, c) for c in SIZES}
-    slots = sms * driver.max_active_blocks(L.fn, L.block[0] * L.block[1] * L.block[2], L.smem)
-    resident = fits[cluster] * cluster
+    slots, resident = fits[1], fits[cluster] * cluster     # clusters of 1: every SM's CTAs
     return {"ctas": ctas, "threads": L.block[0] * L.block[1] * L.block[2], "smem": L.smem, "cluster": cluster,
             "resident_ctas": {c: n * c for c, n in fits.items()}, "slots": slots,
             "waves_by_sms": ceil_div(ctas, slots), "waves": ceil_div(ctas, max(resident, 1))}
@@ -94,7 +93,7 @@ def main(argv=None) -> int:
                 print(f"{name:<14} {M}×{N}×{K}: refused ({lv.unsupported(M, N, K)})")
                 continue
             for L in recorded(lv, M, N, K, dtype):
-                r = residency(L, sms)
+                r = residency(L)
                 rows.append({"level": name, "M": M, "N": N, "K": K, **r})
                 flag = "  <- more waves than the SMs need" if r["waves"] > r["waves_by_sms"] else ""
                 print(f"{name:<14} {f'{M}×{N}×{K}':>16} {r['ctas']:>5} {r['cluster']:>7} "
