@@ -1,10 +1,10 @@
 // v11t = v11sl on the transposed product: C^T = B^T A^T, so that a skinny M lands on wgmma's N.
 //
-// C (M x N, fp32) = alpha * A (M x K) @ B (K x N) + beta * C; A, B fp16 or bf16, row-major; M <= 64.
+// C (M x N, fp32) = alpha * A (M x K) @ B (K x N) + beta * C; A, B fp16 or bf16, row-major; M <= 32.
 //
 // v11sl at M = 16 runs m64n64k16 on a 64-row A tile of which 48 rows are TMA's zero fill: 3/4 of
 // the tensor work and of A's shared memory carry nothing. Here the roles swap. Each warpgroup
-// owns 64 columns of N (wgmma's M) and the CTA's MT rows of M are wgmma's N (16, 32 or 64):
+// owns 64 columns of N (wgmma's M) and the CTA's MT rows of M are wgmma's N (16 or 32):
 //   wgmma A operand: a 64 k-row x 64 n panel of B, exactly as TMA writes it for v11 (SWIZZLE_128B,
 //     n contiguous) - now M-major, imm-trans-a = 1: LBO unused (one 128-byte panel), SBO = 1024
 //     (next 8 k rows), k step +16 rows = +2048 bytes.
@@ -41,7 +41,7 @@ constexpr u32 B_PANEL = BK * 128;                          // 64 k-rows x 64 n
 constexpr u32 A_BYTES = MT * 128;                          // MT rows x 64 k
 constexpr u32 STAGE_BYTES = WARPGROUPS * B_PANEL + A_BYTES;
 constexpr int ROW = NT + 4;                                // floats per parked row of the tile
-static_assert(MT == 16 || MT == 32 || MT == 64, "wgmma N of 16, 32 or 64 (wgmma.cuh)");
+static_assert(MT == 16 || MT == 32, "wgmma N of 16 or 32: past M = 32 v11sl's tile is at least half full");
 static_assert(NT == 64 || NT == 128, "one or two warpgroups of 64 columns of N");
 static_assert(STAGE_BYTES % 1024 == 0, "stages on swizzle-atom boundaries");
 static_assert(2 <= TMA_LAG && TMA_LAG < STAGES, "refill a stage read 2..STAGES-1 iterations ago");

@@ -39,7 +39,7 @@ def test_waves_count_the_clusters_that_fit(tool, monkeypatch):
 
 def test_default_shapes_are_the_suites_the_level_serves(tool):
     shapes = tool.suite_shapes(get("v11t"))
-    assert shapes and all(M <= 64 and get("v11t").unsupported(M, N, K) is None for M, N, K in shapes)
+    assert shapes and all(M <= 32 and get("v11t").unsupported(M, N, K) is None for M, N, K in shapes)
 
 
 def test_without_a_gpu_it_says_so(tool, monkeypatch, capsys):

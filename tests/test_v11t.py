@@ -1,7 +1,7 @@
-"""v11t (v11sl on the transposed product: M ≤ 64 on wgmma's N).
+"""v11t (v11sl on the transposed product: M ≤ 32 on wgmma's N).
 
-CI (no GPU): the contract and the registry order; refusals (M > 64, TMA's rule); the tile rule
-(MT the smallest of 16, 32, 64 holding M, as many stages as fit) and plan_splits as pure functions
+CI (no GPU): the contract and the registry order; refusals (M > 32, TMA's rule); the tile rule
+(MT the smaller of 16 and 32 holding M, as many stages as fit) and plan_splits as pure functions
 (every K tile in exactly one slice, never an empty one, S·tiles within the SMs, S at most the
 portable cluster size); NVRTC compiles every tile with the census (HGMMA 64 × MT, the cluster
 barrier, loads from distributed shared memory; no local memory, no serialised wgmma); run()
@@ -37,20 +37,20 @@ def test_contract_and_registry_order():
 
 
 def test_refusals():
-    reason = sw.unsupported(65, 4096, 4096)
-    assert reason and "v11sk" in reason and "64" in reason
+    reason = sw.unsupported(33, 4096, 4096)
+    assert reason and "v11sk" in reason and "32" in reason
     for shape in [(16, 64, 100), (16, 100, 64)]:                 # TMA's 16-byte rows, as v11
         reason = sw.unsupported(*shape)
         assert reason and "v9" in reason and "16 bytes" in reason
-    for ok in [(1, 8, 8), (64, 4104, 72), (16, 8192, 2**20)]:
+    for ok in [(1, 8, 8), (32, 4104, 72), (16, 8192, 2**20)]:
         assert sw.unsupported(*ok) is None
     with pytest.raises(ValueError, match="v11sk"):
         sw.run(np.zeros((128, 64), np.float16), np.zeros((64, 64), np.float16), None, 1.0, 0.0)
 
 
 def test_tile_rule():
-    assert [sw.tile_for(M, 4096).mt for M in (1, 16, 17, 32, 33, 64)] == [16, 16, 32, 32, 64, 64]
-    for M in (16, 32, 64):
+    assert [sw.tile_for(M, 4096).mt for M in (1, 16, 17, 32)] == [16, 16, 32, 32]
+    for M in (16, 32):
         for nt in (64, 128):
             tile = sw.tile_for(M, 4096, nt=nt)
             deeper = sw.SwapTile(tile.mt, nt, tile.stages + 1)
@@ -65,15 +65,15 @@ def test_tile_rule():
 
 def test_plan_of_the_decode_shapes():
     plans = [sw.plan_splits(*shape) for shape in [(16, 8192, 8192), (16, 14336, 4096), (3, 1000, 776),
-                                                  (64, 4096, 4096), (16, 4096, 4096)]]
+                                                  (32, 4096, 4096), (16, 4096, 4096)]]
     # at N = 4096 128-wide tiles would take 4 slices: 64-wide ones take 2
-    assert [(t.mt, t.nt, s) for t, s in plans] == [(16, 128, 2), (16, 128, 1), (16, 128, 1), (64, 64, 2),
+    assert [(t.mt, t.nt, s) for t, s in plans] == [(16, 128, 2), (16, 128, 1), (16, 128, 1), (32, 64, 2),
                                                     (16, 64, 2)]
-    assert sw.plan_splits(64, 4096, 4096, nt=128)[1] == 4
+    assert sw.plan_splits(32, 4096, 4096, nt=128)[1] == 4
 
 
 @settings(max_examples=200, deadline=None)
-@given(M=st.integers(1, 64), n8=st.integers(1, 4096), k8=st.integers(1, 2**17), sms=st.integers(1, 264))
+@given(M=st.integers(1, 32), n8=st.integers(1, 4096), k8=st.integers(1, 2**17), sms=st.integers(1, 264))
 def test_plan_narrows_the_tile_only_past_two_slices(M, n8, k8, sms):
     N, K = 8 * n8, 8 * k8
     tile, S = sw.plan_splits(M, N, K, sms=sms)
@@ -82,7 +82,7 @@ def test_plan_narrows_the_tile_only_past_two_slices(M, n8, k8, sms):
 
 
 @settings(max_examples=300, deadline=None)
-@given(M=st.integers(1, 64), n8=st.integers(1, 4096), k8=st.integers(1, 2**17), sms=st.integers(1, 264),
+@given(M=st.integers(1, 32), n8=st.integers(1, 4096), k8=st.integers(1, 2**17), sms=st.integers(1, 264),
        nt=st.sampled_from([64, 128]))
 def test_plan_splits_covers_k_once(M, n8, k8, sms, nt):
     N, K = 8 * n8, 8 * k8
@@ -105,7 +105,7 @@ def test_forced_splits_refused_when_out_of_range():
 
 # ---------------------------------------------------------------------------- NVRTC + census
 
-@pytest.mark.parametrize("M", [16, 32, 64])
+@pytest.mark.parametrize("M", [16, 32])
 @pytest.mark.parametrize("nt", [64, 128])
 def test_compiles_with_its_census(M, nt):
     tile = sw.tile_for(M, 4096, nt=nt)
@@ -188,7 +188,7 @@ def _case(M, N, K, dtype, alpha, beta, rng, **kw):
 
 
 SHAPES = [(1, 8, 8), (3, 1000, 776), (16, 8192, 1024), (16, 4104, 4096), (17, 520, 1000), (32, 264, 2048),
-          (37, 1032, 1000), (64, 4096, 4096), (64, 8, 2056), (8, 136, 72), (50, 14336, 512)]
+          (29, 1032, 1000), (32, 4096, 4096), (32, 8, 2056), (8, 136, 72), (30, 14336, 512)]
 
 
 @pytest.mark.gpu
@@ -201,7 +201,7 @@ def test_exact_on_ragged_shapes_auto_splits(dtype):
         seen.add((tile.mt, S > 1))
         _case(M, N, K, dtype, 0.5, 3.0, rng)
         _case(M, N, K, dtype, 1.0, 0.0, rng)         # beta == 0: NaN in C must not leak
-    assert {(16, True), (16, False), (32, True), (64, True), (64, False)} <= seen
+    assert {(16, True), (16, False), (32, True), (32, False)} <= seen
 
 
 @pytest.mark.gpu
@@ -209,8 +209,8 @@ def test_exact_on_ragged_shapes_auto_splits(dtype):
 @pytest.mark.parametrize("splits", [1, 2, 3, 7, 8])
 def test_exact_with_forced_splits_and_widths(dtype, splits):
     rng = np.random.default_rng()
-    for (M, N, K), nt in [((16, 520, 1024), 128), ((33, 264, 1000), 64), ((5, 776, 2048), 64),
-                          ((64, 136, 1032), 128)]:
+    for (M, N, K), nt in [((16, 520, 1024), 128), ((31, 264, 1000), 64), ((5, 776, 2048), 64),
+                          ((32, 136, 1032), 128)]:
         _case(M, N, K, dtype, -1.5, 0.25, rng, splits=splits, nt=nt)
         _case(M, N, K, dtype, 1.0, 0.0, rng, splits=splits, nt=nt)
 

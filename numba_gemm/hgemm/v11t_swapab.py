@@ -1,13 +1,13 @@
 """read: diff native/v11sl_splitk.cu native/v11t_swapab.cu · run: python bench.py --level v11t --dtype fp16
 
-v11t: v11sl on the transposed product Cᵀ = Bᵀ·Aᵀ — a skinny M lands on wgmma's N (16, 32 or 64) instead of a 64-row tile mostly zero.
+v11t: v11sl on the transposed product Cᵀ = Bᵀ·Aᵀ — a skinny M lands on wgmma's N (16 or 32) instead of a 64-row tile mostly zero.
 
 v11t = v11sl with A and B swapped in the wgmma. At M = 16, v11sl's 64-row tile is 48 rows of
 TMA's zero fill: three quarters of A's shared memory and of the tensor work carry nothing, and
 the stage that holds them leaves less room for the bytes of B in flight. wgmma's M is fixed at
 64 per warpgroup, but its N may be 8…256, so v11t gives N's 64 columns to wgmma's M (a panel of
 B, as TMA already writes it for v11: n contiguous, so the instruction's A operand is M-major,
-imm-trans-a = 1) and M's MT = 16, 32 or 64 rows to wgmma's N (v11's A box with MT rows,
+imm-trans-a = 1) and M's MT = 16 or 32 rows to wgmma's N (v11's A box with MT rows,
 K-major). Every byte of a stage is used, a thread holds MT / 2 accumulators, and the stages
 go as deep as shared memory allows: these products are memory-bound.
 
@@ -17,12 +17,15 @@ reduction are v11sl's (a tile's S slices are one cluster, summed in the order 0�
 distributed shared memory), with the partial parked transposed so that C's rows are written
 with contiguous pair stores.
 
-The tile: MT = the smallest of 16, 32, 64 that holds M, NT = 128 (two warpgroups), or 64 (one)
+The tile: MT = the smaller of 16 and 32 that holds M, NT = 128 (two warpgroups), or 64 (one)
 where 128-wide tiles would need more than two K slices to fill the SMs, stages as deep as shared
 memory allows (up to MAX_STAGES). Plan: `plan_splits`, pure.
 
-Limits: M ≤ 64 (larger M is v11sk's, v11sl's or v11's); TMA's, as v11: 16-byte aligned bases
-and K % 8 == 0, N % 8 == 0 for 2-byte types; other shapes are refused before launch.
+Limits: M ≤ 32. Past 32 rows v11sl's 64-row tile is at least half full, and it was faster
+than v11t's 64-row tile at every shape where both ran, M = 48 and 64, on an H200 and an H100
+(docs/RESULTS.md, "v11t serves M ≤ 32"); larger M is v11sl's, v11sk's or v11's. TMA's limits,
+as v11: 16-byte aligned bases and K % 8 == 0, N % 8 == 0 for 2-byte types; other shapes are
+refused before launch.
 """
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ from . import _wgmma as wg
 LEVEL = "v11t"
 PARENT = "v11sl"
 TITLE = "the transposed product: a skinny M on wgmma's N"
-DELTA = ("v11t = v11sl with A and B swapped in the wgmma (Cᵀ = Bᵀ·Aᵀ): M ≤ 64 is wgmma's N, "
+DELTA = ("v11t = v11sl with A and B swapped in the wgmma (Cᵀ = Bᵀ·Aᵀ): M ≤ 32 is wgmma's N, "
          "a panel of B its M-major A operand; every byte of a stage used, stages as deep as fit")
 DTYPES = cm.DTYPES
 SOURCE = "v11t_swapab.cu"
@@ -47,8 +50,8 @@ SASS_MUST_NOT_HAVE = ("HMMA", "LDSM")
 RASTER = "n-fastest"             # MT ≥ M: one tile covers all of M, the tiles run along N
 SPLIT_IN_KERNEL = True            # numba_gemm.choose: no partials in memory, one launch
 
-MAX_M = 64                        # wgmma's N, as this level uses it
-MT_CHOICES = (16, 32, 64)
+MAX_M = 32                        # wgmma's N, as this level uses it
+MT_CHOICES = (16, 32)
 NARROW_AFTER = 2                  # K slices a 128-wide plan may take before 64-wide tiles serve
 MIN_SLICE_K_TILES = 8             # v11sl's
 MAX_SPLITS = 8                    # the portable cluster size
@@ -109,7 +112,7 @@ class SwapTile:
 
 
 def tile_for(M: int, N: int, nt: int | None = None, stages: int | None = None) -> SwapTile:
-    """MT the smallest of MT_CHOICES holding M (M ≤ 64), NT = 128 unless forced, and as many
+    """MT the smallest of MT_CHOICES holding M (M ≤ 32), NT = 128 unless forced, and as many
     stages as fit in shared memory (up to MAX_STAGES) unless forced; a ValueError names what a
     forced tile breaks."""
     mt, nt = next((m for m in MT_CHOICES if M <= m), MT_CHOICES[-1]), nt or 128
@@ -129,7 +132,7 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
                 nt: int | None = None, stages: int | None = None):
     """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
     (splitk.cluster_splits: one cluster per tile). Where 128-wide tiles would need more than
-    NARROW_AFTER slices to fill the SMs (N ≤ 4096 at M ≤ 64), 64-wide tiles with half the slices
+    NARROW_AFTER slices to fill the SMs (N ≤ 4096 at M ≤ 32), 64-wide tiles with half the slices
     instead: each CTA's K loop is twice as long, so the pipeline's fill and the cluster's
     reduction weigh half as much (1.5× faster at 16×4096×4096, docs/RESULTS.md). Pure: no device
     is touched."""
