@@ -75,6 +75,9 @@ fi
 python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >"$OUT/install.log" 2>&1 \
   || echo "editable install failed (see install.log)"
 
+shape_args() {  # the M,N,K words given, as bench.py arguments in the array shape_argv
+  shape_argv=(); for s in "$@"; do shape_argv+=(--shape "$s"); done
+}
 levels_where() {  # comma list of registry levels satisfying a Python predicate on `lv`
   python3 -c "from numba_gemm.registry import registry; print(','.join(n for n, lv in registry().items() if $1))"
 }
@@ -136,7 +139,7 @@ if has sanitize; then
   done
 fi
 if has sgemm; then
-  if [[ -n "${SGEMM_SHAPES:-}" ]]; then sizes=(); for s in $SGEMM_SHAPES; do sizes+=(--shape "$s"); done
+  if [[ -n "${SGEMM_SHAPES:-}" ]]; then shape_args $SGEMM_SHAPES; sizes=("${shape_argv[@]}")
   else sizes=(--size "${SIZES:-4096,4097,8192}"); fi
   timeout 420 python3 bench.py --level "${LEVELS:-sgemm}" "${sizes[@]}" --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
   cat "$OUT/sgemm.txt"
@@ -155,9 +158,9 @@ if has shapes; then  # ~20 user shapes: auto, the best level, cuBLAS, roofline; 
   done
 fi
 if has gemv; then  # v11gv beside the levels auto weighs against it at M <= 2 (bench.py JSON, what calibrate_auto reads)
+  shape_args ${GEMV_SHAPES:-1,4096,4096 2,4096,4096 1,8192,8192 1,14336,4096 2,4096,11008 1,4096,14336 2,1000,776}
   for dt in ${GEMV_DTYPES:-fp16 bf16}; do
-    gemv_shapes=(); for s in ${GEMV_SHAPES:-1,4096,4096 2,4096,4096 1,8192,8192 1,14336,4096 2,4096,11008 1,4096,14336 2,1000,776}; do gemv_shapes+=(--shape "$s"); done
-    timeout 240 python3 bench.py --level "${GEMV_LEVELS:-v11gv,v11gv:splits=4,v11t,v11sk,v11sl}" "${gemv_shapes[@]}" \
+    timeout 240 python3 bench.py --level "${GEMV_LEVELS:-v11gv,v11gv:splits=4,v11t,v11sk,v11sl}" "${shape_argv[@]}" \
       --dtype $dt --json "$OUT/gemv_$dt.json" >"$OUT/gemv_$dt.txt" 2>&1
     grep -E "^ *v11" "$OUT/gemv_$dt.txt"
   done
@@ -168,9 +171,9 @@ if has residency; then  # clusters of each size that fit at once, against the pl
   echo "residency (exit $?)"; cat "$OUT/residency.txt"
 fi
 if has skinny; then  # v11t beside v11sl and v11sk at M <= 64 (bench.py JSON, what calibrate_auto reads)
+  shape_args ${SKINNY_SHAPES:-4,8192,8192 8,4096,11008 16,4096,4096 16,8192,8192 16,14336,4096 32,8192,8192 64,4096,4096 64,14336,4096 3,1000,776}
   for dt in ${SKINNY_DTYPES:-fp16 bf16}; do
-    skinny_shapes=(); for s in ${SKINNY_SHAPES:-4,8192,8192 8,4096,11008 16,4096,4096 16,8192,8192 16,14336,4096 32,8192,8192 64,4096,4096 64,14336,4096 3,1000,776}; do skinny_shapes+=(--shape "$s"); done
-    timeout 240 python3 bench.py --level "${SKINNY_LEVELS:-v11t,v11sl,v11sk}" "${skinny_shapes[@]}" \
+    timeout 240 python3 bench.py --level "${SKINNY_LEVELS:-v11t,v11sl,v11sk}" "${shape_argv[@]}" \
       --dtype $dt --json "$OUT/skinny_$dt.json" >"$OUT/skinny_$dt.txt" 2>&1
     grep -E "^ *v11" "$OUT/skinny_$dt.txt"
   done
@@ -188,7 +191,7 @@ print(' '.join(f'{M},{N},{K}' for _, M, N, K in SUITE if M > 2 and choose.aligne
       if [[ -n ${TILE_BUDGET:-} ]] && (( SECONDS - tiles_start + ${TILE_TIMEOUT:-150} > TILE_BUDGET )); then
         echo "tiles $dt: TILE_BUDGET spent; not run: TILE_SHAPES=\"$*\""; break
       fi
-      group=(); for s in "${@:1:4}"; do group+=(--shape "$s"); done; shift $(( $# < 4 ? $# : 4 ))
+      shape_args "${@:1:4}"; group=("${shape_argv[@]}"); shift $(( $# < 4 ? $# : 4 ))
       part="$OUT/tiles_${dt}_${#parts[@]}.json"; parts+=("$part")
       timeout "${TILE_TIMEOUT:-150}" python3 bench.py --level "$levels" "${group[@]}" --dtype "$dt" \
         --json "$part" >>"$OUT/tiles_$dt.txt" 2>&1 || echo "tiles $dt: ${group[*]} ended with exit $?"
