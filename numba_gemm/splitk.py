@@ -77,6 +77,18 @@ def cluster_splits(level: str, tiles: int, k_tiles: int, M: int, N: int, K: int,
     return effective_splits(k_tiles, s)
 
 
+def resident_splits(tiles: int, k_tiles: int, splits: int, clusters) -> int:
+    """The most slices, at most `splits`, whose `tiles` clusters (one per tile, a CTA per slice)
+    are all resident at once: clusters(c) says how many clusters of c CTAs of the kernel fit.
+    A cluster's CTAs share one GPC, and the GPCs need not hold a whole number of clusters: on
+    an H100, clusters of 4 or 8 of a one-CTA-per-SM kernel fill 120 of its 132 SMs, so a plan of
+    128 CTAs sized by the SMs ran its last clusters in a second wave (docs/RESULTS.md,
+    thirty-sixth run). Rounded so that no slice is empty."""
+    while splits > 1 and tiles > clusters(splits):
+        splits -= 1
+    return effective_splits(k_tiles, splits)
+
+
 # ---------------------------------------------------------------------------- the reduction
 
 REDUCE_THREADS = 256

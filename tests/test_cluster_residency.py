@@ -1,11 +1,15 @@
-"""tools/cluster_residency.py: waves counted by the clusters that fit, not by the SMs (the
-driver stubbed), the suite shapes each level serves, and a clear refusal without a GPU. On a
-GPU the script itself is the measurement (tools/gpu_run.sh residency)."""
+"""Plans by the clusters that fit: splitk.resident_splits and the cluster levels' plan_splits with
+an H100's answers stubbed; tools/cluster_residency.py's waves counted by the clusters that fit,
+not by the SMs (the driver stubbed), the suite shapes each level serves, and a clear refusal
+without a GPU. On a GPU: every planned launch of v11sl, v11t and v11gv at shapes whose plans
+the SMs alone would put in clusters of 4 or 8 has all its clusters resident at once."""
 import sys
 from pathlib import Path
 
 import pytest
 
+from numba_gemm import splitk
+from numba_gemm.hgemm import v11gv_gemv as gv, v11sl_splitk as sl, v11t_swapab as sw
 from numba_gemm.registry import get
 from numba_gemm.runtime import driver, gpu
 from numba_gemm.runtime.launch import Launch
@@ -23,11 +27,48 @@ def tool():
     return cluster_residency
 
 
+# Clusters of a one-CTA-per-SM kernel that fit at once: 1, 2, 4 and 8 as an H100 answered for
+# v11t's 64x64 tile (docs/data/h100_cluster_residency.txt); 3, 5, 6 and 7, not asked there,
+# as if the same 120 SMs took them
+H100 = {1: 132, 2: 66, 3: 40, 4: 30, 5: 24, 6: 20, 7: 17, 8: 15}
+
+
+def test_resident_splits_lowers_s_until_every_cluster_fits():
+    assert splitk.resident_splits(16, 64, 8, H100.get) == 7          # 16 clusters of 8: one waits
+    assert splitk.resident_splits(32, 64, 4, H100.get) == 3
+    assert splitk.resident_splits(15, 64, 8, H100.get) == 8          # all fit: unchanged
+    assert splitk.resident_splits(200, 64, 2, H100.get) == 1         # none fits: no cluster at all
+    assert splitk.resident_splits(16, 12, 8, H100.get) == 6          # 7 slices of 12 K tiles: 2, ..., 0
+    assert splitk.resident_splits(16, 64, 8, lambda c: 132 // c) == 8
+
+
+@pytest.mark.parametrize("shape, pure, resident", [
+    ((16, 1024, 4096), 8, 7),        # an 8-head KV projection at decode: 16 tiles 64 wide
+    ((1, 2048, 4096), 4, 3),
+    ((32, 2048, 8192), 4, 3),
+])
+def test_v11t_plans_by_the_clusters_that_fit(shape, pure, resident):
+    tile, S = sw.plan_splits(*shape)
+    assert S == pure and sw.plan_splits(*shape, clusters=lambda t, c: H100[c]) == (tile, resident)
+    assert sw.plan_splits(*shape, splits=pure, clusters=lambda t, c: H100[c])[1] == pure  # forced: kept
+
+
+def test_v11sl_plans_by_the_clusters_that_fit():
+    tile, S = sl.plan_splits(128, 2048, 4096)
+    asked = []
+    assert S == 4 and sl.plan_splits(128, 2048, 4096, clusters=lambda t, c: asked.append(t) or H100[c]) == (tile, 3)
+    assert set(asked) == {tile}                                      # the planned tile's kernel is asked
+    assert sl.plan_splits(4096, 4096, 4096, clusters=lambda t, c: 0)[1] == 1   # no split: nothing to fit
+
+
+def test_v11gv_plans_by_the_clusters_that_fit():
+    assert gv.plan_splits(1, 4096, 4096) == 8
+    assert gv.plan_splits(1, 4096, 4096, clusters=lambda c: 3 * 132 // c) == 8   # three CTAs an SM: all fit
+    assert gv.plan_splits(1, 4096, 4096, clusters=H100.get) == 7
+
+
 def test_waves_count_the_clusters_that_fit(tool, monkeypatch):
-    # clusters of 1, 2, 4 and 8 as an H100 answered for v11t's 64x64 tile at M = 64
-    # (docs/data/h100_cluster_residency.txt); the other sizes, not asked there, one cluster
-    fits = {1: 132, 2: 66, 4: 30, 8: 15}
-    monkeypatch.setattr(driver, "max_active_clusters", lambda fn, block, smem, c: fits.get(c, 1))
+    monkeypatch.setattr(driver, "max_active_clusters", lambda fn, block, smem, c: H100[c])
     four = tool.residency(Launch(0x1, (128,), (128,), 230624, [], [], cluster=4))
     assert (four["ctas"], four["slots"], four["waves_by_sms"], four["waves"]) == (128, 132, 1, 2)
     assert four["resident_ctas"][4] == 120 and four["resident_ctas"][2] == 132
@@ -46,3 +87,19 @@ def test_without_a_gpu_it_says_so(tool, monkeypatch, capsys):
     monkeypatch.setattr(gpu, "has_gpu", lambda: False)
     assert tool.main([]) == 2
     assert "no CUDA GPU" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- GPU
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("level", ["v11sl", "v11t", "v11gv"])
+@pytest.mark.parametrize("shape", [(1, 1024, 4096), (16, 1024, 4096), (2, 2048, 4096), (32, 2048, 8192)])
+def test_planned_clusters_are_resident_at_once(tool, level, shape):
+    lv = get(level)
+    if lv.unsupported(*shape):
+        pytest.skip(lv.unsupported(*shape))
+    import numpy as np
+
+    for L in tool.recorded(lv, *shape, np.dtype(np.float16)):
+        r = tool.residency(L)
+        assert r["waves"] == r["waves_by_sms"] == 1, (level, shape, r)

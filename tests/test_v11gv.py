@@ -114,6 +114,7 @@ def stubbed(monkeypatch):
                         lambda source, name, defines=(): names.append((source, name, defines)) or 0x77)
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(gv.cm, "sm_count", lambda: 132)
+    monkeypatch.setattr(gv.cm, "resident_clusters", lambda fn, block, smem, c: 3 * 132 // c)  # every plan fits
     monkeypatch.setattr(gv.cm, "device_ptr", lambda a: a.ptr)
     return names
 

@@ -137,6 +137,7 @@ def stubbed(monkeypatch):
     monkeypatch.setattr(nvrtc, "function", lambda source, name, defines=(): function(source, name, defines))
     monkeypatch.setattr(driver, "allow_dynamic_smem", lambda fn, smem: None)
     monkeypatch.setattr(sl.cm, "sm_count", lambda: 132)
+    monkeypatch.setattr(sl.cm, "resident_clusters", lambda fn, block, smem, c: 132 // c)  # every plan fits
     monkeypatch.setattr(sl.wg, "maps_and_args", lambda level, A, B, C, alpha, beta, config: cm.pack_args(
         ("p", C.ptr), ("f", alpha), ("f", beta)))
     monkeypatch.setattr(sl.wg, "check_operands", lambda *a: None)

@@ -340,3 +340,28 @@ def sm_count() -> int:
 
 
 _SMS = None
+
+
+_resident: dict = {}
+
+
+def resident_clusters(fn, block, smem: int, cluster: int) -> int:
+    """How many clusters of `cluster` CTAs of this kernel (`block` threads, `smem` bytes of
+    dynamic shared memory) fit on the device at once (cuOccupancyMaxActiveClusters), cached."""
+    key = (int(fn), tuple(block), smem, cluster)
+    if key not in _resident:
+        from ..runtime import driver
+
+        _resident[key] = driver.max_active_clusters(fn, block, smem, cluster)
+    return _resident[key]
+
+
+def tile_clusters(source: str, kernel_name: str):
+    """A split plan's `clusters(tile, c)`: resident_clusters of the kernel compiled for `tile`
+    (its threads and shared memory), the kernel the launch then uses."""
+    def clusters(tile, c: int) -> int:
+        from ..runtime import nvrtc
+
+        fn = nvrtc.function(source, kernel_name, defines=tile.defines())
+        return resident_clusters(fn, (tile.threads, 1, 1), tile.smem(), c)
+    return clusters

@@ -93,14 +93,19 @@ def smem_bytes(rows: int) -> int:
     return 8 * rows * CONFIG.bn * 4
 
 
-def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None) -> int:
+def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
+                clusters=None) -> int:
     """S, the K slices (one cluster) per column tile: as many as one wave of CTAs holds (tiles·S
     within every SM's slots), at most MAX_SPLITS, each slice at least MIN_SLICE_STEPS steps of 64, none empty. A forced
-    `splits` (benchmarks) is checked the same way. Pure."""
+    `splits` (benchmarks) is checked the same way. `clusters(c)`, where given, says how many
+    clusters of c CTAs of the kernel fit at once, and S is lowered until all the tiles' clusters
+    do (splitk.resident_splits; run() asks the driver). Pure otherwise."""
     tiles, steps = ceil_div(N, CONFIG.bn), ceil_div(K, CONFIG.bk)
     if splits is None:
         fit = sms * resident_ctas(M, N, K) // tiles       # one wave: tiles·S within the slots
         s = max(1, min(fit, MAX_SPLITS, steps // MIN_SLICE_STEPS))
+        if clusters is not None:
+            s = splitk.resident_splits(tiles, steps, s, clusters)
     elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= min(MAX_SPLITS, steps):
         raise ValueError(f"level {LEVEL}: splits must be an int in 1..{min(MAX_SPLITS, steps)} (at most the "
                          f"cluster size {MAX_SPLITS} and the {steps} K steps of 64), got {splits!r}")
@@ -146,13 +151,15 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: 
     reason = unsupported(M, N, K)
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
-    S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits)
-    per = splitk.slice_k_tiles(ceil_div(K, CONFIG.bk), S) * CONFIG.bk
     pa, pb = cm.device_ptr(A), cm.device_ptr(B)
     aligned = cm.rows_16b_aligned(pa, K) and cm.rows_16b_aligned(pb, N)
-    args = cm.pack_args(("p", pa), ("p", pb), ("p", cm.device_ptr(C)), ("i", M), ("i", N), ("i", K),
-                        ("f", alpha), ("f", beta), ("i", per), ("i", S))
     kernel = nvrtc.function(SOURCE, kernel_name(cm.element_type(A), M, aligned),
                             defines=DEFINES if prefetch else NO_PREFETCH)
+    block, smem = (CONFIG.threads, 1, 1), smem_bytes(kernel_rows(M, aligned))
+    S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits,
+                    clusters=lambda c: cm.resident_clusters(kernel, block, smem, c))
+    per = splitk.slice_k_tiles(ceil_div(K, CONFIG.bk), S) * CONFIG.bk
+    args = cm.pack_args(("p", pa), ("p", pb), ("p", cm.device_ptr(C)), ("i", M), ("i", N), ("i", K),
+                        ("f", alpha), ("f", beta), ("i", per), ("i", S))
     grid, block, smem = launch_config(M, N, K, S, aligned)
     launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None, pdl=True)

@@ -85,17 +85,22 @@ WARM_VARIANTS = {f"bm={t.bm},bn={t.bn},stages={t.stages}": t.defines()
 
 
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
-                bm: int | None = None, bn: int | None = None, stages: int | None = None):
+                bm: int | None = None, bn: int | None = None, stages: int | None = None,
+                clusters=None):
     """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
     (splitk.choose_splits, or `splits` when given), rounded so that no slice is empty
     (splitk.effective_splits); the deepest pipeline when the tiles·S CTAs fit one per SM and
-    `stages` is not forced. Pure: no device is touched."""
+    `stages` is not forced. `clusters(tile, c)`, where given, says how many clusters of c CTAs
+    of the tile's kernel fit at once, and a planned S is lowered until all the tiles' clusters
+    do (splitk.resident_splits; run() asks the driver). Pure otherwise: no device is touched."""
     tile = tile_for(M, N, bm, bn, stages)
     tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
     k_tiles = ceil_div(K, tile.bk)
     S = splitk.cluster_splits(LEVEL, tiles, k_tiles, M, N, K, sms, splits, MAX_SPLITS, MIN_SLICE_K_TILES)
     if stages is None and tiles * S <= sms:
         tile = wg.deepest(tile)
+    if clusters is not None and splits is None:
+        S = splitk.resident_splits(tiles, k_tiles, S, lambda c: clusters(tile, c))
     return tile, S
 
 
@@ -126,10 +131,11 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, bm: int | 
     reason = unsupported(M, N, K)
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
+    kernel_name = KERNEL_NAMES[cm.element_type(A)]
     tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, bm=bm, bn=bn,
-                           stages=stages)
+                           stages=stages, clusters=cm.tile_clusters(SOURCE, kernel_name))
     per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S)
     args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile) + cm.pack_args(("i", per), ("i", S))
-    kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())
+    kernel = nvrtc.function(SOURCE, kernel_name, defines=tile.defines())
     grid, block, smem = launch_config(M, N, K, tile, S)
     launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None, pdl=True)

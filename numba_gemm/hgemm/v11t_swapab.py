@@ -129,22 +129,26 @@ DEFINES = CONFIG.defines()
 
 
 def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = None,
-                nt: int | None = None, stages: int | None = None):
+                nt: int | None = None, stages: int | None = None, clusters=None):
     """(tile, S) for an M×N×K product on `sms` SMs: tile_for, and S K slices
     (splitk.cluster_splits: one cluster per tile). Where 128-wide tiles would need more than
     NARROW_AFTER slices to fill the SMs (N ≤ 4096 at M ≤ 32), 64-wide tiles with half the slices
     instead: each CTA's K loop is twice as long, so the pipeline's fill and the cluster's
-    reduction weigh half as much (1.5× faster at 16×4096×4096, docs/RESULTS.md). Pure: no device
-    is touched."""
+    reduction weigh half as much (1.5× faster at 16×4096×4096, docs/RESULTS.md). `clusters(tile,
+    c)`, where given, says how many clusters of c CTAs of the tile's kernel fit at once, and S
+    is lowered until all the tiles' clusters do (splitk.resident_splits; run() asks the driver).
+    Pure otherwise: no device is touched."""
     def plan(nt):
         tile = tile_for(M, N, nt, stages)
         tiles = ceil_div(M, tile.bm) * ceil_div(N, tile.bn)
-        return tile, splitk.cluster_splits(LEVEL, tiles, ceil_div(K, tile.bk), M, N, K, sms, splits,
-                                           MAX_SPLITS, MIN_SLICE_K_TILES)
+        return tile, tiles, splitk.cluster_splits(LEVEL, tiles, ceil_div(K, tile.bk), M, N, K, sms,
+                                                  splits, MAX_SPLITS, MIN_SLICE_K_TILES)
 
-    tile, S = plan(nt)
+    tile, tiles, S = plan(nt)
     if nt is None and S > NARROW_AFTER:
-        tile, S = plan(64)
+        tile, tiles, S = plan(64)
+    if clusters is not None and splits is None:
+        S = splitk.resident_splits(tiles, ceil_div(K, tile.bk), S, lambda c: clusters(tile, c))
     return tile, S
 
 
@@ -173,11 +177,13 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, nt: int | 
     reason = unsupported(M, N, K)
     if reason:
         raise ValueError(f"level {LEVEL} cannot run M={M}, N={N}, K={K}: {reason}")
-    tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, nt=nt, stages=stages)
+    kernel_name = KERNEL_NAMES[cm.element_type(A)]
+    tile, S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits, nt=nt, stages=stages,
+                          clusters=cm.tile_clusters(SOURCE, kernel_name))
     per = splitk.slice_k_tiles(ceil_div(K, tile.bk), S)
     # v11's maps (an A box of MT rows, B in 64-column panels) and arguments; the tiles are one row
     args = wg.maps_and_args(LEVEL, A, B, C, alpha, beta, tile, super_tiles=False) + \
         cm.pack_args(("i", per), ("i", S))
-    kernel = nvrtc.function(SOURCE, KERNEL_NAMES[cm.element_type(A)], defines=tile.defines())
+    kernel = nvrtc.function(SOURCE, kernel_name, defines=tile.defines())
     grid, block, smem = launch_config(M, N, K, tile, S)
     launch_native(kernel, grid, block, smem, stream, args, cluster=S if S > 1 else None, pdl=True)

@@ -220,20 +220,12 @@ def unsupported(M: int, N: int, K: int) -> str | None:
     return wg.tma_rule(M, N, K)
 
 
-_resident: dict = {}
-
-
 def resident_clusters(fn, block, smem, cluster: int = CLUSTER) -> int:
     """How many clusters of this kernel fit on the device at once (cuOccupancyMaxActiveClusters)."""
-    from ..runtime import driver
-
-    key = int(fn)
-    if key not in _resident:
-        n = driver.max_active_clusters(fn, block, smem, cluster)
-        if n < 1:
-            raise RuntimeError(f"no cluster of {cluster} CTAs with {smem} bytes of shared memory fits")
-        _resident[key] = n
-    return _resident[key]
+    n = cm.resident_clusters(fn, block, smem, cluster)
+    if n < 1:
+        raise RuntimeError(f"no cluster of {cluster} CTAs with {smem} bytes of shared memory fits")
+    return n
 
 
 def c_map(C, M: int, N: int):
