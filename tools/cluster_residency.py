@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Do a cluster level's planned CTAs all fit on the GPU at once? Needs a GPU; launches nothing.
 
-A split-K plan such as v11sl's, v11t's or v11gv's counts one CTA per SM and sizes the grid to
-fill the SMs once: S slices of each tile, one cluster of S CTAs per tile. But a cluster's CTAs
-must be resident together on one GPC, and the GPCs need not hold a whole number of clusters:
-on an H100, clusters of 4 of v11t's 64x64 tile fit 120 of the 132 SMs, so a plan of 128 CTAs
-took a second wave (docs/RESULTS.md, thirty-sixth run). For each level and shape this script
-records the launches run() would make (no kernel runs), then asks the driver
-(cuOccupancyMaxActiveClusters) how many clusters of each size 1..8 of that kernel, with its
-block and shared memory, fit at once, and says how many waves the planned grid then takes.
+A split-K plan such as v11sl's, v11t's or v11gv's sizes the grid to fill the SMs once: S slices
+of each tile, one cluster of S CTAs per tile. But a cluster's CTAs must be resident together on
+one GPC, and the GPCs need not hold a whole number of clusters: on an H100, clusters of 4 of
+v11t's 64x64 tile fit 120 of the 132 SMs, so a plan of 128 CTAs took a second wave
+(docs/RESULTS.md, thirty-sixth run). The plans now lower S until every cluster fits
+(splitk.resident_splits); a forced `splits` is kept, so LEVEL:splits=S shows a plan as the SMs
+alone would size it. For each level and shape this script records the launches run() would make
+(no kernel runs), then asks the driver (cuOccupancyMaxActiveClusters) how many clusters of each
+size 1..8 of that kernel, with its block and shared memory, fit at once, and says how many waves
+the planned grid then takes.
 
     python tools/cluster_residency.py                              # v11sl, v11t, v11gv at their suite shapes
-    python tools/cluster_residency.py --level v11t:nt=128 --shape 16,4096,4096 --json out.json
+    python tools/cluster_residency.py --level v11t,v11t:splits=8 --shape 16,1024,4096 --json out.json
 """
 from __future__ import annotations
 

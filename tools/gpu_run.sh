@@ -15,7 +15,8 @@
 #   v11t, v11sk and v11sl at M <= 2 in ${GEMV_DTYPES:-fp16 bf16}, one JSON each (GEMV_LEVELS,
 #   GEMV_SHAPES: space-separated M,N,K)
 #   residency: tools/cluster_residency.py, whether the cluster levels' planned CTAs (RESIDENCY_LEVELS,
-#   default v11sl,v11t,v11gv, at the suite's shapes) fit on the GPU at once, JSON out
+#   default v11sl,v11t,v11gv, at the suite's shapes or RESIDENCY_SHAPES: space-separated M,N,K)
+#   fit on the GPU at once, JSON out
 #   skinny: v11t, v11sl and v11sk at M <= 64 in ${SKINNY_DTYPES:-fp16 bf16}, one JSON each
 #   (SKINNY_LEVELS, a comma list that may pass run() arguments as v11t:nt=128; SKINNY_SHAPES:
 #   space-separated M,N,K)
@@ -166,8 +167,9 @@ if has gemv; then  # v11gv beside the levels auto weighs against it at M <= 2 (b
   done
 fi
 if has residency; then  # clusters of each size that fit at once, against the plans' grids
+  shape_args ${RESIDENCY_SHAPES:-}
   timeout 120 python3 tools/cluster_residency.py --level "${RESIDENCY_LEVELS:-v11sl,v11t,v11gv}" \
-    --json "$OUT/residency.json" >"$OUT/residency.txt" 2>&1
+    "${shape_argv[@]}" --json "$OUT/residency.json" >"$OUT/residency.txt" 2>&1
   echo "residency (exit $?)"; cat "$OUT/residency.txt"
 fi
 if has skinny; then  # v11t beside v11sl and v11sk at M <= 64 (bench.py JSON, what calibrate_auto reads)
