@@ -44,8 +44,10 @@ from . import driver
 
 DEFAULT_ARCH = "sm_90a"
 
-# -lineinfo keeps SASS readable against the source at no runtime cost.
-BASE_OPTIONS = ("-std=c++17", "-default-device", "-lineinfo", "--ptxas-options=-v")
+# -lineinfo keeps SASS readable against the source at no runtime cost. --no-cache: NVRTC 12.9+
+# keeps a cache of its own, and a program served from it comes back without ptxas's -v lines
+# (registers, spills), which the census reads; this module caches each cubin with its log.
+BASE_OPTIONS = ("-std=c++17", "-default-device", "-lineinfo", "--ptxas-options=-v", "--no-cache")
 
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
