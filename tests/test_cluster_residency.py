@@ -27,23 +27,21 @@ def tool():
     return cluster_residency
 
 
-# Clusters of a one-CTA-per-SM kernel that fit at once: 1, 2, 4 and 8 as an H100 answered for
-# v11t's 64x64 tile (docs/data/h100_cluster_residency.txt); 3, 5, 6 and 7, not asked there,
-# as if the same 120 SMs took them
-H100 = {1: 132, 2: 66, 3: 40, 4: 30, 5: 24, 6: 20, 7: 17, 8: 15}
-
+# Clusters of a one-CTA-per-SM kernel (v11sl's and v11t's tiles) that fit at once on an H100, by
+# cluster size (docs/data/h100_residency_resident.json: 132 117 120 110 102 105 120 CTAs)
+H100 = {1: 132, 2: 66, 3: 39, 4: 30, 5: 22, 6: 17, 7: 15, 8: 15}
 
 def test_resident_splits_lowers_s_until_every_cluster_fits():
-    assert splitk.resident_splits(16, 64, 8, H100.get) == 7          # 16 clusters of 8: one waits
+    assert splitk.resident_splits(16, 64, 8, H100.get) == 6          # 16 clusters: 15 of 8 or 7 fit, 17 of 6
     assert splitk.resident_splits(32, 64, 4, H100.get) == 3
     assert splitk.resident_splits(15, 64, 8, H100.get) == 8          # all fit: unchanged
     assert splitk.resident_splits(200, 64, 2, H100.get) == 1         # none fits: no cluster at all
-    assert splitk.resident_splits(16, 12, 8, H100.get) == 6          # 7 slices of 12 K tiles: 2, ..., 0
+    assert splitk.resident_splits(16, 10, 8, H100.get) == 5          # 6 slices of 10 K tiles: 2, 2, 2, 2, 2, 0
     assert splitk.resident_splits(16, 64, 8, lambda c: 132 // c) == 8
 
 
 @pytest.mark.parametrize("shape, pure, resident", [
-    ((16, 1024, 4096), 8, 7),        # an 8-head KV projection at decode: 16 tiles 64 wide
+    ((16, 1024, 4096), 8, 6),        # an 8-head KV projection at decode: 16 tiles 64 wide
     ((1, 2048, 4096), 4, 3),
     ((32, 2048, 8192), 4, 3),
 ])
@@ -64,7 +62,7 @@ def test_v11sl_plans_by_the_clusters_that_fit():
 def test_v11gv_plans_by_the_clusters_that_fit():
     assert gv.plan_splits(1, 4096, 4096) == 8
     assert gv.plan_splits(1, 4096, 4096, clusters=lambda c: 3 * 132 // c) == 8   # three CTAs an SM: all fit
-    assert gv.plan_splits(1, 4096, 4096, clusters=H100.get) == 7
+    assert gv.plan_splits(1, 4096, 4096, clusters=H100.get) == 6
 
 
 def test_waves_count_the_clusters_that_fit(tool, monkeypatch):

@@ -395,7 +395,22 @@ _TILES = {(r["M"], r["level"]): r["kernel_ms"] for r in json.loads(
     (ROOT / "docs" / "data" / "h200_v11_tiles.json").read_text())["rows"] if r["N"] == r["M"] == r["K"]}
 _SHARE = {r["level"]: r["ms"] for r in json.loads(     # v11t's A shared by 2 tiles, 64x4096x4096, H100
     (ROOT / "docs" / "data" / "h100_v11t_share.json").read_text()) if (r["M"], r["N"], r["K"]) == (64, 4096, 4096)}
+
+
+def _resident_gains() -> list[float]:
+    """Old plan / plan that fits, per shape, of the H100 runs with `splits` forced to the old S."""
+    out = []
+    for part in ("t8", "t4", "sl8", "sl4"):
+        by = {}
+        for r in json.loads((ROOT / "docs" / "data" / f"h100_resident_plans_{part}.json").read_text()):
+            by.setdefault((r["M"], r["N"], r["K"]), {})["old" if "splits=" in r["level"] else "new"] = r["ms"]
+        out += [t["old"] / t["new"] for t in by.values()]
+    return out
+
+
 LADDER_FIGURES = {
+    "the plans that fit ran **{}–": min(_resident_gains()),
+    "–{}×** faster than those the SMs alone": max(_resident_gains()),
     "with 2 tiles it ran at **{}×** v11t's speed": _SHARE["v11t"] / _SHARE["v11t:share=2"],
     "the shipped tile runs at **{}×** cuBLAS": _TILES[512, "cublas"] / _TILES[512, "v11"],
     "tile at **{}×**; at 2048³": _TILES[512, "cublas"] / _TILES[512, "v11:bm=64:bn=64"],

@@ -134,7 +134,9 @@ def plan_splits(M: int, N: int, K: int, sms: int = 132, splits: int | None = Non
     (splitk.cluster_splits: one cluster per tile). Where 128-wide tiles would need more than
     NARROW_AFTER slices to fill the SMs (N ≤ 4096 at M ≤ 32), 64-wide tiles with half the slices
     instead: each CTA's K loop is twice as long, so the pipeline's fill and the cluster's
-    reduction weigh half as much (1.5× faster at 16×4096×4096, docs/RESULTS.md). `clusters(tile,
+    reduction weigh half as much. (1.5× faster at 16×4096×4096 against 4 slices of 128-wide
+    tiles, most of it their clusters of 4 not all fitting at once; against the 3 slices that
+    fit, 1.08× on an H100: docs/RESULTS.md, thirty-seventh run.) `clusters(tile,
     c)`, where given, says how many clusters of c CTAs of the tile's kernel fit at once, and S
     is lowered until all the tiles' clusters do (splitk.resident_splits; run() asks the driver).
     Pure otherwise: no device is touched."""
