@@ -30,7 +30,11 @@ as the parent.
 
 A level that reduces its slices inside the GEMM kernel (SPLIT_IN_KERNEL = True: v11sl, whose
 slices add through distributed shared memory) pays neither the partials' bytes nor the second
-launch.
+launch. Such a level's run() also lowers S until all its clusters are resident at once (the
+driver's count for the kernel, splitk.resident_splits); the model prices the split the SMs
+alone give, as it has no kernel to ask. The two differ only where clusters of 3 or more CTAs
+fill fewer SMs than the grid needs (on an H100: N ≤ 2048 at M ≤ 256, docs/RESULTS.md,
+thirty-seventh run).
 
 `overlap` says how much of the shorter term hides under the longer: 1 for a kernel whose
 epilogue runs while the tensor cores work on the next tile (v13's persistent grid with its TMA
