@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from numba_gemm import splitk
 from numba_gemm.hgemm import v11gv_gemv as gv, v11sl_splitk as sl, v11t_swapab as sw
@@ -38,6 +40,18 @@ def test_resident_splits_lowers_s_until_every_cluster_fits():
     assert splitk.resident_splits(200, 64, 2, H100.get) == 1         # none fits: no cluster at all
     assert splitk.resident_splits(16, 10, 8, H100.get) == 5          # 6 slices of 10 K tiles: 2, 2, 2, 2, 2, 0
     assert splitk.resident_splits(16, 64, 8, lambda c: 132 // c) == 8
+
+
+@settings(max_examples=300, deadline=None)
+@given(tiles=st.integers(1, 300), k_tiles=st.integers(1, 512), splits=st.integers(1, 8),
+       per_gpc=st.lists(st.integers(0, 18), min_size=1, max_size=8))
+def test_resident_splits_fit_never_grow_and_leave_no_slice_empty(tiles, k_tiles, splits, per_gpc):
+    splits = min(splits, k_tiles)
+    fits = lambda c: sum(n // c for n in per_gpc)           # GPCs of n SMs, one CTA an SM
+    S = splitk.resident_splits(tiles, k_tiles, splits, fits)
+    assert 1 <= S <= splits
+    assert S == 1 or tiles <= fits(S)         # fits(c) never grows with c: rounding S down keeps it
+    assert (S - 1) * splitk.slice_k_tiles(k_tiles, S) < k_tiles                     # the last slice has work
 
 
 @pytest.mark.parametrize("shape, pure, resident", [
