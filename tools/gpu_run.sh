@@ -129,8 +129,10 @@ for i in $(seq 1 $TEST_CHUNKS); do
   if has "tests$i"; then run_chunk "$i"; fi
 done
 # every native level on a small ragged shape, each checked for exactness. After the tests: on the
-# GPU machine (NVRTC 13.0) a source once compiled under compute-sanitizer compiles without a ptxas
-# log from then on, and the census tests that read its spill lines fail (docs/RESULTS.md, 2026-12-07)
+# GPU machine (NVRTC 13.0) a source compiled again came back without a ptxas log, after
+# compute-sanitizer and after a plain warm step, and the census tests that read its spill lines
+# failed; NVRTC's own cache serves such compiles, and runtime/nvrtc.py now passes --no-cache
+# (docs/RESULTS.md, thirty-seventh run; not yet run on a GPU)
 if has sanitize; then
   native=${SANITIZE_LEVELS:-$(levels_where "lv.native")}
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
