@@ -372,7 +372,27 @@ README_FIGURES = {
 }
 K2 = ledgers.bytes_ledger("k2", "h200", 4096)
 _V7_L2 = ledgers.l2_ledger("v7", 4096, ledgers.h200())
+
+
+def _resident_gains() -> list[float]:
+    """Old plan / plan that fits, per shape, of the H100 runs with `splits` forced to the old S."""
+    out = []
+    for part in ("t8", "t4", "sl8", "sl4"):
+        by = {}
+        for r in json.loads((ROOT / "docs" / "data" / f"h100_resident_plans_{part}.json").read_text()):
+            by.setdefault((r["M"], r["N"], r["K"]), {})["old" if "splits=" in r["level"] else "new"] = r["ms"]
+        out += [t["old"] / t["new"] for t in by.values()]
+    return out
+
+
+_RESIDENT_H100 = json.loads((ROOT / "docs" / "data" / "h100_residency_resident.json").read_text())["rows"][0]["resident_ctas"]
+
+
 CONCEPTS_FIGURES = {
+    "clusters of 4 or 8 of a kernel with one CTA to an SM fit on {} of": _RESIDENT_H100["4"],
+    "of 6 on {}, and a grid": _RESIDENT_H100["6"],
+    "lower their K split until all their clusters fit, {}–": min(_resident_gains()),
+    "–{}× faster at the shapes this changed": max(_resident_gains()),
     "issues {} FLOPs per SM per clock": COSTS["tensor"]["wgmma"]["flops_per_sm_cycle"],
     "clock, {}× what `mma.sync` reaches per clock": COSTS["tensor"]["wgmma"]["flops_per_sm_cycle"]
                                                    / COSTS["tensor"]["mma_sync"]["flops_per_sm_cycle"],
@@ -395,17 +415,6 @@ _TILES = {(r["M"], r["level"]): r["kernel_ms"] for r in json.loads(
     (ROOT / "docs" / "data" / "h200_v11_tiles.json").read_text())["rows"] if r["N"] == r["M"] == r["K"]}
 _SHARE = {r["level"]: r["ms"] for r in json.loads(     # v11t's A shared by 2 tiles, 64x4096x4096, H100
     (ROOT / "docs" / "data" / "h100_v11t_share.json").read_text()) if (r["M"], r["N"], r["K"]) == (64, 4096, 4096)}
-
-
-def _resident_gains() -> list[float]:
-    """Old plan / plan that fits, per shape, of the H100 runs with `splits` forced to the old S."""
-    out = []
-    for part in ("t8", "t4", "sl8", "sl4"):
-        by = {}
-        for r in json.loads((ROOT / "docs" / "data" / f"h100_resident_plans_{part}.json").read_text()):
-            by.setdefault((r["M"], r["N"], r["K"]), {})["old" if "splits=" in r["level"] else "new"] = r["ms"]
-        out += [t["old"] / t["new"] for t in by.values()]
-    return out
 
 
 LADDER_FIGURES = {
