@@ -33,6 +33,7 @@ def tool():
 # cluster size (docs/data/h100_residency_resident.json: 132 117 120 110 102 105 120 CTAs)
 H100 = {1: 132, 2: 66, 3: 39, 4: 30, 5: 22, 6: 17, 7: 15, 8: 15}
 
+
 def test_resident_splits_lowers_s_until_every_cluster_fits():
     assert splitk.resident_splits(16, 64, 8, H100.get) == 6          # 16 clusters: 15 of 8 or 7 fit, 17 of 6
     assert splitk.resident_splits(32, 64, 4, H100.get) == 3
@@ -51,7 +52,7 @@ def test_resident_splits_fit_never_grow_and_leave_no_slice_empty(tiles, k_tiles,
     S = splitk.resident_splits(tiles, k_tiles, splits, fits)
     assert 1 <= S <= splits
     assert S == 1 or tiles <= fits(S)         # fits(c) never grows with c: rounding S down keeps it
-    assert (S - 1) * splitk.slice_k_tiles(k_tiles, S) < k_tiles                     # the last slice has work
+    assert (S - 1) * splitk.slice_k_tiles(k_tiles, S) < k_tiles   # the last slice has work
 
 
 @pytest.mark.parametrize("shape, pure, resident", [
