@@ -4,7 +4,7 @@
 # Logs and JSON go to $OUT (default ./out); a short summary last.
 #   bash tools/gpu_run.sh [steps...]
 #   steps: env tests tests1 … tests6 sanitize sgemm hgemm curve shapes overhead micro
-#          sweep ncu profile notebook top warm firstcall gemv residency skinny tiles
+#          sweep ncu profile notebook top warm firstcall gemv residency plans skinny tiles
 #          (default: env warm tests sanitize sgemm hgemm overhead micro)
 #   warm: python -m numba_gemm warm --census, every level's kernels (or those of WARM_LEVELS, a
 #   comma list: the tiles step needs only v11,v11sk,v11sl,v11t,v12,v13) compiled and its SASS
@@ -17,6 +17,9 @@
 #   residency: tools/cluster_residency.py, whether the cluster levels' planned CTAs (RESIDENCY_LEVELS,
 #   default v11sl,v11t,v11gv, at the suite's shapes or RESIDENCY_SHAPES: space-separated M,N,K)
 #   fit on the GPU at once, JSON out
+#   plans: v11t, v11sl and v11gv (PLANS_LEVELS) as they plan, beside LEVEL:splits=S, the split the
+#   SMs alone would size (before the plans counted the clusters that fit), at PLANS_SHAPES
+#   (space-separated M,N,K) in ${PLANS_DTYPES:-fp16 bf16}, one bench.py JSON per shape and dtype
 #   skinny: v11t, v11sl and v11sk at M <= 64 in ${SKINNY_DTYPES:-fp16 bf16}, one JSON each
 #   (SKINNY_LEVELS, a comma list that may pass run() arguments as v11t:nt=128; SKINNY_SHAPES:
 #   space-separated M,N,K)
@@ -166,6 +169,27 @@ if has gemv; then  # v11gv beside the levels auto weighs against it at M <= 2 (b
     timeout 240 python3 bench.py --level "${GEMV_LEVELS:-v11gv,v11gv:splits=4,v11t,v11sk,v11sl}" "${shape_argv[@]}" \
       --dtype $dt --json "$OUT/gemv_$dt.json" >"$OUT/gemv_$dt.txt" 2>&1
     grep -E "^ *v11" "$OUT/gemv_$dt.txt"
+  done
+fi
+if has plans; then  # each cluster level's plan beside the split the SMs alone would size, interleaved
+  for dt in ${PLANS_DTYPES:-fp16 bf16}; do
+    for s in ${PLANS_SHAPES:-16,1024,4096 1,2048,4096 32,2048,8192 64,1024,4096 128,2048,4096 256,1024,4096}; do
+      levels=$(python3 -c "from numba_gemm.registry import get
+from numba_gemm.hgemm import _common as cm
+M, N, K = $s
+out = []
+for name in '${PLANS_LEVELS:-v11t,v11sl,v11gv}'.split(','):
+    lv = get(name)
+    if lv.unsupported(M, N, K) is None:
+        got = lv.module.plan_splits(M, N, K, sms=cm.sm_count())
+        S = got[1] if isinstance(got, tuple) else got
+        out += [name] + ([f'{name}:splits={S}'] if S > 1 else [])
+print(','.join(out))")
+      [[ -n $levels ]] || continue
+      name="plans_${dt}_${s//,/x}"
+      timeout 120 python3 bench.py --level "$levels" --shape "$s" --dtype $dt --json "$OUT/$name.json" >"$OUT/$name.txt" 2>&1
+      grep -E "^ *v11" "$OUT/$name.txt"
+    done
   done
 fi
 if has residency; then  # clusters of each size that fit at once, against the plans' grids
