@@ -155,7 +155,7 @@ def run(A, B, C, alpha, beta, stream=None, splits: int | None = None, prefetch: 
     aligned = cm.rows_16b_aligned(pa, K) and cm.rows_16b_aligned(pb, N)
     kernel = nvrtc.function(SOURCE, kernel_name(cm.element_type(A), M, aligned),
                             defines=DEFINES if prefetch else NO_PREFETCH)
-    block, smem = (CONFIG.threads, 1, 1), smem_bytes(kernel_rows(M, aligned))
+    _, block, smem = launch_config(M, N, K, 1, aligned)      # the grid waits for S
     S = plan_splits(M, N, K, sms=cm.sm_count(), splits=splits,
                     clusters=lambda c: cm.resident_clusters(kernel, block, smem, c))
     per = splitk.slice_k_tiles(ceil_div(K, CONFIG.bk), S) * CONFIG.bk
