@@ -135,7 +135,7 @@ done
 # GPU machine (NVRTC 13.0) a source compiled again came back without a ptxas log, after
 # compute-sanitizer and after a plain warm step, and the census tests that read its spill lines
 # failed; NVRTC's own cache serves such compiles, and runtime/nvrtc.py now passes --no-cache
-# (docs/RESULTS.md, thirty-seventh run; not yet run on a GPU)
+# (docs/RESULTS.md, thirty-seventh run; confirmed by chunk 3 after a warm step, thirty-eighth run)
 if has sanitize; then
   native=${SANITIZE_LEVELS:-$(levels_where "lv.native")}
   for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
