@@ -168,6 +168,53 @@ def test_c_is_poisoned_with_nan_when_beta_is_zero(monkeypatch):
     assert seen == [None, True] and r.ok is False and "beta=0.0" in r.note
 
 
+def test_the_products_once_give_the_verdicts_computed_each_time():
+    """check.Products (A@B and |A|@|B| in float64, computed once per shape) changes no verdict."""
+    from numba_gemm.measure import check
+
+    rng = np.random.default_rng(3)
+    A, B, C = check.random_inputs(9, 7, 33, dtype=np.float16, rng=rng)
+    products = check.Products(A, B)
+    good = check.reference(A, B, C, 0.5, -1.5).astype(np.float32)
+    bad = good.copy()
+    bad[8, 6] += 1e-2
+    for out in (good, bad):
+        for C_in, alpha, beta in ((C, 0.5, -1.5), (None, 1.0, 0.0)):
+            once = check.verify(out, A, B, C_in, alpha, beta, "hgemm", products=products)
+            assert once == check.verify(out, A, B, C_in, alpha, beta, "hgemm")
+    assert not check.verify(bad, A, B, C, 0.5, -1.5, "hgemm", products=products).ok
+
+
+def test_the_levels_of_a_shape_are_checked_on_one_sample_of_rows_with_the_last(monkeypatch):
+    """Past CHECK_ROWS rows each shape draws its rows once (the float64 products computed once
+    for every level) and the last row, in the edge tile, is always among them: a level wrong
+    only there is caught every time, not at the sample's chance."""
+    from numba_gemm.measure import check
+
+    made = []
+    real = check.Products
+
+    class Counted(real):
+        def __init__(self, A, B):
+            made.append(A.shape)
+            super().__init__(A, B)
+
+    monkeypatch.setattr(check, "Products", Counted)
+    monkeypatch.setattr(nb, "CHECK_ROWS", 3)
+    runner = nb.Runner(simulator=True, seed=5)
+    assert all(r.ok for r in runner.run_shape(nb.parse_levels("k2,k3"), 40, 5, 4))
+    assert made == [(3, 4)]
+    rows, _ = runner.checked_rows(40, 5, 4, np.dtype(np.float32))
+    assert len(set(rows)) == 3 and rows[-1] == 39
+
+    def last_row_wrong(host, alpha, beta):
+        host[-1, 0] += 1.0
+
+    _patched(monkeypatch, "k2", last_row_wrong)
+    for seed in range(4):
+        assert nb.Runner(simulator=True, seed=seed).run(nb.parse_levels("k2")[0], 40, 5, 4).ok is False
+
+
 def test_bench_without_warmup(monkeypatch):
     from numba_gemm.measure.timing import bench as time_it
 

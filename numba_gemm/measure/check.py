@@ -18,17 +18,34 @@ import numpy as np
 RTOL = {"sgemm": 1e-4, "hgemm": 1e-3}
 
 
-def reference(A, B, C, alpha: float, beta: float) -> np.ndarray:
-    """alpha * A @ B + beta * C in float64 (C is not read when beta == 0: BLAS semantics)."""
-    ref = alpha * (np.asarray(A, np.float64) @ np.asarray(B, np.float64))
+class Products:
+    """A @ B and |A| @ |B| in float64: the costly part of the reference and of the error bound.
+    Computed once, they serve every output checked against the same A and B (bench.py checks a
+    dozen levels of one shape twice each, and at 8192² each product is a 128-row float64 GEMM
+    over a 512 MB float64 copy of B)."""
+
+    def __init__(self, A, B):
+        A64, B64 = np.asarray(A, np.float64), np.asarray(B, np.float64)
+        self.ab = A64 @ B64
+        self.abs_ab = np.abs(A64) @ np.abs(B64)
+
+
+def reference(A, B, C, alpha: float, beta: float, products: Products | None = None) -> np.ndarray:
+    """alpha * A @ B + beta * C in float64 (C is not read when beta == 0: BLAS semantics);
+    A @ B from `products` when given."""
+    ab = products.ab if products is not None else np.asarray(A, np.float64) @ np.asarray(B, np.float64)
+    ref = alpha * ab
     if beta != 0:
         ref += beta * np.asarray(C, np.float64)
     return ref
 
 
-def scale(A, B, C, alpha: float, beta: float) -> np.ndarray:
-    """Per-element magnitude that bounds the rounding error: |alpha|·|A|@|B| + |beta|·|C|."""
-    s = abs(alpha) * (np.abs(np.asarray(A, np.float64)) @ np.abs(np.asarray(B, np.float64)))
+def scale(A, B, C, alpha: float, beta: float, products: Products | None = None) -> np.ndarray:
+    """Per-element magnitude that bounds the rounding error: |alpha|·|A|@|B| + |beta|·|C|;
+    |A|@|B| from `products` when given."""
+    abs_ab = products.abs_ab if products is not None else \
+        np.abs(np.asarray(A, np.float64)) @ np.abs(np.asarray(B, np.float64))
+    s = abs(alpha) * abs_ab
     if beta != 0:
         s += abs(beta) * np.abs(np.asarray(C, np.float64))
     return s
@@ -67,12 +84,13 @@ def unit_roundoff(dtype) -> float:
 
 
 def verify(out, A, B, C_in, alpha: float, beta: float, family: str = "sgemm",
-           out_dtype=np.float32) -> Verdict:
+           out_dtype=np.float32, products: Products | None = None) -> Verdict:
     """Compare a level's output with the float64 reference. NaN/Inf in `out` always fails.
-    out_dtype: the type C was stored in (a 16-bit C adds its one rounding to the bound)."""
+    out_dtype: the type C was stored in (a 16-bit C adds its one rounding to the bound).
+    products: Products(A, B), when the caller checks several outputs against the same A and B."""
     out = np.asarray(out, np.float64)
-    ref = reference(A, B, C_in, alpha, beta)
-    allowed = RTOL[family] * scale(A, B, C_in, alpha, beta) + np.finfo(np.float32).tiny
+    ref = reference(A, B, C_in, alpha, beta, products)
+    allowed = RTOL[family] * scale(A, B, C_in, alpha, beta, products) + np.finfo(np.float32).tiny
     if np.dtype(out_dtype) != np.float32:
         f = _finfo(out_dtype)
         allowed += unit_roundoff(out_dtype) * (np.abs(ref) + allowed) + float(f.smallest_subnormal) / 2
