@@ -58,8 +58,9 @@ def test_verdicts_catch_a_result_that_reads_c_when_beta_is_zero():
     A, B, C = check.random_inputs(24, 20, 16, dtype=np.float32)
     dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.device_array((24, 20), np.float32)
     rows = np.arange(24)
-    assert all(v.ok for v in top.verdicts(_Fake(), A, B, C, dA, dB, dC, rows))
-    vs = top.verdicts(_Fake(leak=True), A, B, C, dA, dB, dC, rows)
+    products = check.Products(A, B)
+    assert all(v.ok for v in top.verdicts(_Fake(), A, B, C, dA, dB, dC, rows, products))
+    vs = top.verdicts(_Fake(leak=True), A, B, C, dA, dB, dC, rows, products)
     assert vs[0].ok and not vs[1].ok          # 0 * NaN is NaN: the poisoned C shows
 
 

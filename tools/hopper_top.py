@@ -50,10 +50,11 @@ def write_json(args, rows) -> None:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
 
 
-def verdicts(lv, A, B, C, dA, dB, dC, rows) -> list:
+def verdicts(lv, A, B, C, dA, dB, dC, rows, products) -> list:
     """lv's result on `rows` against float64, for each (alpha, beta) bench.py checks: C read
     (beta != 0), then C poisoned with NaN, which beta == 0 must never read. C's dtype (float32
-    or A's 16-bit type) is the one the level writes; dC holds it (bf16 as uint16 bits)."""
+    or A's 16-bit type) is the one the level writes; dC holds it (bf16 as uint16 bits).
+    products: check.Products(A[rows], B), computed once for every level of the shape."""
     from numba import cuda
 
     from numba_gemm.api import transfer_dtype
@@ -67,7 +68,7 @@ def verdicts(lv, A, B, C, dA, dB, dC, rows) -> list:
         lv.run(dA, dB, dC, alpha, beta)
         got = dC.copy_to_host().view(C.dtype)[rows]
         out.append(check.verify(got, A[rows], B, C[rows] if beta else None, alpha, beta, lv.family,
-                                out_dtype=C.dtype))
+                                out_dtype=C.dtype, products=products))
     return out
 
 
@@ -141,9 +142,11 @@ def main() -> int:
             A, B, C = check.random_inputs(M, N, K, dtype=dtypes[dname])
             dA = cuda.to_device(A.view(transfer_dtype(dtypes[dname])))
             dB = cuda.to_device(B.view(transfer_dtype(dtypes[dname])))
+            products = check.Products(A, B)
             for lv in levels:
                 Cx, dC = c_of(C, dtypes[dname], lv.c16)
-                if not _report(lv, f"{M}x{N}x{K} {dname}", verdicts(lv, A, B, Cx, dA, dB, dC, np.arange(M))):
+                if not _report(lv, f"{M}x{N}x{K} {dname}",
+                               verdicts(lv, A, B, Cx, dA, dB, dC, np.arange(M), products)):
                     return 1
     for dname in args.dtypes.split(","):
         dtype = dtypes[dname]
@@ -154,12 +157,14 @@ def main() -> int:
             dB = cuda.to_device(B.view(transfer_dtype(dtype)))
             dCs = {c16: c_of(C, dtype, c16) for c16 in c16s}
             rows_checked = np.sort(np.random.default_rng(0).choice(M, min(M, 256), replace=False))
+            products = check.Products(A[rows_checked], B)
             runs = {cublas_label(c16): (lambda c16=c16: blas.gemm(dA, dB, dCs[c16][1], 1.0, 0.0,
                                                                  in_dtype=dtype, c16=c16))
                     for c16 in c16s}
             for lv in levels:
                 Cx, dC = dCs[lv.c16]
-                if not _report(lv, f"{M}x{N}x{K} {dname}", verdicts(lv, A, B, Cx, dA, dB, dC, rows_checked)):
+                if not _report(lv, f"{M}x{N}x{K} {dname}",
+                               verdicts(lv, A, B, Cx, dA, dB, dC, rows_checked, products)):
                     return 1
                 runs[lv.label] = (lambda lv=lv, dC=dC: lv.run(dA, dB, dC, 1.0, 0.0))
             names = list(runs)
