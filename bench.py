@@ -11,7 +11,8 @@
     python bench.py --help                         # every level (the registry's list) and its parent
 
 Each level is first checked against a float64 reference twice (alpha=0.5, beta=-1.5 on a
-random C, and the timed alpha=1, beta=0 with C poisoned with NaN), then timed with CUDA events
+random C, and the timed alpha=1, beta=0 with C poisoned with NaN; past 128 rows, on 128 rows of
+C drawn once per shape for every level, the last among them), then timed with CUDA events
 (warm-up, median of repeats), and cuBLAS runs on the same buffers in the same process. The
 levels of a shape (of one input type), their CUDA C twins and cuBLAS are timed interleaved, after
 all of them are checked: in rounds of rotating order (A B C, B C A, C A B, ...), a few calls each
