@@ -156,7 +156,7 @@ def main() -> int:
             dA = cuda.to_device(A.view(transfer_dtype(dtype)))
             dB = cuda.to_device(B.view(transfer_dtype(dtype)))
             dCs = {c16: c_of(C, dtype, c16) for c16 in c16s}
-            rows_checked = np.sort(np.random.default_rng(0).choice(M, min(M, 256), replace=False))
+            rows_checked = check.rows_to_check(M, 256, np.random.default_rng(0))
             products = check.Products(A[rows_checked], B)
             runs = {cublas_label(c16): (lambda c16=c16: blas.gemm(dA, dB, dCs[c16][1], 1.0, 0.0,
                                                                  in_dtype=dtype, c16=c16))

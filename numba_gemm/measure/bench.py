@@ -227,13 +227,11 @@ class Runner:
 
     def checked_rows(self, M, N, K, dtype):
         """(rows, check.Products of A[rows] and B): the rows of C every level of this shape is
-        checked on, all of them up to CHECK_ROWS, else CHECK_ROWS drawn at random with the last
-        among them (it lies in the edge tile); the float64 products are computed once for them."""
+        checked on (check.rows_to_check), with their float64 products computed once."""
         key = (M, N, K, dtype.name)
         if key not in self._checked:
             A, B, _, _ = self.inputs(M, N, K, dtype)
-            rows = np.arange(M) if M <= CHECK_ROWS else np.append(
-                np.sort(self.rng.choice(M - 1, CHECK_ROWS - 1, replace=False)), M - 1)
+            rows = check.rows_to_check(M, CHECK_ROWS, self.rng)
             self._checked[key] = rows, check.Products(A[rows], B)
         return self._checked[key]
 

@@ -18,6 +18,14 @@ import numpy as np
 RTOL = {"sgemm": 1e-4, "hgemm": 1e-3}
 
 
+def rows_to_check(M: int, count: int, rng) -> np.ndarray:
+    """The rows of C a check reads: all M up to `count`, else `count` in order, drawn at random
+    with the last among them (it lies in the edge tile, where a ragged-row bug would show)."""
+    if M <= count:
+        return np.arange(M)
+    return np.append(np.sort(rng.choice(M - 1, count - 1, replace=False)), M - 1)
+
+
 class Products:
     """A @ B and |A| @ |B| in float64: the costly part of the reference and of the error bound.
     Computed once, they serve every output checked against the same A and B (bench.py checks a
