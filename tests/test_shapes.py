@@ -345,6 +345,18 @@ def test_table_gives_the_loop_against_both_cublas_calls():
     assert row.split()[9] == "-" and "torch.mm back-to-back" not in "\n".join(rest)
 
 
+def test_a_run_on_another_card_says_whose_ceilings_the_roofline_uses():
+    """The roofline columns and auto's constants are the H200's: a run on another card says so
+    under its table, and a run on the H200 (or of unknown card) adds no line."""
+    r = shapes.ShapeResult("s", 64, 64, 64, "float16", 0.001, "memory", "v11", cublas_ms=0.010)
+    r.levels.append(shapes.Timed("v11", True, 0.0, 0.008, 0.010, 0.009))
+    h100 = shapes.format_table([r], "NVIDIA H100 80GB HBM3 (sm_90)").splitlines()[-1]
+    assert h100.startswith("note: this ran on NVIDIA H100") and "the H200's measured ceilings" in h100
+    assert shapes.choose.CALIBRATION.name in h100
+    for card in ("NVIDIA H200 (sm_90)", ""):
+        assert "note:" not in shapes.format_table([r], card)
+
+
 def test_a_later_run_replaces_what_an_earlier_one_measured(tmp_path, monkeypatch):
     """calibrate_auto.samples: one point per level and shape, the last file's (files oldest
     first), so a level measured again after it changed is fitted as it is now."""

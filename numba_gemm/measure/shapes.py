@@ -291,7 +291,16 @@ def geomean(xs) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def format_table(results: list[ShapeResult]) -> str:
+def ceilings_note(card: str) -> str:
+    """What the roofline columns and auto stand on, when the card that ran is not the H200."""
+    if not card or "H200" in card:
+        return ""
+    return (f"note: this ran on {card}; the roofline columns use the H200's measured ceilings "
+            f"and auto's constants ({choose.CALIBRATION.name}) were fitted on the H200")
+
+
+def format_table(results: list[ShapeResult], card: str = "") -> str:
+    """The suite's table and summary lines; card (the device's name) adds ceilings_note's line."""
     head = ["shape", "M×N×K", "auto", "auto µs", "best", "best µs", "cuBLAS µs", "auto/cuBLAS",
             "loop: auto/cuBLAS", "loop: auto/torch.mm", "roofline µs", "bound", "% roofline"]
     rows = [head]
@@ -322,6 +331,8 @@ def format_table(results: list[ShapeResult]) -> str:
     if misses:
         name, x = max(misses, key=lambda m: m[1])
         lines.append(f"auto vs the best level timed: worst {x:.3f}x its time ({name})")
+    if ceilings_note(card):
+        lines.append(ceilings_note(card))
     notes = [f"  {r.name}: {r.note.strip()}" for r in results if r.note.strip()]
     return "\n".join(lines + (["notes:"] + notes if notes else []))
 
@@ -373,10 +384,11 @@ def cli(dtype_name: str, *, explain_only: bool, simulator: bool, json_path: str 
         bar.step(name)
         results.append(run_shape(runner, name, M, N, K, dtype))
     bar.close()
-    print(format_table(results))
+    prov = provenance(command)
+    print(format_table(results, prov["card"]))
     if json_path:
         with open(json_path, "w") as f:
-            json.dump(dict(provenance(command), dtype=dtype.name,
+            json.dump(dict(prov, dtype=dtype.name, roofline="the H200's measured ceilings",
                            method=("kernel_ms: isolated (a sleeping kernel before each call, median); "
                                    f"loop_ms: {LOOP_CALLS} back-to-back calls of the recorded launches "
                                    "between two events, median of 5; cuBLAS (nvmath-python) on the same "
