@@ -331,8 +331,9 @@ def format_table(results: list[ShapeResult], card: str = "") -> str:
     if misses:
         name, x = max(misses, key=lambda m: m[1])
         lines.append(f"auto vs the best level timed: worst {x:.3f}x its time ({name})")
-    if ceilings_note(card):
-        lines.append(ceilings_note(card))
+    card_note = ceilings_note(card)
+    if card_note:
+        lines.append(card_note)
     notes = [f"  {r.name}: {r.note.strip()}" for r in results if r.note.strip()]
     return "\n".join(lines + (["notes:"] + notes if notes else []))
 
