@@ -345,6 +345,111 @@ def test_table_gives_the_loop_against_both_cublas_calls():
     assert row.split()[9] == "-" and "torch.mm back-to-back" not in "\n".join(rest)
 
 
+def _fake_timers(monkeypatch, fail=()):
+    """timing.bench and timing.loop that call fn once and time it by what it logged (ms: 1 + its
+    index in NAMES, doubled in a loop); NVML reads 1755 MHz, 600 W. A name in `fail` raises."""
+    from numba_gemm.measure import timing
+
+    log = []
+
+    def timed(kind, scale):
+        def time(fn, *, reps=None, warmup=1, flush_l2=False, calls=None, stream=None):
+            fn()
+            name = log.pop()
+            if name in fail:
+                raise RuntimeError(f"{name} broke")
+            log.append((kind if warmup == 0 else "warm-up", name, reps))
+            ms = scale * (1 + NAMES.index(name))
+            return timing.Timing(ms, ms, ms, reps or 3, False)
+        return time
+
+    monkeypatch.setattr(timing, "bench", timed("kernel", 1.0))
+    monkeypatch.setattr(timing, "loop", timed("loop", 2.0))
+    monkeypatch.setattr(timing, "gpu_state", lambda: (1755.0, 600.0))
+    return log, {n: (lambda n=n: log.append(n)) for n in NAMES}
+
+
+NAMES = ["v11", "v13", "cuBLAS", "torch.mm"]
+
+
+def test_the_suite_times_levels_and_cublas_together_in_rotating_rounds(monkeypatch):
+    """Kernel time: the levels and cuBLAS (not torch.mm) in rounds of rotating order; loops: the
+    levels, cuBLAS and torch.mm the same way, one loop each per round; every competitor gets its
+    own time and the clock read after its rounds."""
+    from numba_gemm.measure import timing
+
+    log, fns = _fake_timers(monkeypatch)
+    kernel, loops = shapes.time_together({"v11": fns["v11"], "v13": fns["v13"]},
+                                         {"cuBLAS": fns["cuBLAS"], "torch.mm": fns["torch.mm"]}, reps=6)
+    in_kernel, in_loop = ["v11", "v13", "cuBLAS"], NAMES
+    assert [n for k, n, _ in log if k == "kernel"] == \
+        [n for r in range(timing.rounds_for(3)) for n in timing.rotation(in_kernel, r)]
+    assert [n for k, n, _ in log if k == "loop"] == \
+        [n for r in range(timing.rounds_for(4, shapes.LOOP_REPS)) for n in timing.rotation(in_loop, r)]
+    assert {reps for k, _, reps in log if k == "loop"} == {1}
+    assert {n: s.timing.median_ms for n, s in kernel.items()} == {"v11": 1.0, "v13": 2.0, "cuBLAS": 3.0}
+    assert {n: s.timing.median_ms for n, s in loops.items()} == {"v11": 2.0, "v13": 4.0, "cuBLAS": 6.0,
+                                                                 "torch.mm": 8.0}
+    assert {(s.sm_clock_mhz, s.power_w) for s in [*kernel.values(), *loops.values()]} == {(1755.0, 600.0)}
+
+
+def test_a_yardstick_that_fails_is_left_out_and_a_level_that_fails_stops_the_shape(monkeypatch):
+    _, fns = _fake_timers(monkeypatch, fail={"cuBLAS"})
+    kernel, loops = shapes.time_together({"v11": fns["v11"]}, {"cuBLAS": fns["cuBLAS"]})
+    assert kernel["v11"].timing.median_ms == 1.0 and kernel["cuBLAS"].timing is None
+    assert "cuBLAS broke" in str(loops["cuBLAS"].error)
+    _, fns = _fake_timers(monkeypatch, fail={"v13"})
+    with pytest.raises(RuntimeError, match="v13 broke"):
+        shapes.time_together({"v13": fns["v13"]}, {"cuBLAS": fns["cuBLAS"]})
+
+
+def test_run_shape_checks_first_then_times_what_passed_with_its_clock(monkeypatch):
+    """In the simulator, k2 and k3 at a small ragged shape: both checked exact on the rows the
+    runner draws once (check.rows_to_check: the last among them), then handed to time_together
+    with cuBLAS and torch.mm; each row takes its own times and clock, cuBLAS and torch.mm theirs.
+    A level that fails its check is not timed."""
+    from numba_gemm.measure import bench as nb, check
+    from numba_gemm.measure.timing import Sampled, Timing
+
+    seen = {}
+
+    def together(calls, yardsticks, reps=None):
+        seen.update(calls=sorted(calls), yardsticks=sorted(yardsticks))
+        def s(ms, mhz):
+            return Sampled(Timing(ms, ms, ms, 5, False), mhz, 500.0, 5)
+        kernel = {"k2": s(4.0, 1700.0), "k3": s(3.0, 1710.0), "cuBLAS": s(2.0, 1720.0)}
+        loops = {"k2": s(5.0, None), "k3": s(4.5, None), "cuBLAS": s(2.5, None), "torch.mm": s(2.2, None)}
+        return kernel, loops
+
+    monkeypatch.setattr(shapes, "time_together", together)
+    monkeypatch.setattr(nb.Runner, "cublas", lambda self: object())
+    monkeypatch.setattr(shapes, "torch_mm", lambda dA, dB, dtype: lambda: None)
+    monkeypatch.setattr(nb, "CHECK_ROWS", 4)
+    runner = nb.Runner(False, seed=3)
+    r = shapes.run_shape(runner, "small ragged", 37, 9, 5, "float32", levels=["k2", "k3"])
+    (rows, _), = runner._checked.values()
+    assert len(rows) == 4 and rows[-1] == 36
+    assert seen == {"calls": ["k2", "k3"], "yardsticks": ["cuBLAS", "torch.mm"]}
+    assert all(t.ok and t.rel_err < 1e-6 for t in r.levels) and not r.note
+    got = {t.level: (t.kernel_ms, t.loop_ms, t.sm_clock_mhz) for t in r.levels}
+    assert got == {"k2": (4.0, 5.0, 1700.0), "k3": (3.0, 4.5, 1710.0)}
+    assert (r.cublas_ms, r.cublas_loop_ms, r.torch_loop_ms, r.cublas_sm_clock_mhz) == (2.0, 2.5, 2.2, 1720.0)
+    assert "SM clock after the kernel-time rounds (NVML): 1700–1720 MHz" in shapes.format_table([r])
+
+    def cublas_broke(calls, yardsticks, reps=None):
+        kernel, loops = together(calls, yardsticks, reps)
+        return {**kernel, "cuBLAS": Sampled(None, error=RuntimeError("no handle"))}, loops
+
+    monkeypatch.setattr(shapes, "time_together", cublas_broke)
+    r = shapes.run_shape(runner, "small ragged", 37, 9, 5, "float32", levels=["k2", "k3"])
+    assert r.cublas_ms is None and r.cublas_loop_ms == 2.5 and "cuBLAS failed while timed: no handle" in r.note
+    monkeypatch.setitem(check.RTOL, "sgemm", 0.0)       # no rounding allowed: both fail
+    r = shapes.run_shape(runner, "small ragged", 37, 9, 5, "float32", levels=["k2", "k3"])
+    assert seen["calls"] == [] and not any(t.ok for t in r.levels)
+    assert "k2 WRONG" in r.note and "k3 WRONG" in r.note
+    assert all(math.isnan(t.kernel_ms) for t in r.levels)
+
+
 def test_a_run_on_another_card_says_whose_ceilings_the_roofline_uses():
     """The roofline columns and auto's constants are the H200's: a run on another card says so
     under its table, and a run on the H200 (or of unknown card) adds no line."""

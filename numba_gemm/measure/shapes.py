@@ -9,14 +9,15 @@ numba_gemm.measure.microbench) and its compulsory bytes over the measured DRAM b
 once, C written once). M ≤ ~128 against large N·K is bound by the bytes: each B element
 feeds only M multiply-adds.
 
-Per shape the suite checks and times auto's level and the other levels worth timing there (the
-cost model's candidates within PRUNE of its best guess, numba_gemm.choose), each in two modes —
-isolated kernel time (a sleeping kernel queued before each call hides the host) and
-back-to-back loops (the recorded launches called LOOP_CALLS times between two events) — and
-cuBLAS on the same buffers in the same process, in both modes. The back-to-back loop is given
-against two calls of cuBLAS: nvmath-python's (the "loop: auto/cuBLAS" column; its host cost per
-call is larger than a small kernel) and torch.mm's ("loop: auto/torch.mm"), which is how most
-users reach cuBLAS from Python.
+Per shape the suite checks auto's level and the other levels worth timing there (the cost
+model's candidates within PRUNE of its best guess, numba_gemm.choose), then times those that
+passed together with cuBLAS on the same buffers, in rounds of rotating order (the H200 is
+power-bound: whatever ran last would run warmer), in two modes — isolated kernel time (a
+sleeping kernel queued before each call hides the host) and back-to-back loops (the recorded
+launches called LOOP_CALLS times between two events). The back-to-back loop is given against
+two calls of cuBLAS: nvmath-python's (the "loop: auto/cuBLAS" column; its host cost per call is
+larger than a small kernel) and torch.mm's ("loop: auto/torch.mm"), which is how most users
+reach cuBLAS from Python.
 """
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def names_in(text: str) -> tuple[list[str], list[str]]:
 
 PRUNE = 3.0          # time the levels predicted within 3x of the best prediction
 LOOP_CALLS = 20
-CHECK_ROWS = 32      # rows of C checked against float64 per level (the test suites check more)
+LOOP_REPS = 5        # loops per competitor at least (more when more compete: whole rotations)
+TORCH = "torch.mm"   # the back-to-back yardstick most users reach cuBLAS through
 
 
 # ---------------------------------------------------------------------------- roofline
@@ -151,6 +153,8 @@ class Timed:
     loop_ms: float
     predicted_ms: float | None
     splits: int = 1
+    sm_clock_mhz: float | None = None   # NVML, right after its kernel-time calls (median of rounds)
+    power_w: float | None = None
 
 
 @dataclass
@@ -167,6 +171,8 @@ class ShapeResult:
     cublas_ms: float | None = None
     cublas_loop_ms: float | None = None
     torch_loop_ms: float | None = None                # torch.mm back-to-back (torch_mm)
+    cublas_sm_clock_mhz: float | None = None
+    cublas_power_w: float | None = None
     note: str = ""
 
     def _timed(self, level):
@@ -225,11 +231,12 @@ def _record(level, dA, dB, dC):
 
 def run_shape(runner, name: str, M: int, N: int, K: int, dtype, levels=None,
               progress=None) -> ShapeResult:
-    """Check and time one suite shape: auto's candidates (or `levels`) and cuBLAS."""
+    """Check one suite shape's levels (auto's candidates, or `levels`), then time those that
+    passed together with cuBLAS (time_together)."""
     from numba import cuda
 
     from . import check
-    from .timing import bench, loop
+    from .bench import CUBLAS
 
     dtype = choose.as_dtype(dtype)
     roof = roofline(M, N, K, dtype)
@@ -242,11 +249,12 @@ def run_shape(runner, name: str, M: int, N: int, K: int, dtype, levels=None,
     else:
         levels = [q for q in ranked if q.name in levels]
     A, B, C, (dA, dB, dC) = runner.inputs(M, N, K, dtype)
-    rows = np.arange(M) if M <= CHECK_ROWS else np.sort(runner.rng.choice(M, CHECK_ROWS, replace=False))
-    ref = check.reference(A[rows], B, None, 1.0, 0.0)
+    rows, products = runner.checked_rows(M, N, K, dtype)
+    ref = check.reference(A[rows], B, None, 1.0, 0.0, products)
     allowed = check.RTOL["sgemm" if dtype == np.float32 else "hgemm"] * \
-        check.scale(A[rows], B, None, 1.0, 0.0) + np.finfo(np.float32).tiny
+        check.scale(A[rows], B, None, 1.0, 0.0, products) + np.finfo(np.float32).tiny
     poison = np.full((M, N), np.nan, np.float32)
+    calls = {}
     for q in levels:
         if progress:
             progress(f"{name}: {q.name}")
@@ -260,30 +268,69 @@ def run_shape(runner, name: str, M: int, N: int, K: int, dtype, levels=None,
         err[~np.isfinite(out)] = np.inf
         ok = bool(np.all(err <= allowed))
         rel = float(err.max() / max(np.abs(ref).max(), 1e-30))
-        t = Timed(q.name, ok, rel, math.nan, math.nan, q.ms, q.geometry.splits)
+        res.levels.append(Timed(q.name, ok, rel, math.nan, math.nan, q.ms, q.geometry.splits))
         if ok:
             def call(launches=launches):
                 for L in launches:
                     L(0)
-            t.kernel_ms = bench(call, reps=runner.reps).median_ms
-            t.loop_ms = loop(call, calls=LOOP_CALLS).median_ms
+            calls[q.name] = call
         else:
             res.note += f" {q.name} WRONG ({rel:.2e});"
-        res.levels.append(t)
+    yardsticks = {}
     try:
-        res.cublas_ms = runner.cublas_ms(M, N, K, dtype, dA, dB, dC)
-        blas = runner._cublas
-        res.cublas_loop_ms = loop(lambda: blas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype),
-                                  calls=LOOP_CALLS).median_ms
+        blas = runner.cublas()
+        yardsticks[CUBLAS] = lambda: blas.gemm(dA, dB, dC, 1.0, 0.0, in_dtype=dtype)
     except Exception as exc:  # the levels' figures stand without the baseline
         res.note += f" cuBLAS unavailable: {exc}"
     try:
         mm = torch_mm(dA, dB, dtype)
         if mm is not None:
-            res.torch_loop_ms = loop(mm, calls=LOOP_CALLS).median_ms
+            yardsticks[TORCH] = mm
     except Exception as exc:  # noqa: BLE001 - as the cuBLAS baseline
         res.note += f" torch.mm unavailable: {exc}"
+    kernel, loops = time_together(calls, yardsticks, reps=runner.reps)
+    for t in res.levels:
+        if t.ok:
+            k = kernel[t.level]
+            t.kernel_ms, t.loop_ms = k.timing.median_ms, loops[t.level].timing.median_ms
+            t.sm_clock_mhz, t.power_w = k.sm_clock_mhz, k.power_w
+
+    def yardstick(got, what):
+        """got when it was timed; None when absent, or failed (its error goes in the note)."""
+        if got is not None and got.timing is None:
+            res.note += f" {what} failed while timed: {got.error};"
+        return got if got is not None and got.timing is not None else None
+
+    base = yardstick(kernel.get(CUBLAS), CUBLAS)
+    base_loop, mm_loop = yardstick(loops.get(CUBLAS), f"{CUBLAS} (loop)"), yardstick(loops.get(TORCH), TORCH)
+    if base:
+        res.cublas_ms, res.cublas_sm_clock_mhz, res.cublas_power_w = \
+            base.timing.median_ms, base.sm_clock_mhz, base.power_w
+    res.cublas_loop_ms = base_loop and base_loop.timing.median_ms
+    res.torch_loop_ms = mm_loop and mm_loop.timing.median_ms
     return res
+
+
+def time_together(calls: dict, yardsticks: dict, reps: int | None = None) -> tuple[dict, dict]:
+    """The checked levels' calls and the yardsticks ({name: fn}: cuBLAS, and torch.mm, which is
+    timed in loops only) in rounds of rotating order (timing.interleaved), so that no competitor
+    alone runs at the warmer end of the shape's time: once in kernel time (`reps` calls in all,
+    by default as many as fit 0.4 s), once in back-to-back loops of LOOP_CALLS calls (one loop
+    each per round, at least LOOP_REPS rounds). Returns (kernel, loops), each {name: Sampled}; a
+    yardstick that fails is left out of later rounds with its error, a level's error propagates."""
+    from . import timing
+
+    if not calls and not yardsticks:
+        return {}, {}
+    in_kernel = {n: f for n, f in {**calls, **yardsticks}.items() if n != TORCH}
+    kernel = timing.interleaved(in_kernel, reps=reps, optional=list(yardsticks))
+
+    def looped(fn, *, reps, warmup, flush_l2):
+        return timing.loop(fn, calls=LOOP_CALLS, reps=reps, warmup=warmup)
+
+    loops = timing.interleaved({**calls, **yardsticks}, reps=LOOP_REPS, optional=list(yardsticks),
+                               time=looped)
+    return kernel, loops
 
 
 def geomean(xs) -> float | None:
@@ -331,6 +378,12 @@ def format_table(results: list[ShapeResult], card: str = "") -> str:
     if misses:
         name, x = max(misses, key=lambda m: m[1])
         lines.append(f"auto vs the best level timed: worst {x:.3f}x its time ({name})")
+    clocks = [(t.sm_clock_mhz, t.power_w) for r in results for t in r.levels if t.ok] + \
+        [(r.cublas_sm_clock_mhz, r.cublas_power_w) for r in results]
+    mhz, watts = [c for c, _ in clocks if c], [w for _, w in clocks if w]
+    if mhz:
+        lines.append(f"SM clock after the kernel-time rounds (NVML): {min(mhz):.0f}–{max(mhz):.0f} MHz"
+                     + (f", board power {min(watts):.0f}–{max(watts):.0f} W" if watts else ""))
     card_note = ceilings_note(card)
     if card_note:
         lines.append(card_note)
@@ -366,7 +419,7 @@ def cli(dtype_name: str, *, explain_only: bool, simulator: bool, json_path: str 
     import json
     import sys
 
-    from .bench import Progress, Runner
+    from .bench import CHECK_ROWS, Progress, Runner
 
     dtype = choose.as_dtype(DTYPES.get(dtype_name, dtype_name))
     if explain_only:
@@ -390,12 +443,14 @@ def cli(dtype_name: str, *, explain_only: bool, simulator: bool, json_path: str 
     if json_path:
         with open(json_path, "w") as f:
             json.dump(dict(prov, dtype=dtype.name, roofline="the H200's measured ceilings",
-                           method=("kernel_ms: isolated (a sleeping kernel before each call, median); "
+                           method=("checked first: each level on the same "
+                                   f"{CHECK_ROWS} rows of C (the last among them) against float64, C "
+                                   "poisoned (NaN); then the levels that passed, cuBLAS (nvmath-python) "
+                                   "and, in loops, torch.mm (float32 C: out_dtype for 16-bit inputs) on "
+                                   "the same buffers, in rounds of rotating order, median over the "
+                                   "rounds. kernel_ms: isolated (a sleeping kernel before each call); "
                                    f"loop_ms: {LOOP_CALLS} back-to-back calls of the recorded launches "
-                                   "between two events, median of 5; cuBLAS (nvmath-python) on the same "
-                                   "buffers, both modes; torch_loop_ms: torch.mm on the same buffers "
-                                   "(float32 C: out_dtype for 16-bit inputs), the same back-to-back loop; "
-                                   f"{CHECK_ROWS} rows of C checked against float64 "
-                                   "per level with C poisoned (NaN)"),
+                                   "between two events, one loop per round; sm_clock_mhz, power_w: "
+                                   "NVML right after each kernel-time round"),
                            results=[r.as_dict() for r in results]), f, indent=1)
     return 1 if any(not t.ok for r in results for t in r.levels) else 0
