@@ -394,10 +394,15 @@ def test_the_suite_times_levels_and_cublas_together_in_rotating_rounds(monkeypat
 
 
 def test_a_yardstick_that_fails_is_left_out_and_a_level_that_fails_stops_the_shape(monkeypatch):
+    """cuBLAS failing leaves the levels timed and its error recorded; a level failing while timed
+    is an error; a mode with nothing in it (torch.mm alone has no kernel-time round) is empty."""
     _, fns = _fake_timers(monkeypatch, fail={"cuBLAS"})
     kernel, loops = shapes.time_together({"v11": fns["v11"]}, {"cuBLAS": fns["cuBLAS"]})
     assert kernel["v11"].timing.median_ms == 1.0 and kernel["cuBLAS"].timing is None
     assert "cuBLAS broke" in str(loops["cuBLAS"].error)
+    kernel, loops = shapes.time_together({}, {"torch.mm": fns["torch.mm"]})   # nothing else to time
+    assert kernel == {} and loops["torch.mm"].timing.median_ms == 8.0
+    assert shapes.time_together({}, {}) == ({}, {})
     _, fns = _fake_timers(monkeypatch, fail={"v13"})
     with pytest.raises(RuntimeError, match="v13 broke"):
         shapes.time_together({"v13": fns["v13"]}, {"cuBLAS": fns["cuBLAS"]})

@@ -320,16 +320,14 @@ def time_together(calls: dict, yardsticks: dict, reps: int | None = None) -> tup
     yardstick that fails is left out of later rounds with its error, a level's error propagates."""
     from . import timing
 
-    if not calls and not yardsticks:
-        return {}, {}
-    in_kernel = {n: f for n, f in {**calls, **yardsticks}.items() if n != TORCH}
-    kernel = timing.interleaved(in_kernel, reps=reps, optional=list(yardsticks))
-
     def looped(fn, *, reps, warmup, flush_l2):
         return timing.loop(fn, calls=LOOP_CALLS, reps=reps, warmup=warmup)
 
-    loops = timing.interleaved({**calls, **yardsticks}, reps=LOOP_REPS, optional=list(yardsticks),
-                               time=looped)
+    everyone = {**calls, **yardsticks}
+    in_kernel = {n: f for n, f in everyone.items() if n != TORCH}
+    kernel = timing.interleaved(in_kernel, reps=reps, optional=list(yardsticks)) if in_kernel else {}
+    loops = timing.interleaved(everyone, reps=LOOP_REPS, optional=list(yardsticks),
+                               time=looped) if everyone else {}
     return kernel, loops
 
 
