@@ -254,9 +254,6 @@ class Runner:
             self._cublas_times[key] = Sampled(t, *gpu_state())
         return self._cublas_times[key]
 
-    def cublas_ms(self, M, N, K, dtype, dA, dB, dC):
-        return self.cublas_timed(M, N, K, dtype, dA, dB, dC).timing.median_ms
-
     def run(self, level, M, N, K, dtype_name=None) -> Result:
         """Check one level, then time it against cuBLAS."""
         return self.run_shape([level], M, N, K, dtype_name)[0]
