@@ -2,6 +2,7 @@
 fit, the calibration data against the runs it was fitted to, and --suite shapes --explain."""
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -104,6 +105,42 @@ def test_fit_recovers_the_power_drop_of_16_bit_levels_only():
             assert got["power_drop"] == 0.2 and got["fit_rms_log_error"] < 0.02
         else:
             assert got["power_drop"] == 0.0
+
+
+@pytest.mark.parametrize("elem_bytes", [2, 4])
+@pytest.mark.parametrize("seed", range(2))
+def test_passing_over_blocks_leaves_the_fit_as_the_whole_search(elem_bytes, seed, monkeypatch):
+    """The fit scores each grid block on a quarter of the samples first and passes over those
+    whose part already exceeds the best error so far. On noisy times of mixed tiles, splits and
+    waves it returns exactly what it returns when every block is scored on every sample (the
+    part's bound made 0), having passed over some."""
+    rng = np.random.default_rng(seed)
+    truth = {"blocks_per_sm": 2, "bw_eff": 0.75, "write_eff": 0.6, "overlap": 0.5, "power_drop": 0.1,
+             "tflops": 600.0, "t0_us": 9.0}
+    samples = []
+    for i in range(16):
+        M, N, K = (int(x) for x in 2 ** rng.integers(7, 15, 3))
+        g = choose.Geometry(int(rng.choice([64, 128])), int(rng.choice([64, 128, 256])), int(rng.choice([1, 2, 4])))
+        # the noise on the samples scored first: the bound is then close to the whole error
+        ms = choose.predict_ms(truth, g, M, N, K, elem_bytes)[0] * float(np.exp(rng.normal(0, 0.3 * (i % 4 == 0))))
+        samples.append({"M": M, "N": N, "K": K, "ms": ms, "elem_bytes": elem_bytes, "geometry": g})
+    scored = []                                      # per call: a whole block (True) or a part
+    grid_error = choose._grid_error
+
+    def counted(*a):
+        scored.append(np.ndim(a[-3]) == 0)
+        return grid_error(*a)
+
+    def no_bound(*a):
+        return grid_error(*a) if np.ndim(a[-3]) == 0 else np.zeros((len(a[-3]), len(a[6]), len(a[7])))
+
+    monkeypatch.setattr(choose, "_grid_error", counted)
+    got = choose._fit_constants(samples, choose.DEFAULT_SMS, choose.DEFAULT_BANDWIDTH)
+    monkeypatch.setattr(choose, "_grid_error", no_bound)
+    assert got == choose._fit_constants(samples, choose.DEFAULT_SMS, choose.DEFAULT_BANDWIDTH)
+    blocks = len(choose._BLOCKS) * len(choose._BW_EFF) * len(choose._WRITE_EFF) * len(choose._OVERLAP)
+    blocks *= len(choose._POWER_DROP) if elem_bytes == 2 else 1
+    assert sum(scored) < blocks
 
 
 def test_split_adds_partials_and_a_launch():
@@ -485,3 +522,31 @@ def test_a_later_run_replaces_what_an_earlier_one_measured(tmp_path, monkeypatch
     got = sorted(cal.samples([str(old), str(new)])["k8e", "float32"])
     assert got == [(777, 5000, 3001, 0.73, None), (4097, 4097, 4097, 3.2, None)]
     assert sorted(cal.samples([str(new), str(old)])["k8e", "float32"])[0][3] == 0.97
+
+
+def test_holdout_refits_what_each_pick_reads_in_parallel(tmp_path, monkeypatch):
+    """calibrate_auto.holdout: a shape's pick reads the constants of the levels timed there and
+    of their parents (a split-K level at one slice is priced as its parent), so only those are
+    refitted; the table is the same in one process or several."""
+    import importlib.util
+
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    spec = importlib.util.spec_from_file_location("calibrate_auto", DOCS_DATA.parent.parent / "tools" / "calibrate_auto.py")
+    cal = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cal)
+    monkeypatch.setitem(sys.modules, "calibrate_auto", cal)   # where the pool's processes find its jobs
+    reg = registry.registry()
+    assert cal.needed({"k9sk": 1.0, "k6": 2.0}, reg) == {"k9sk", "k9", "k6", "k5"}
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for M, N, K in ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 512, 4096), (512, 4096, 1024)):
+        flops = 2.0 * M * N * K
+        rows.append({"name": f"{M}x{N}x{K}", "M": M, "N": N, "K": K, "dtype": "float32", "cublas_ms": flops / 5e10,
+                     "levels": [{"level": lv, "ok": True, "kernel_ms": flops / rate * float(np.exp(rng.normal(0, 0.1)))}
+                                for lv, rate in (("k6", 2e10), ("k8", 4e10), ("k9", 4.2e10))]})
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps({"results": rows}))
+    table = cal.holdout([str(path)], reg, jobs=1)
+    assert table == cal.holdout([str(path)], reg, jobs=2)
+    assert len(table.splitlines()) == 1 + 4 + 1 and "left-out shapes" in table

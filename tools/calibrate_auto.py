@@ -15,6 +15,8 @@ bf16 are fitted together ("pooled_with" says so): the same kernels with another 
 few per cent of each other where both were measured, and the suite may have measured only one.
 """
 import argparse
+import concurrent.futures
+import contextlib
 import datetime
 import json
 import os
@@ -107,13 +109,42 @@ def fit_levels(measured, reg, leave_out=None, quiet=True) -> dict:
     return levels
 
 
-def holdout(paths, reg, leave_out=True) -> str:
+def needed(times, reg) -> set:
+    """The names whose constants a pick among the levels timed at a shape reads: each of them,
+    and each one's parent (a split-K or stream-K level at one slice is priced with its parent's
+    constants, choose._one_slice_parent). The fits of the other levels do not move the pick."""
+    names = set(times)
+    for name in times:
+        lv = reg.get(name.split(":")[0])
+        parent = getattr(lv.module, "PARENT", None) if lv is not None else None
+        if parent:
+            names.add(parent)
+    return names
+
+
+def pick(dtype, M, N, K, times, levels) -> str:
+    """The level or tile auto ranks first at M×N×K among `times`' names, with the constants `levels`."""
+    choose._calibration = {"levels": levels}
+    try:
+        return next(q.name for q in choose.candidates(dtype, M, N, K, native=True) if q.name in times)
+    finally:
+        choose._calibration = None
+
+
+def _left_out_pick(job) -> str:
+    """pick() with constants fitted without the shape's own points (one job of holdout's pool)."""
+    dtype, M, N, K, times, measured = job
+    return pick(dtype, M, N, K, times, fit_levels(measured, registry.registry(), leave_out=(M, N, K)))
+
+
+def holdout(paths, reg, leave_out=True, jobs=1) -> str:
     """Leave one shape out: fit without a shape, let the model pick among the levels measured
     there, and score the pick by its measured time against the fastest measured (and cuBLAS).
     Auto's quality on shapes it was not fitted to, from the runs we have. leave_out=False: one
-    fit on everything, scored on the same shapes (what the refit's auto would pick there)."""
+    fit on everything, scored on the same shapes (what the refit's auto would pick there).
+    Left out, each shape refits only the levels its pick reads (needed), in `jobs` processes;
+    a line on stderr counts the shapes done."""
     measured = samples(paths)
-    everything = None if leave_out else fit_levels(measured, reg)
     shapes_ = {}                                  # (dtype, M, N, K) -> ({level: ms}, cuBLAS ms, name)
     for path in paths:
         with open(path) as f:
@@ -124,22 +155,32 @@ def holdout(paths, reg, leave_out=True) -> str:
                          and (":" in t["level"] or (t["level"] in reg and
                               choose.as_planned(reg[t["level"]], r["M"], r["N"], r["K"], t.get("splits"))))}
                 shapes_[r["dtype"], r["M"], r["N"], r["K"]] = (times, r.get("cublas_ms"), r["name"])
+    order = sorted(shapes_)
+    if leave_out:
+        def job(key):
+            dtype, M, N, K = key
+            times = shapes_[key][0]
+            group = TWO_BYTE if dtype in TWO_BYTE else (dtype,)    # the levels auto ranks for dtype
+            names = needed(times, reg)
+            return (*key, times, {k: pts for k, pts in measured.items() if k[1] in group and k[0] in names})
+        picks = []
+        with concurrent.futures.ProcessPoolExecutor(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+            for i, name in enumerate((pool.map if pool else map)(_left_out_pick, map(job, order)), 1):
+                picks.append(name)
+                print(f"\rholdout: {i}/{len(order)} shapes", end="\n" if i == len(order) else "",
+                      file=sys.stderr, flush=True)
+    else:
+        everything = fit_levels(measured, reg)
+        picks = [pick(*key, shapes_[key][0], everything) for key in order]
     lines = [f"{'shape':>22} {'dtype':>8} {'pick':>6} {'best':>6} {'pick/best':>9} {'cuBLAS/pick':>11}"]
     ratios, vs_blas = [], []
-    for (dtype, M, N, K), (times, blas, name) in sorted(shapes_.items()):
-        group = TWO_BYTE if dtype in TWO_BYTE else (dtype,)    # the levels auto ranks for dtype
-        ours = {key: pts for key, pts in measured.items() if key[1] in group}
-        choose._calibration = {"levels": fit_levels(ours, reg, leave_out=(M, N, K)) if leave_out
-                               else everything}
-        try:
-            ranked = [q for q in choose.candidates(dtype, M, N, K, native=True) if q.name in times]
-        finally:
-            choose._calibration = None
-        pick, best = ranked[0].name, min(times, key=times.get)
-        ratios.append(times[pick] / times[best])
+    for (dtype, M, N, K), chosen in zip(order, picks):
+        times, blas, name = shapes_[dtype, M, N, K]
+        best = min(times, key=times.get)
+        ratios.append(times[chosen] / times[best])
         if blas:
-            vs_blas.append(blas / times[pick])
-        lines.append(f"{name:>22} {dtype:>8} {pick:>6} {best:>6} {ratios[-1]:9.3f} "
+            vs_blas.append(blas / times[chosen])
+        lines.append(f"{name:>22} {dtype:>8} {chosen:>6} {best:>6} {ratios[-1]:9.3f} "
                      f"{vs_blas[-1] if blas else float('nan'):11.3f}")
     lines.append(f"{'left-out' if leave_out else 'fitted'} shapes: pick/best geomean {geomean(ratios):.3f}, worst {max(ratios):.3f}; "
                  f"cuBLAS/pick geomean {geomean(vs_blas):.3f}")
@@ -154,10 +195,12 @@ def main(argv=None):
                    help="write nothing: for each suite shape, fit without it and score auto's pick there")
     p.add_argument("--score", action="store_true",
                    help="write nothing: fit on everything, then score auto's pick on each suite shape")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="processes for --holdout, one shape each at a time (default: one per core)")
     args = p.parse_args(argv)
     reg = registry.registry()
     if args.holdout or args.score:
-        print(holdout(args.inputs, reg, leave_out=args.holdout))
+        print(holdout(args.inputs, reg, leave_out=args.holdout, jobs=max(1, args.jobs)))
         return 0
     levels = fit_levels(samples(args.inputs), reg, quiet=False)
     doc = {
