@@ -542,34 +542,25 @@ def fit(samples: list[dict], sms: int = DEFAULT_SMS, bandwidth: float = DEFAULT_
 
 def _fit_constants(samples: list[dict], sms: int, bandwidth: float) -> dict:
     """blocks_per_sm, bw_eff, write_eff, overlap, power_drop (16-bit inputs only), tflops and
-    t0_us by grid search over samples (slowdown 1).
-
-    Each (blocks, drop, bw_eff, write_eff, overlap) is a block of rate × t0 points. The blocks
-    of one (blocks, drop) are first scored together on every fourth sample: a block whose error
-    on those alone exceeds the best whole error so far has no point that can win (its whole
-    error is at least that part), so its other samples are not scored. The result is the
-    exhaustive search's, in a fraction of the time."""
+    t0_us by grid search over samples (slowdown 1). Each block of rate × t0 points is scored on
+    every fourth sample first: one whose part already exceeds the best whole error so far cannot
+    win and is passed over unscored (the exhaustive search's result, sooner)."""
     meas = np.log([s["ms"] * 1e-3 for s in samples])
     peak = max(2.0 * s["M"] * s["N"] * s["K"] / (s["ms"] * 1e-3) for s in samples)
     rates = peak * np.geomspace(0.9, 2.0, 24)                      # FLOP/s
     t0 = np.array(_T0_US) * 1e-6
     blocks = list(itertools.product(_BW_EFF, _WRITE_EFF, _OVERLAP))
-    eff_, w_eff_, ov_ = (np.array(c) for c in zip(*blocks))
-    probe = slice(None, None, 4)
+    effs = tuple(np.array(c)[:, None, None] for c in zip(*blocks))   # every block at once: [block, rate, t0]
+    drops = _POWER_DROP if samples[0]["elem_bytes"] == 2 else (0.0,)     # FFMA keeps its clock
     best = None
     for bps in _BLOCKS:
         terms = [_terms(s["geometry"], s["M"], s["N"], s["K"], s["elem_bytes"], 0.0, sms, bps)
                  for s in samples]
-        cols = (np.array([t[0] for t in terms]),                   # priced FLOPs
-                np.array([t[1] for t in terms]),                   # bytes read
-                np.array([t[2] for t in terms]),                   # bytes written
-                np.array([t[3] for t in terms]),                   # launches
-                np.array([_later_waves(t[4], t[5]) for t in terms]))
-        part = tuple(c[probe] for c in cols)
-        drops = _POWER_DROP if samples[0]["elem_bytes"] == 2 else (0.0,)     # FFMA keeps its clock
+        priced, read, written, launches = (np.array(c) for c in list(zip(*terms))[:4])
+        cols = (priced, read, written, launches, np.array([_later_waves(t[4], t[5]) for t in terms]))
         for drop in drops:
-            lower = _grid_error(*part, meas[probe], rates, t0, bandwidth, drop, eff_, w_eff_, ov_).min(axis=(1, 2))
-            for (eff, w_eff, ov), low in zip(blocks, lower):
+            part = _grid_error(*(c[::4] for c in cols), meas[::4], rates, t0, bandwidth, drop, *effs)
+            for (eff, w_eff, ov), low in zip(blocks, part.min(axis=(1, 2))):
                 if best is not None and low > best[0] * (1 + 1e-9):
                     continue
                 err = _grid_error(*cols, meas, rates, t0, bandwidth, drop, eff, w_eff, ov)
@@ -577,16 +568,13 @@ def _fit_constants(samples: list[dict], sms: int, bandwidth: float) -> dict:
                 if best is None or err[i, j] < best[0] - 1e-12:   # a tie keeps the earlier point
                     best = (float(err[i, j]), bps, eff, w_eff, ov, drop, float(rates[i]), float(_T0_US[j]))
     err, bps, eff, w_eff, ov, drop, rate, t0_us = best
-    p = {"blocks_per_sm": bps, "bw_eff": float(eff), "write_eff": float(w_eff), "overlap": float(ov),
-         "power_drop": drop, "t0_us": t0_us}
+    p = {"blocks_per_sm": bps, "bw_eff": eff, "write_eff": w_eff, "overlap": ov, "power_drop": drop,
+         "t0_us": t0_us}
     return {**p, "tflops": round(_refined_rate(samples, meas, sms, bandwidth, p, rate) / 1e12, 2)}
 
 
 def _grid_error(priced, read, written, launches, later, meas, rates, t0, bandwidth, drop, eff, w_eff, ov):
-    """The squared log error summed over the samples given (predict_ms's model), at each rate ×
-    t0: an array [rate, t0]; or, with eff, w_eff and ov arrays of one length, [block, rate, t0]."""
-    if np.ndim(eff):                      # arrays, one entry per block: [block, rate, t0]
-        eff, w_eff, ov = (np.asarray(x)[:, None, None] for x in (eff, w_eff, ov))
+    """The squared log error summed over the samples given (predict_ms's model) at each rate × t0."""
     t_mma = priced[None, :] / rates[:, None] * (1.0 + drop * later)[None, :]     # [rate, sample]
     t_mem = read / (bandwidth * eff) + written / (bandwidth * w_eff)  # [sample] or [block, 1, sample]
     busy = np.maximum(t_mma, t_mem) + (1.0 - ov) * np.minimum(t_mma, t_mem)
