@@ -504,16 +504,23 @@ def test_a_run_on_another_card_says_whose_ceilings_the_roofline_uses():
         assert "note:" not in shapes.format_table([r], card)
 
 
-def test_a_later_run_replaces_what_an_earlier_one_measured(tmp_path, monkeypatch):
-    """calibrate_auto.samples: one point per level and shape, the last file's (files oldest
-    first), so a level measured again after it changed is fitted as it is now."""
+def calibrate_auto(monkeypatch):
+    """tools/calibrate_auto.py as a module, importable by name (where a process pool's workers
+    find its jobs), with the simulator on as the tool sets it; both undone after the test."""
     import importlib.util
 
-    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")   # what the tool sets: undone after the test
-
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
     spec = importlib.util.spec_from_file_location("calibrate_auto", DOCS_DATA.parent.parent / "tools" / "calibrate_auto.py")
     cal = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cal)
+    monkeypatch.setitem(sys.modules, "calibrate_auto", cal)
+    return cal
+
+
+def test_a_later_run_replaces_what_an_earlier_one_measured(tmp_path, monkeypatch):
+    """calibrate_auto.samples: one point per level and shape, the last file's (files oldest
+    first), so a level measured again after it changed is fitted as it is now."""
+    cal = calibrate_auto(monkeypatch)
     row = {"level": "k8e", "M": 777, "N": 5000, "K": 3001, "dtype": "float32", "ok": True}
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     old.write_text(json.dumps([dict(row, ms=0.97), dict(row, M=4097, N=4097, K=4097, ms=3.2)]))
@@ -528,13 +535,7 @@ def test_holdout_refits_what_each_pick_reads_in_parallel(tmp_path, monkeypatch):
     """calibrate_auto.holdout: a shape's pick reads the constants of the levels timed there and
     of their parents (a split-K level at one slice is priced as its parent), so only those are
     refitted; the table is the same in one process or several."""
-    import importlib.util
-
-    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
-    spec = importlib.util.spec_from_file_location("calibrate_auto", DOCS_DATA.parent.parent / "tools" / "calibrate_auto.py")
-    cal = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cal)
-    monkeypatch.setitem(sys.modules, "calibrate_auto", cal)   # where the pool's processes find its jobs
+    cal = calibrate_auto(monkeypatch)
     reg = registry.registry()
     assert cal.needed({"k9sk": 1.0, "k6": 2.0}, reg) == {"k9sk", "k9", "k6", "k5"}
 
