@@ -12,7 +12,8 @@ an event for inputs produced on other streams, and launches. A Plan holds one pr
 gemm() caches recorded launches by everything validation and run() read (level, alpha, beta
 and each record's pointer, shape, strides, dtype, device), and, for torch CUDA tensors with C
 given, keeps the Submission under a key made of the tensors' own fields (those the records
-would hold), so that a repeated call is one lookup and the launches.
+would hold), so that a repeated call is one lookup and the launches. Each cache keeps at most 512 calls
+and 1 GiB of the workspaces their launches hold (numba_gemm.runtime.launch.Calls).
 
 CUDA graph capture: the kernel goes to the stream in use; when that stream is capturing, the
 launch is captured (replaying the graph recomputes C from A and B as they are then). A call
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import threading
 import warnings
 
 import numpy as np
@@ -191,17 +191,8 @@ _INPUT_DTYPES = tuple(np.dtype(d) for d in (np.float32, np.float16, BFLOAT16) if
 
 # ---------------------------------------------------------------------------- device path
 
-_launch_cache: dict = {}    # (level, alpha, beta, the records' fields) -> (Level, [Launch])
-_torch_cache: dict = {}     # the fast path: (level, alpha, beta, torch tensors' fields) -> Submission
-_CACHE_SIZE = 512           # entries per cache; the oldest goes first
-_cache_lock = threading.Lock()
-
-
-def _remember(cache: dict, key, value) -> None:
-    with _cache_lock:                     # evicting while another thread evicts
-        if len(cache) >= _CACHE_SIZE:
-            del cache[next(iter(cache))]
-        cache[key] = value
+_launch_cache = launch.Calls()    # (level, alpha, beta, the records' fields) -> (Level, [Launch])
+_torch_cache = launch.Calls()     # the fast path: (level, alpha, beta, torch tensors' fields) -> Submission
 
 
 def _scalar_key(x: float):
@@ -281,9 +272,13 @@ def _call_stream(library, producer, device, user):
     return driver.current_stream(library, device), library
 
 
-def _check_capture(library, device, stream, user_given):
-    if not driver.is_capturing(stream) and user_given:
+def _check_capture(library, device, stream, user_given) -> bool:
+    """Whether `stream` is capturing; refuses a call on a user's stream that is not while the
+    inputs' library captures on another."""
+    capturing = driver.is_capturing(stream)
+    if not capturing and user_given:
         driver.refuse_if_library_capturing(library, device, stream)
+    return capturing
 
 
 def _order_inputs(stream, device, producers, current=None):
@@ -317,7 +312,8 @@ class Submission:
         device, library = self.device, self.library      # each field read once: the hot path
         S, current = _call_stream(library, self.producer, device, user)
         with driver.on_device(device):
-            _check_capture(library, device, S, user is not None)
+            if _check_capture(library, device, S, user is not None):
+                launch.keep_for_graphs(self.launches)
             _order_inputs(S, device, self.producers, current)
             for L in self.launches:
                 L.launch(S)
@@ -366,7 +362,7 @@ def prepare(lv, A, B, C, alpha: float, beta: float, user=None, cache=None, out=N
         if hit is None:
             hit = _record_launches(lv, a, b, c, alpha, beta, M, N, K, c_dtype)
             if key:
-                _remember(cache, key, hit)
+                cache.remember(key, hit, hit[1])
     level, launches = hit
     records = (a, b, c)
     return Prepared(level, (M, N, K), C, c_dtype, records,
@@ -493,7 +489,7 @@ def gemm(A, B, C=None, *, alpha=1.0, beta=0.0, level="auto", stream=None, out_dt
     if p.submission is None:
         return _gemm_host(p, alpha, beta, stream)
     if key is not None:      # read, validated and recorded: the fast path may skip all three
-        _remember(_torch_cache, key, p.submission)
+        _torch_cache.remember(key, p.submission, p.submission.launches)
     p.submission.submit(user)
     return p.C
 

@@ -108,8 +108,8 @@ def gpu_stub(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(operands, "_Tensor", None)
     monkeypatch.setattr(api, "_mode", "gpu")
-    monkeypatch.setattr(api, "_launch_cache", {})
-    monkeypatch.setattr(api, "_torch_cache", {})
+    monkeypatch.setattr(api, "_launch_cache", launch.Calls())
+    monkeypatch.setattr(api, "_torch_cache", launch.Calls())
     monkeypatch.setattr(driver, "_lib", drv)
     monkeypatch.setattr(driver, "_primary", {0: 0xC0, 1: 0xC1})
     monkeypatch.setattr(driver, "_events", {})
@@ -295,3 +295,48 @@ def test_a_failed_launch_raises_with_the_drivers_reason(gpu_stub, monkeypatch):
     for _ in range(2):
         with pytest.raises(driver.LaunchError, match="cuLaunchKernel failed: CUDA_ERROR_719"):
             api.gemm(A, B, C, level="k2")
+
+
+def held(*arrays):
+    """A recorded launch that holds `arrays` as its workspace (host arrays stand in: only their
+    nbytes is read)."""
+    return types.SimpleNamespace(held=arrays)
+
+
+def test_caches_keep_at_most_their_bytes_of_workspace():
+    """The caches drop their oldest calls until the workspaces they hold fit HELD_BYTES, keep
+    no call that alone holds more, count an array two launches hold once, and still keep at
+    most SIZE calls."""
+    calls = launch.Calls()
+    calls.HELD_BYTES, calls.SIZE = 1000, 4
+    shared = np.empty(400, np.uint8)
+    calls.remember("a", 1, [held(shared), held(shared)])           # a split's two launches: 400
+    calls.remember("b", 2, [held(np.empty(400, np.uint8))])
+    assert list(calls.entries) == ["a", "b"] and calls.total == 800
+    calls.remember("c", 3, [held(np.empty(300, np.uint8))])        # 1100 > 1000: "a" goes
+    assert list(calls.entries) == ["b", "c"] and calls.total == 700
+    calls.remember("huge", 4, [held(np.empty(1001, np.uint8))])    # never kept, evicts nothing
+    assert "huge" not in calls.entries and list(calls.entries) == ["b", "c"]
+    calls.remember("c", 3, [held(np.empty(300, np.uint8))])        # recorded twice: counted once
+    assert calls.total == 700 and len(calls) == 2
+    for key in "defg":
+        calls.remember(key, 0, [held()])
+    assert list(calls.entries) == ["d", "e", "f", "g"] and calls.total == 0
+    assert calls.get("g") == 0 and calls.get("b") is None
+    calls.clear()
+    assert len(calls) == 0 and calls.total == 0 and calls.get("g") is None
+
+
+def test_a_captured_call_keeps_its_workspace_for_good(gpu_stub, monkeypatch):
+    """A graph may replay a call long after the caches dropped it: a launch submitted while its
+    stream captures keeps its workspace in launch._captured; one submitted eagerly does not."""
+    monkeypatch.setattr(launch, "_captured", {})
+    work, ran = np.empty(64, np.float32), []
+    L = types.SimpleNamespace(held=(work,), launch=ran.append)
+    sub = api.Submission(0, [L], "torch", None, ((), ()))
+    sub.submit()
+    assert ran == [TORCH_STREAM] and not launch._captured
+    gpu_stub.state.capturing = True
+    gpu_stub.capturing.add(TORCH_STREAM)
+    sub.submit()
+    assert ran == [TORCH_STREAM] * 2 and launch._captured == {id(work): work}

@@ -478,6 +478,8 @@ def test_gpu_recorded_launches_hold_the_workspace(level):
     if getattr(_mod(level), "SPLIT_IN_KERNEL", False):       # k9sk: one launch, P and the counters
         (L,) = rec.launches
         assert L.keep[1][0] is P
+        assert launch.held_bytes(rec.launches) == P.nbytes + L.keep[1][1].nbytes
     else:
         assert len(rec.launches) == 2
         assert all(L.keep[1] is P for L in rec.launches)
+        assert launch.held_bytes(rec.launches) == P.nbytes          # held by both, counted once

@@ -36,10 +36,11 @@ from .driver import LaunchError
 class Launch:
     """One prepared kernel launch: function handle, grid, block, dynamic shared memory, the
     parameter pointer array (with the objects it points into kept alive), for a cluster
-    launch the cluster size along x, and whether it is a programmatic dependent launch (pdl:
-    the kernel waits for the previous one itself, so it may start beside it)."""
+    launch the cluster size along x, whether it is a programmatic dependent launch (pdl:
+    the kernel waits for the previous one itself, so it may start beside it), and `held`: the
+    device arrays `keeping` gave it (a workspace), which `held_bytes` counts."""
 
-    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "pdl", "_bound")
+    __slots__ = ("fn", "grid", "block", "smem", "params", "keep", "cluster", "pdl", "held", "_bound")
 
     def __init__(self, fn: int, grid, block, smem: int, params, keep, cluster: int | None = None,
                  pdl: bool = False):
@@ -47,6 +48,7 @@ class Launch:
         b = tuple(block) + (1,) * (3 - len(block))
         self.fn, self.grid, self.block, self.smem = fn, g, b, int(smem)
         self.params, self.keep, self.cluster, self.pdl = params, keep, cluster, pdl
+        self.held = ()
         self._bound = None        # the driver call with everything but the stream bound, at the first launch
 
     def launch(self, stream: int) -> None:
@@ -104,9 +106,75 @@ class keeping:
     def __exit__(self, *exc):
         self.rec.__exit__(*exc)
         if exc[0] is None:
+            arrays = self.obj if isinstance(self.obj, tuple) else (self.obj,)
             for L in self.rec.launches:
                 L.keep = (L.keep, self.obj)
+                L.held += arrays
                 _issue(L, self.stream)
+
+
+def held_bytes(launches) -> int:
+    """Bytes of the device arrays the launches hold through `keeping`, each array once (a
+    split's partials are held by both its launches)."""
+    arrays = {id(x): x for L in launches for x in L.held}
+    return sum(x.nbytes for x in arrays.values())
+
+
+class Calls:
+    """Recorded calls by key, the oldest first to go: at most SIZE of them, and together at most
+    HELD_BYTES of the workspaces their launches hold (split-K partials, pitched copies). A call
+    whose own workspace is larger is not kept: it records again each time. Without the byte
+    bound, a few calls at shapes past 2^31 elements kept tens of GiB after their outputs were
+    gone."""
+
+    SIZE, HELD_BYTES = 512, 2**30
+
+    def __init__(self):
+        self.entries: dict = {}
+        self.held: dict = {}              # key -> bytes its launches hold
+        self.total = 0
+        self.get = self.entries.get       # the hot path's lookup, a plain dict's
+        self.lock = threading.Lock()      # evicting while another thread evicts
+
+    def remember(self, key, value, launches) -> None:
+        n = held_bytes(launches)
+        if n > self.HELD_BYTES:
+            return
+        with self.lock:
+            if key in self.entries:       # two threads recorded the same call
+                self._drop(key)
+            while self.entries and (len(self.entries) >= self.SIZE or self.total + n > self.HELD_BYTES):
+                self._drop(next(iter(self.entries)))
+            self.entries[key], self.held[key] = value, n
+            self.total += n
+
+    def _drop(self, key) -> None:
+        del self.entries[key]
+        self.total -= self.held.pop(key)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+            self.held.clear()
+            self.total = 0
+
+    def values(self):
+        return self.entries.values()
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+_captured: dict = {}        # id -> a workspace a captured launch writes (keep_for_graphs)
+
+
+def keep_for_graphs(launches) -> None:
+    """A graph replays its launches' addresses whenever it is launched, long after the caches
+    may have let the workspaces go: a workspace a captured launch writes stays allocated while
+    the process lives (each array once)."""
+    for L in launches:
+        for x in L.held:
+            _captured[id(x)] = x
 
 
 def _issue(launch: Launch, stream) -> None:

@@ -4,8 +4,10 @@ A split-K level writes S partial products of C (S × M × N float32) and then re
 fixed order, so the result has the same bits on every run. The scratch buffer belongs to the
 output: it is looked up by (device, C's address, size), so the first call that writes a given C
 allocates it and every later call reuses it — outside any timed loop, and outside a CUDA graph
-capture once the call has been warmed up (gemm() and plan() record launches whose arguments
-keep the buffer alive, so a replayed call or graph writes the same memory). Two outputs never
+capture once the call has been warmed up. The launches gemm() and plan() record hold the buffer
+(launch.keeping), so a replayed call writes the same memory; a buffer a captured launch writes
+stays allocated for the process's life (launch.keep_for_graphs), since its graph may replay
+any time. Two outputs never
 share a buffer; two calls writing the same C at once on two streams race on C itself anyway.
 `scratch` keeps other per-output buffers the same way (v11p's aligned copies of A and B), and
 `counters` the per-tile arrival counters of a split reduced inside its kernel (k6gv): zero when
