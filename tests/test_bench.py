@@ -367,6 +367,40 @@ def test_gpu_run_test_chunks_cover_every_test_file_once():
     assert sorted(files) == sorted(f"tests/{p.name}" for p in (root / "tests").glob("test_*.py"))
 
 
+def test_gpu_run_under_a_budget_starts_only_the_steps_that_fit(tmp_path):
+    """BUDGET=S: a step starts only while the least time it takes is left; the last line names
+    those that did not start (python3 and nvidia-smi are stand-ins that log their arguments)."""
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("bash") is None or shutil.which("timeout") is None:
+        pytest.skip("needs bash and timeout")
+    script = Path(__file__).resolve().parent.parent / "tools" / "gpu_run.sh"
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name in ("python3", "nvidia-smi"):
+        (stubs / name).write_text('#!/bin/sh\necho "$*" >> "$CALLS"\n')
+        (stubs / name).chmod(0o755)
+
+    def run(budget):
+        calls = tmp_path / f"calls_{budget}"
+        env = dict(os.environ, PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", BUDGET=str(budget),
+                   OUT=str(tmp_path / "out"), CALLS=str(calls), NUMBA_GEMM_CACHE_DIR=str(tmp_path / "cache"))
+        out = subprocess.run(["bash", str(script), "env", "warm", "shapes"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, check=True).stdout
+        return out.splitlines()[-1], calls.read_text()
+
+    last, calls = run(100)           # env (60 s) fits; warm (200) and shapes (150) do not
+    assert last == "not started within BUDGET=100 s: warm shapes"
+    assert "numba_gemm warm" not in calls and "bench.py" not in calls
+    last, calls = run(600)
+    assert "not started" not in last
+    assert "-m numba_gemm warm" in calls
+    assert [d for d in ("fp32", "fp16", "bf16") if f"--suite shapes --dtype {d}" in calls] == ["fp32", "fp16", "bf16"]
+
+
 # ---------------------------------------------------------------------------- interleaved timing
 
 class Timed:
