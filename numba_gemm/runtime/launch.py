@@ -27,7 +27,7 @@ import ctypes
 import struct
 import threading
 
-from . import driver, numba_cache
+from . import driver, numba_cache, workspace
 from .driver import LaunchError
 
 
@@ -127,7 +127,7 @@ class Calls:
     bound, a few calls at shapes past 2^31 elements kept tens of GiB after their outputs were
     gone."""
 
-    SIZE, HELD_BYTES = 512, 2**30
+    SIZE, HELD_BYTES = 512, workspace.CACHE_BYTES     # as much as the workspace module keeps
 
     def __init__(self):
         self.entries: dict = {}
