@@ -12,8 +12,8 @@ an event for inputs produced on other streams, and launches. A Plan holds one pr
 gemm() caches recorded launches by everything validation and run() read (level, alpha, beta
 and each record's pointer, shape, strides, dtype, device), and, for torch CUDA tensors with C
 given, keeps the Submission under a key made of the tensors' own fields (those the records
-would hold), so that a repeated call is one lookup and the launches. Each cache keeps at most 512 calls
-and 1 GiB of the workspaces their launches hold (numba_gemm.runtime.launch.Calls).
+would hold), so that a repeated call is one lookup and the launches. Each cache keeps at most
+512 calls and 1 GiB of the workspaces their launches hold (numba_gemm.runtime.launch.Calls).
 
 CUDA graph capture: the kernel goes to the stream in use; when that stream is capturing, the
 launch is captured (replaying the graph recomputes C from A and B as they are then). A call
