@@ -304,9 +304,9 @@ def held(*arrays):
 
 
 def test_caches_keep_at_most_their_bytes_of_workspace():
-    """The caches drop their oldest calls until the workspaces they hold fit HELD_BYTES, keep
-    no call that alone holds more, count an array two launches hold once, and still keep at
-    most SIZE calls."""
+    """The caches drop their oldest calls until the workspaces they hold fit HELD_BYTES (a call
+    that alone holds more is kept alone), count an array two launches hold once, and still keep
+    at most SIZE calls."""
     calls = launch.Calls()
     calls.HELD_BYTES, calls.SIZE = 1000, 4
     shared = np.empty(400, np.uint8)
@@ -315,16 +315,18 @@ def test_caches_keep_at_most_their_bytes_of_workspace():
     assert list(calls.entries) == ["a", "b"] and calls.total == 800
     calls.remember("c", 3, [held(np.empty(300, np.uint8))])        # 1100 > 1000: "a" goes
     assert list(calls.entries) == ["b", "c"] and calls.total == 700
-    calls.remember("huge", 4, [held(np.empty(1001, np.uint8))])    # never kept, evicts nothing
-    assert "huge" not in calls.entries and list(calls.entries) == ["b", "c"]
     calls.remember("c", 3, [held(np.empty(300, np.uint8))])        # recorded twice: counted once
     assert calls.total == 700 and len(calls) == 2
-    for key in "defg":
+    calls.remember("huge", 4, [held(np.empty(1001, np.uint8))])    # kept, alone
+    assert list(calls.entries) == ["huge"] and calls.total == 1001
+    calls.remember("d", 5, [held(np.empty(1, np.uint8))])          # and the next call drops it
+    assert list(calls.entries) == ["d"] and calls.total == 1
+    for key in "efgh":
         calls.remember(key, 0, [held()])
-    assert list(calls.entries) == ["d", "e", "f", "g"] and calls.total == 0
-    assert calls.get("g") == 0 and calls.get("b") is None
+    assert list(calls.entries) == ["e", "f", "g", "h"] and calls.total == 0
+    assert calls.get("h") == 0 and calls.get("b") is None
     calls.clear()
-    assert len(calls) == 0 and calls.total == 0 and calls.get("g") is None
+    assert len(calls) == 0 and calls.total == 0 and calls.get("h") is None
 
 
 def test_a_captured_call_keeps_its_workspace_for_good(gpu_stub, monkeypatch):

@@ -122,8 +122,9 @@ def held_bytes(launches) -> int:
 
 class Calls:
     """Recorded calls by key, the oldest first to go: at most SIZE of them, and together at most
-    HELD_BYTES of the workspaces their launches hold (split-K partials, pitched copies). A call
-    whose own workspace is larger is not kept: it records again each time. Without the byte
+    HELD_BYTES of the workspaces their launches hold (split-K partials, pitched copies), or one
+    call alone whose workspace is larger (as the workspace module keeps one such buffer: the
+    call warmed up just before a graph capture is still there to capture). Without the byte
     bound, a few calls at shapes past 2^31 elements kept tens of GiB after their outputs were
     gone."""
 
@@ -138,8 +139,6 @@ class Calls:
 
     def remember(self, key, value, launches) -> None:
         n = held_bytes(launches)
-        if n > self.HELD_BYTES:
-            return
         with self.lock:
             if key in self.entries:       # two threads recorded the same call
                 self._drop(key)
