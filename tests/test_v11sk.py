@@ -427,3 +427,44 @@ def test_recorded_launches_keep_the_workspace():
     numba_gemm.gemm(dA, dB, dC, level="v11sk")                      # the cached record
     assert dC.copy_to_host().tobytes() == first.tobytes()
     del junk
+
+
+@pytest.mark.gpu
+def test_a_captured_graph_outlives_the_caches():
+    """A graph replays its workspace's address long after gemm() was called: with every cache
+    emptied, freed memory released and a NaN-filled array allocated where freed partials would
+    land, the replay gives the eager bytes and leaves that array alone (launch.keep_for_graphs
+    held the partials; freed, the replay would write its partials into the new array)."""
+    import gc
+
+    torch = pytest.importorskip("torch")
+    import numba_gemm
+    from numba import cuda
+    from numba_gemm import api
+    from numba_gemm.runtime import workspace
+
+    M, N, K = 16, 8192, 4096
+    S = sk.plan_splits(M, N, K, sms=sk.cm.sm_count())[1]
+    assert S > 1
+    g = torch.Generator(device="cpu")
+    g.manual_seed(int(np.random.default_rng().integers(2**31)))
+    A = (torch.rand((M, K), generator=g) * 2 - 1).to("cuda", torch.float16)
+    B = (torch.rand((K, N), generator=g) * 2 - 1).to("cuda", torch.float16)
+    C = torch.full((M, N), float("nan"), device="cuda")
+    numba_gemm.gemm(A, B, C, level="v11sk")                  # warm-up: records, allocates P
+    torch.cuda.synchronize()
+    eager = C.clone()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        numba_gemm.gemm(A, B, C, level="v11sk")
+    api._launch_cache.clear()
+    api._torch_cache.clear()
+    workspace._cache.clear()
+    gc.collect()
+    cuda.current_context().deallocations.clear()             # free what nothing holds now
+    junk = cuda.to_device(np.full(S * M * N, np.nan, np.float32))
+    C.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(C.view(torch.int32), eager.view(torch.int32))
+    assert np.isnan(junk.copy_to_host()).all()
