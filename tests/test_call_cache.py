@@ -342,3 +342,16 @@ def test_a_captured_call_keeps_its_workspace_for_good(gpu_stub, monkeypatch):
     gpu_stub.capturing.add(TORCH_STREAM)
     sub.submit()
     assert ran == [TORCH_STREAM] * 2 and launch._captured == {id(work): work}
+
+
+def test_keeping_holds_workspace_but_not_the_callers_operand():
+    """A split of one slice writes C in place and passes C's own flat view to `keeping` beside
+    its counters: the recorded launch holds (and the caches count) the counters alone, and it
+    does not pin the caller's array."""
+    C = operands.read(np.ones((4, 8), np.float32), "C")
+    counters = np.zeros(16, np.uint32)
+    with launch.recording() as rec, launch.keeping((C.reshape(32), counters), None):
+        launch._issue(types.SimpleNamespace(keep=None, held=()), None)
+    (L,) = rec.launches
+    assert [x is counters for x in L.held] == [True] and launch.held_bytes([L]) == counters.nbytes
+    assert all(not isinstance(x, operands.Operand) for x in L.keep[1])

@@ -27,7 +27,7 @@ import ctypes
 import struct
 import threading
 
-from . import driver, numba_cache, workspace
+from . import driver, numba_cache, operands, workspace
 from .driver import LaunchError
 
 
@@ -106,9 +106,12 @@ class keeping:
     def __exit__(self, *exc):
         self.rec.__exit__(*exc)
         if exc[0] is None:
-            arrays = self.obj if isinstance(self.obj, tuple) else (self.obj,)
+            # a caller's operand (C's own flat view, where a split of one slice writes C in
+            # place) is not workspace: a launch replays on its address and does not pin it
+            arrays = tuple(x for x in (self.obj if isinstance(self.obj, tuple) else (self.obj,))
+                           if not isinstance(x, operands.Operand))
             for L in self.rec.launches:
-                L.keep = (L.keep, self.obj)
+                L.keep = (L.keep, arrays)
                 L.held += arrays
                 _issue(L, self.stream)
 
