@@ -14,8 +14,8 @@ import types
 import numpy as np
 import pytest
 
-from numba_gemm import api
-from numba_gemm.runtime import driver, gpu, launch, operands
+from numba_gemm import api, registry
+from numba_gemm.runtime import driver, gpu, launch, operands, workspace
 from numba_gemm.sgemm import _common as sg
 
 TORCH_STREAM = 0x5000           # torch's current stream, unless a test changes it
@@ -355,3 +355,52 @@ def test_keeping_holds_workspace_but_not_the_callers_operand():
     (L,) = rec.launches
     assert [x is counters for x in L.held] == [True] and launch.held_bytes([L]) == counters.nbytes
     assert all(not isinstance(x, operands.Operand) for x in L.keep[1])
+
+
+class Workspace:
+    """A workspace buffer on the stub 'GPU': a device array's interface at a made-up address,
+    with the views the SGEMM levels cut from it."""
+
+    def __init__(self, n, dtype, ptr=0x9000_0000, shape=None):
+        self.dtype, self.ptr, self.shape = np.dtype(dtype), ptr, shape or (n,)
+        self.nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
+        self.__cuda_array_interface__ = {"shape": self.shape, "strides": None, "version": 3,
+                                         "typestr": self.dtype.str, "data": (ptr, False)}
+
+    def view(self, dtype):
+        return Workspace(self.nbytes // np.dtype(dtype).itemsize, dtype, self.ptr)
+
+    def reshape(self, *shape):
+        return Workspace(0, self.dtype, self.ptr, shape)
+
+    def __getitem__(self, k):
+        return Workspace(k.stop - (k.start or 0), self.dtype, self.ptr + (k.start or 0) * self.dtype.itemsize)
+
+
+SGEMM_LEVELS = [n for n, lv in registry.registry().items() if lv.family == "sgemm"]
+
+
+@pytest.mark.parametrize("level", SGEMM_LEVELS)
+def test_every_sgemm_level_records_its_call_into_the_caches(gpu_stub, monkeypatch, level):
+    """Each Numba level's call at the shapes it takes (one-slice splits, ragged borders, split
+    plans) is recorded once and replayed from the caches, whose launches hold (and count) only
+    workspace: a split of one slice hands C's own view to `keeping`, where held_bytes once met
+    the caller's operand on a GPU."""
+    monkeypatch.setattr(workspace, "_buffer", lambda c, n, dtype, tag="", zeroed=False: Workspace(n, dtype))
+    ran = 0
+    for M, N, K in ((1, 1, 1), (4, 64, 1024), (129, 4, 5), (130, 202, 73), (128, 4096, 4096)):
+        A, B, C = Tensor((M, K), ptr=1 << 40), Tensor((K, N), ptr=2 << 40), Tensor((M, N), ptr=3 << 40)
+        before = len(gpu_stub.launches)
+        try:
+            api.gemm(A, B, C, level=level)
+        except ValueError:              # a shape the level refuses
+            continue
+        ran, first, validated = ran + 1, len(gpu_stub.launches), len(gpu_stub.validated)
+        api.gemm(A, B, C, level=level)
+        assert len(gpu_stub.validated) == validated            # the second call was a cache hit
+        assert len(gpu_stub.launches) - first == first - before > 0
+        held = [x for sub in api._torch_cache.values() for L in sub.launches for x in L.held]
+        assert all(isinstance(x, Workspace) for x in held)     # workspace only, no operand
+        assert api._torch_cache.total == launch.held_bytes(L for sub in api._torch_cache.values()
+                                                           for L in sub.launches)
+    assert ran, f"{level} took none of the shapes"
