@@ -392,7 +392,7 @@ def test_keeping_holds_an_object_in_each_launch_and_passes_them_on():
                 launch._issue(launch.Launch(fn, (1,), (32,), 0, None, b"args"), 0)
             assert outer.launches == []                    # held until the block ends
     assert [L.fn for L in outer.launches] == [0x10, 0x20]
-    assert all(L.keep == (b"args", workspace) and L.held == (workspace,) for L in outer.launches)
+    assert all(L.keep == (b"args", (workspace,)) and L.held == (workspace,) for L in outer.launches)
     with launch.recording() as outer:
         with pytest.raises(RuntimeError):
             with launch.keeping(workspace, 0):
