@@ -1055,6 +1055,7 @@ def _section_figures():
     s5 = k5sk.plan_splits(16, 8192, 8192)
     gv16 = get("k6gv16").module
     k9sk = get("k9sk").module
+    k9_tiles = k9sk.grid(128, 4096)[0] * k9sk.grid(128, 4096)[1]     # 128×4096's 128×128 tiles
     k9st = get("k9st").module
     st4097, st_rows = k9st.stream_plan(4097, 4097, 4097), k9st.stream_plan(777, 5000, 3001)
     st_q, st_r = divmod((st4097.tiles - st4097.whole) * st4097.iters, st4097.ctas)
@@ -1134,8 +1135,10 @@ def _section_figures():
             "faster than k8 ({} % at 4096³)": 100 * (fp32_4096["k8"] / fp32_4096["k9"] - 1),
             "(128×4096×4096, S = 8: {} MB)": k9sk.plan_splits(128, 4096, 4096) * 128 * 4096 * 4 / 1e6,
             "8 × 128 × 4096 × 4 bytes = {} MB": k9sk.plan_splits(128, 4096, 4096) * 128 * 4096 * 4 / 1e6,
-            "{} CTAs add them": k9sk.grid(128, 4096)[0] * k9sk.grid(128, 4096)[1],
-            "floats = {} partials": k9sk.plan_splits(128, 4096, 4096) * k9sk.THREAD_M * k9sk.THREAD_N,
+            "8 slices × 8 floats = {} partials": k9sk.plan_splits(128, 4096, 4096) * k9sk.THREAD_N,
+            "all {} CTAs add one part each": k9_tiles * k9sk.plan_splits(128, 4096, 4096),
+            "all 8 ({} partials a thread": k9sk.plan_splits(128, 4096, 4096) * k9sk.THREAD_M * k9sk.THREAD_N,
+            "and only {} CTAs add": k9_tiles,
         },
         "k9st": {
             "at 4097³, {} tiles are 4.125 waves": st4097.tiles,

@@ -1,5 +1,5 @@
-"""The SGEMM split-K levels (k5sk, k8sk; k9sk, whose tiles' last CTAs add the slices in the
-kernel): exact with every split count on ragged shapes (edge
+"""The SGEMM split-K levels (k5sk, k8sk; k9sk, whose CTAs add the slices of a tile's parts in
+the kernel): exact with every split count on ragged shapes (edge
 tiles, a short last slice), deterministic, beta == 0 never reading C, every partial written;
 the split plan as a pure function (hypothesis); the SASS census of the split kernels; on a GPU,
 the shapes they exist for (16×8192×8192, 64×64×2**20), M·N past 2**31 and a captured graph.
@@ -76,6 +76,24 @@ def test_exact_with_forced_splits(level, splits):
         assert _mod(level).split_plan(*shape, splits)[0] == splits
         alpha, beta = [(1.0, 0.0), (-0.75, 2.5)][i % 2]
         _assert_exact(level, shape, splits, alpha, beta, seed=i)
+
+
+def test_k9sk_more_slices_than_parts_and_counters_left_at_zero():
+    """k9sk parks a tile's sum in min(S, 8) parts of its rows, each counted on its own: with
+    S = 9 slices (one K tile each) CTA 8 starts at part 0 and the parts hold one row each, and
+    every counter is zero again after the call, for the next call and a graph's replay."""
+    from numba import cuda
+
+    k9sk = _mod("k9sk")
+    M, N, K = 12, 8, 72
+    assert k9sk.split_plan(M, N, K, 9)[0] == 9
+    A, B, C, C_in = sgemm_case(M, N, K, 2.5, seed=3)
+    dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
+    k9sk.run(dA, dB, dC, -0.75, 2.5, splits=9)
+    v = check.verify(dC.copy_to_host(), A, B, C_in, -0.75, 2.5)
+    assert v.ok, f"k9sk S = 9: {v}"
+    _, counters = _splitk_parts.in_kernel_buffers(dC, _splitk_parts.grid(k9sk.grid(M, N), 9), M, N)
+    assert counters.size == 9 and not counters.copy_to_host().any()
 
 
 @pytest.mark.parametrize("splits", [1, 3])
@@ -481,5 +499,5 @@ def test_gpu_recorded_launches_hold_the_workspace(level):
         assert launch.held_bytes(rec.launches) == P.nbytes + L.keep[1][1].nbytes
     else:
         assert len(rec.launches) == 2
-        assert all(L.keep[1] is P for L in rec.launches)
+        assert all(len(L.keep[1]) == 1 and L.keep[1][0] is P for L in rec.launches)
         assert launch.held_bytes(rec.launches) == P.nbytes          # held by both, counted once

@@ -1,8 +1,11 @@
 // k9sk twin: k9's loop (unrolled_buffers.cuh) over slice z of K, kslice elements each (a
 // multiple of WT_TK): CTA (x, y, z) multiplies k in [z*kslice, min(K, (z+1)*kslice)). S == 1:
-// k9's epilogue into C. S > 1: its raw sum into slice z of P, then the last CTA of the tile to
-// arrive (splitk_in_kernel.cuh) adds the S partials in slice order and writes C with alpha and
-// beta, in a loop over the thread's float4s of C (as _warptile.slices_to_c): one launch.
+// k9's epilogue into C. S > 1: its raw sum into slice z of P, one part of the thread tile's
+// rows at a time (parts = min(S, THREAD_M), the rows i with i % parts == part; CTA z starts at
+// part z % parts), each part counted on its own counter (splitk_in_kernel.cuh, S per tile).
+// The last CTA to park a part adds that part's S partials in slice order and writes C with
+// alpha and beta, after its parking loop, in a loop over the part's float4s of C (as
+// _warptile.rows_to_c): one launch.
 #include "splitk_in_kernel.cuh"
 #include "unrolled_buffers.cuh"
 
@@ -24,19 +27,35 @@ __device__ __forceinline__ void k9sk_body(K9SK_ARGS) {
         return;
     }
     const u64 mn = u64(m) * n;
-    wt::epilogue<BV>(P + z * mn, acc, 1.f, 0.f, row0, col0, am, bn, m, n);   // the raw sum: 1*x is x
-    if (!twin::arrive(counters, threadIdx.y * 32 + threadIdx.x, S)) return;
-#pragma unroll 1   // a loop, as the Numba level's: acc is not read
-    for (int g = 0; g < wt::THREAD_M * wt::SUB_N; ++g) {
-        const int i = g / wt::SUB_N;
-        const u32 row = row0 + am + i / 4 * wt::M_STEP + i % 4;
-        const u32 col = col0 + bn + g % wt::SUB_N * wt::N_STEP;
-        const u64 off = u64(row) * n + col;
-        float s[4];
-        twin::sum_slices4(P, off, mn, S, row < m, col, n, s);
-        const float4 out = beta == 0.f ? twin::ax4(alpha, s)
-                                       : twin::axpby4(alpha, s, beta, twin::load4<BV>(C, off, row < m, col, n));
-        twin::store4<BV>(C, off, row < m, col, n, out);
+    const u32 parts = min(S, u32(wt::THREAD_M));
+    const u32 tile = blockIdx.y * gridDim.x + blockIdx.x, tid = threadIdx.y * 32 + threadIdx.x;
+    u32 part = z;
+    while (part >= parts) part -= parts;              // z mod parts, without a division
+    u32 mine = 0;                                     // the parts this CTA was the last to park
+#pragma unroll 1
+    for (u32 step = 0; step < parts; ++step) {
+        u32 rows = 0;                                 // the part's rows as a bit mask
+        for (u32 i = part; i < wt::THREAD_M; i += parts) rows |= 1u << i;
+        wt::epilogue_rows<BV>(P + z * mn, acc, rows, row0, col0, am, bn, m, n);
+        if (twin::arrive_at(counters, tile * S + part, tid, S)) mine |= 1u << part;
+        if (++part == parts) part = 0;
+    }
+#pragma unroll 1   // loops, as the Numba level's, after the parking loop: acc is not read
+    for (u32 q = 0; q < parts; ++q) {
+        if (!(mine >> q & 1u)) continue;
+#pragma unroll 1
+        for (u32 i = q; i < wt::THREAD_M; i += parts) {
+            const u32 row = row0 + am + (i >> 2) * wt::M_STEP + (i & 3);
+            for (int j4 = 0; j4 < wt::SUB_N; ++j4) {
+                const u32 col = col0 + bn + j4 * wt::N_STEP;
+                const u64 off = u64(row) * n + col;
+                float s[4];
+                twin::sum_slices4(P, off, mn, S, row < m, col, n, s);
+                const float4 out = beta == 0.f ? twin::ax4(alpha, s)
+                                               : twin::axpby4(alpha, s, beta, twin::load4<BV>(C, off, row < m, col, n));
+                twin::store4<BV>(C, off, row < m, col, n, out);
+            }
+        }
     }
 }
 

@@ -129,6 +129,23 @@ __device__ __forceinline__ void epilogue(float* C, const float (&acc)[THREAD_M][
     }
 }
 
+// The raw sum (alpha 1, beta 0) of the rows i whose bit is set in `rows` (k9sk's parts of a
+// tile); i is unrolled, so acc stays in registers
+template <bool BV>
+__device__ __forceinline__ void epilogue_rows(float* P, const float (&acc)[THREAD_M][THREAD_N], u32 rows,
+                                              u32 row0, u32 col0, u32 am, u32 bn, u32 m, u32 n) {
+#pragma unroll
+    for (int i = 0; i < THREAD_M; ++i) {
+        if (!(rows >> i & 1u)) continue;
+        const u32 row = row0 + am + i / 4 * M_STEP + i % 4;
+#pragma unroll
+        for (int j4 = 0; j4 < SUB_N; ++j4) {
+            const u32 col = col0 + bn + j4 * N_STEP;
+            twin::store4<BV>(P, u64(row) * n + col, row < m, col, n, twin::ax4(1.f, &acc[i][4 * j4]));
+        }
+    }
+}
+
 }  // namespace wt
 
 // A kernel under the Numba level's launch bounds (_warptile.jit)

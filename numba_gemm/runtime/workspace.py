@@ -11,7 +11,7 @@ any time. Two outputs never
 share a buffer; two calls writing the same C at once on two streams race on C itself anyway.
 `scratch` keeps other per-output buffers the same way (v11p's aligned copies of A and B), and
 `counters` the per-tile arrival counters of a split reduced inside its kernel (k6gv): zero when
-made, and zero again after every call, since each tile's last CTA resets its own.
+made, and zero again after every call, since the last CTA to count on each resets it.
 """
 from __future__ import annotations
 

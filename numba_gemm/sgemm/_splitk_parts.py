@@ -38,8 +38,9 @@ REDUCE_SIGNATURE = (float32[::1], int32, int64, float32, float32, float32[::1])
 HELPER_KERNELS = {"reduce_partials": (splitk.reduce_partials, REDUCE_SIGNATURE)}
 SIGNATURE_IN_KERNEL = SIGNATURE + (float32[::1], uint32[::1])   # + the partials P, the counters
 MAX_GRID_Z = 65535
-# The in-kernel sum's slices in flight at once: the tile's last CTA adds them alone, each load a
-# wait on L2, so it keeps twice reduce_partials' batch in flight (S = 8: slices 1-7 in one wait).
+# The in-kernel sum's slices in flight at once: the last CTA at a tile (k9sk: at a part of one)
+# adds them alone, each load a wait on L2, so it keeps twice reduce_partials' batch in flight
+# (S = 8: slices 1-7 in one wait).
 BATCH = 2 * splitk.REDUCE_BATCH
 
 
@@ -114,12 +115,14 @@ def launch_in_kernel(kernel, grid, block, A, B, C, alpha, beta, stream=None, ksl
 
 
 def in_kernel_buffers(C, grid, M: int, N: int):
-    """(partials P, counters) of an in-kernel split over `grid` writing C: C's workspace, one
-    counter per output tile; with one slice, C's flat view (never touched) and one counter."""
+    """(partials P, counters) of an in-kernel split over `grid` writing C: C's workspace, S
+    counters per output tile (k6gv counts on the first tiles' worth; k9sk counts each of up to
+    S parts of a tile's rows on its own); with one slice, C's flat view (never touched) and one
+    counter."""
     S = grid[2] if len(grid) == 3 else 1
     if S == 1:
         return C.reshape(M * N), workspace.counters(C, 1)
-    return workspace.partials(C, S, M, N), workspace.counters(C, grid[0] * grid[1])
+    return workspace.partials(C, S, M, N), workspace.counters(C, grid[0] * grid[1] * S)
 
 
 @inline

@@ -295,22 +295,26 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
     # The two sums of partials below are loops, not unrolled: acc is not read, and 16 inlined
     # sums more than tripled the kernel's code.
     @_inline
-    def slices_to_c(P, mn, S, C, alpha, beta, row0, col0, am, bn, m, n):
-        """What the last CTA of a tile split inside the kernel writes: for each of the thread's
-        THREAD_M × SUB_N float4s of C, the tile's S partials in P (M × N slices, mn elements
-        apart) added in slice order, then alpha and beta (sum_to_c)."""
-        for g in range(THREAD_M * SUB_N):
-            i = g // SUB_N
-            row = u32(row0 + am + i // 4 * M_STEP + i % 4)
-            col = u32(col0 + bn + g % SUB_N * N_STEP)
-            off = u64(row) * u64(n) + u64(col)
-            sum_to_c(P, off, mn, S, C, off, row, col, alpha, beta, m, n)
+    def rows_to_c(P, mn, S, part, parts, C, alpha, beta, row0, col0, am, bn, m, n):
+        """What a tile split inside the kernel writes for one part of its rows: for each of the
+        thread's float4s of C in rows i ≡ part (mod parts) of its thread tile, the tile's S
+        partials in P (M × N slices, mn elements apart) added in slice order, then alpha and
+        beta (sum_to_c)."""
+        i = u32(part)
+        while i < THREAD_M:
+            row = u32(row0 + am + u32(i >> u32(2)) * M_STEP + u32(i & u32(3)))
+            for j4 in range(SUB_N):
+                col = u32(col0 + bn + j4 * N_STEP)
+                off = u64(row) * u64(n) + u64(col)
+                sum_to_c(P, off, mn, S, C, off, row, col, alpha, beta, m, n)
+            i = u32(i + parts)
 
     @_inline
     def parts_to_c(P, base, S, C, alpha, beta, row0, col0, am, bn, m, n):
-        """slices_to_c for partials stored as whole tiles (k9st): S tile_m × tile_n blocks of P
-        from element `base` on, one after another (the layout `epilogue_at` writes with row0 =
-        col0 = 0, m = tile_m and n = tile_n), added in order into C's tile at (row0, col0)."""
+        """rows_to_c for all rows, on partials stored as whole tiles (k9st): S tile_m × tile_n
+        blocks of P from element `base` on, one after another (the layout `epilogue_at` writes
+        with row0 = col0 = 0, m = tile_m and n = tile_n), added in order into C's tile at
+        (row0, col0)."""
         for g in range(THREAD_M * SUB_N):
             i = g // SUB_N
             r = u32(am + i // 4 * M_STEP + i % 4)
@@ -320,10 +324,29 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
             sum_to_c(P, base + u64(r) * u64(TN) + u64(c), u64(TM * TN), S, C,
                      u64(row) * u64(n) + u64(col), row, col, alpha, beta, m, n)
 
+    @_inline
+    def rows_of(part, parts):
+        """The rows i ≡ part (mod parts) of the thread tile, as a bit mask (no division: a
+        run-time divisor costs a call)."""
+        mask = u32(0)
+        i = u32(part)
+        while i < THREAD_M:
+            mask = u32(mask | u32(u32(1) << i))
+            i = u32(i + parts)
+        return mask
+
+    @_inline
+    def park_row(i, P, base, acc, rows, row0, col0, am, bn, m, n):
+        """Row i of the thread tile's raw sum into the slice at `base` of P, if bit i of the
+        mask `rows` is set; i is a constant, so acc stays in registers."""
+        if u32(rows >> u32(i)) & u32(1):
+            epilogue_row_at(i, P, base, acc, float32(1.0), float32(0.0), row0, col0, am, bn, m, n)
+
     # Unrolled here, not left to NVVM: with the checked 32-bit stores the row loop stays a
     # loop, acc[i, j] gets a run-time index and the 64 accumulators move to local memory.
     epilogue = unrolled(epilogue_row, THREAD_M)         # epilogue(0, C, acc, ...)
     epilogue_at = unrolled(epilogue_row_at, THREAD_M)   # epilogue_at(0, C, base, acc, ...)
+    park = unrolled(park_row, THREAD_M)                 # park(0, P, base, acc, rows_of(...), ...)
 
     @_inline
     def double_buffered(A, B, As, Bs, ra, rb, af, bf, acc, a_r, a_c, b_r, b_c, a_off, b_off,
@@ -420,7 +443,8 @@ def make(t: WarpTiling, a_vec: bool, bc_vec: bool) -> SimpleNamespace:
 
     return SimpleNamespace(loaders=loaders, load_tiles=load_tiles,
                            store_tiles=store_tiles, compute=compute, thread_tile=thread_tile,
-                           epilogue=epilogue, epilogue_at=epilogue_at, slices_to_c=slices_to_c,
+                           epilogue=epilogue, epilogue_at=epilogue_at, park=park, rows_of=rows_of,
+                           rows_to_c=rows_to_c,
                            parts_to_c=parts_to_c,
                            double_buffered=double_buffered,
                            # one clamped A row per thread: more would each need their own offset

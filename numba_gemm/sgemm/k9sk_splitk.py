@@ -12,16 +12,21 @@ drops k8sk's second launch, as k6gv did for its slices:
                    over a K range; kslice a whole number of 8-deep K tiles)
     S == 1:        k9's epilogue: C = alpha·acc + beta·C, k9's result bit for bit (run()
                    launches k9's kernel itself then, the one auto prices at one slice)
-    S > 1:         the raw sum into slice z of the workspace P (alpha 1, beta 0: exact), then
-                   the tile's last CTA to arrive (`_splitk_parts.arrive`, a counter per tile)
-                   adds the S partials in the order z = 0 .. S-1 (`slices_to_c`) and writes C with
-                   alpha and beta: the bits of k8sk's separate reduction, without its launch
+    S > 1:         the raw sum into slice z of the workspace P (alpha 1, beta 0: exact), one
+                   part of the thread tile's rows at a time (parts = min(S, 8), rows i ≡ part
+                   mod parts; `park`), each part counted on its own (`_splitk_parts.arrive_at`,
+                   S counters per tile): the last CTA to park a part adds that part's S
+                   partials in the order z = 0 .. S-1 (`rows_to_c`) and writes C with alpha and
+                   beta: the bits of k8sk's separate reduction, without its launch. CTA z parks
+                   parts z, z+1, ... (mod parts), so the last arrivals of a tile's parts, and
+                   their sums, fall to different CTAs rather than all to the tile's last one
 
 No float atomics: the one atomic counts arrivals, and the order of every sum is fixed, so the
 result has the same bits on every run (and a captured call replays exactly; the last CTA
-resets its tile's counter). The slice plan is k8sk's (`_splitk_parts.plan` at k9's tile and
-residency). k9's loop keeps one clamped row of A per thread, so k9sk has k9's 128-wide tile
-only; k8sk's 64-wide tile for N ≤ 64 stays k8sk's.
+of each part resets its counter). No CTA waits for another, so any grid size is safe. The
+slice plan is k8sk's (`_splitk_parts.plan` at k9's tile and residency). k9's loop keeps one
+clamped row of A per thread, so k9sk has k9's 128-wide tile only; k8sk's 64-wide tile for
+N ≤ 64 stays k8sk's.
 
 Ledger: the phase is k9's (k8's accesses, `warp_step`); what moves is CTAs per wave (×S) and
 S·M·N·4 bytes of partials written and read back through L2, in one launch.
@@ -36,14 +41,15 @@ from ._access import Step
 from ._common import SMEM_ALIGN, grid_limit, launch, u32, u64, uint32
 from ._loaders import vector_operands     # which operands may move as float4 (k6's rule)
 from ._splitk_parts import SIGNATURE_IN_KERNEL as SIGNATURE   # (M, N, K, kslice, alpha, A, B, beta, C, P, counters)
-from ._splitk_parts import arrive, launch_in_kernel
+from ._splitk_parts import arrive_at, launch_in_kernel
 
 LEVEL = "k9sk"
 PARENT = "k9"
-TITLE = "split-K on k9's loop, the slices added by each tile's last CTA: one launch"
+TITLE = "split-K on k9's loop, each part of a tile's slices added by its last CTA: one launch"
 DELTA = (
     "k9sk = k9 + split-K: gridDim.z = S slices of K, each CTA k9's loop over its slice into fp32 "
-    "partials, the tile's last CTA adds them in slice order and applies alpha and beta (one launch)"
+    "partials, parked a part of the rows at a time; the last CTA to park a part adds its slices in "
+    "slice order and applies alpha and beta (one launch)"
 )
 DTYPES = (np.float32,)
 SASS_MUST_HAVE = k9.SASS_MUST_HAVE
@@ -86,7 +92,7 @@ def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
     """The k9sk kernel (not yet jitted) for tiling `t` (arguments as k9's make_kernel)."""
     p = _warptile.make(t, a_vec, bc_vec)
     loaders, thread_tile, pipeline = p.loaders, p.thread_tile, p.unrolled_buffers
-    epilogue, epilogue_at, slices_to_c = p.epilogue, p.epilogue_at, p.slices_to_c
+    epilogue, park, rows_of, rows_to_c = p.epilogue, p.park, p.rows_of, p.rows_to_c
     TM, TN, TK, AS = t.tile_m, t.tile_n, t.tile_k, t.a_stride
     TK2 = 2 * TK
     NA, NB, TMR, TNR = t.a_loads, t.b_loads, t.thread_m, t.thread_n
@@ -128,11 +134,26 @@ def make_kernel(t: _warptile.WarpTiling, a_vec: bool, bc_vec: bool):
         if S == u32(1):
             epilogue(0, C, acc, alpha, beta, row0, col0, am, bn, m, n)
             return
-        # ---- split: park slice z's raw sum; the tile's last CTA to arrive adds all S in order
+        # ---- split: park slice z's raw sum a part of the rows at a time, each part counted on
+        # its own; the last CTA to park a part adds its S slices in order. Each CTA starts at
+        # its own part, so a tile's last arrivals, and its sums, fall to different CTAs.
         mn = u64(m) * u64(n)                   # 64-bit, as M·N may pass 2**31
-        epilogue_at(0, P, u64(z) * mn, acc, float32(1.0), float32(0.0), row0, col0, am, bn, m, n)
-        if arrive(counters, last, tid, S):
-            slices_to_c(P, mn, S, C, alpha, beta, row0, col0, am, bn, m, n)
+        parts = min(S, u32(TMR))
+        tile = u32(cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x)
+        part = z
+        while part >= parts:                   # z mod parts, without a division
+            part = u32(part - parts)
+        mine = u32(0)                          # the parts this CTA was the last to park
+        for _ in range(parts):
+            park(0, P, u64(z) * mn, acc, rows_of(part, parts), row0, col0, am, bn, m, n)
+            if arrive_at(counters, u32(tile * S + part), last, tid, S):
+                mine = u32(mine | u32(u32(1) << part))
+            part = u32(part + u32(1))
+            if part == parts:
+                part = u32(0)
+        for q in range(parts):                 # after the loop, with acc no longer live
+            if u32(mine >> u32(q)) & u32(1):
+                rows_to_c(P, mn, S, u32(q), parts, C, alpha, beta, row0, col0, am, bn, m, n)
         # [/excerpt]
 
     return k9sk
