@@ -367,9 +367,9 @@ def test_gpu_run_test_chunks_cover_every_test_file_once():
     assert sorted(files) == sorted(f"tests/{p.name}" for p in (root / "tests").glob("test_*.py"))
 
 
-def test_gpu_run_under_a_budget_starts_only_the_steps_that_fit(tmp_path):
-    """BUDGET=S: a step starts only while the least time it takes is left; the last line names
-    those that did not start (python3 and nvidia-smi are stand-ins that log their arguments)."""
+def _gpu_run(tmp_path, steps, **env):
+    """tools/gpu_run.sh STEPS with python3 and nvidia-smi as stand-ins that log their arguments:
+    (the script's last line of output, the logged calls)."""
     import os
     import shutil
     import subprocess
@@ -377,28 +377,43 @@ def test_gpu_run_under_a_budget_starts_only_the_steps_that_fit(tmp_path):
 
     if shutil.which("bash") is None or shutil.which("timeout") is None:
         pytest.skip("needs bash and timeout")
-    script = Path(__file__).resolve().parent.parent / "tools" / "gpu_run.sh"
     stubs = tmp_path / "bin"
-    stubs.mkdir()
-    for name in ("python3", "nvidia-smi"):
-        (stubs / name).write_text('#!/bin/sh\necho "$*" >> "$CALLS"\n')
-        (stubs / name).chmod(0o755)
+    if not stubs.exists():
+        stubs.mkdir()
+        for name in ("python3", "nvidia-smi"):
+            (stubs / name).write_text('#!/bin/sh\necho "$*" >> "$CALLS"\n')
+            (stubs / name).chmod(0o755)
+    calls = tmp_path / f"calls_{len(list(tmp_path.glob('calls_*')))}"
+    calls.write_text("")
+    script = Path(__file__).resolve().parent.parent / "tools" / "gpu_run.sh"
+    env = dict(os.environ, PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", OUT=str(tmp_path / "out"),
+               CALLS=str(calls), NUMBA_GEMM_CACHE_DIR=str(tmp_path / "cache"), **env)
+    out = subprocess.run(["bash", str(script), *steps], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    return (out.splitlines() or [""])[-1], calls.read_text()
 
-    def run(budget):
-        calls = tmp_path / f"calls_{budget}"
-        env = dict(os.environ, PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}", BUDGET=str(budget),
-                   OUT=str(tmp_path / "out"), CALLS=str(calls), NUMBA_GEMM_CACHE_DIR=str(tmp_path / "cache"))
-        out = subprocess.run(["bash", str(script), "env", "warm", "shapes"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, check=True).stdout
-        return out.splitlines()[-1], calls.read_text()
 
-    last, calls = run(100)           # env (60 s) fits; warm (200) and shapes (150) do not
-    assert last == "not started within BUDGET=100 s: warm shapes"
+def test_gpu_run_under_a_budget_starts_only_the_steps_that_fit(tmp_path):
+    """BUDGET=S: a step starts only while the least time it takes is left; the last line names
+    those that did not start."""
+    last, calls = _gpu_run(tmp_path, ["env", "warm", "shapes"], BUDGET="100")
+    assert last == "not started within BUDGET=100 s: warm shapes"     # env (60 s) fits; warm (200), shapes (150) do not
     assert "numba_gemm warm" not in calls and "bench.py" not in calls
-    last, calls = run(600)
+    last, calls = _gpu_run(tmp_path, ["env", "warm", "shapes"], BUDGET="600")
     assert "not started" not in last
     assert "-m numba_gemm warm" in calls
     assert [d for d in ("fp32", "fp16", "bf16") if f"--suite shapes --dtype {d}" in calls] == ["fp32", "fp16", "bf16"]
+
+
+def test_gpu_run_hgemm_step_takes_shapes(tmp_path):
+    """HGEMM_SHAPES gives the hgemm step rectangular shapes (a narrow-N comparison of run()
+    keywords); without it the step times the squares 4096 and 8192."""
+    _, calls = _gpu_run(tmp_path, ["hgemm"], HGEMM_LEVELS="v13:stages=12,v11sl", HGEMM_DTYPES="fp16",
+                        HGEMM_SHAPES="4096,128,4096 8192,128,8192")
+    assert "bench.py --level v13:stages=12,v11sl --shape 4096,128,4096 --shape 8192,128,8192 --dtype fp16" in calls
+    _, calls = _gpu_run(tmp_path, ["hgemm"])
+    assert [line.split(" --json")[0] for line in calls.splitlines() if "bench.py" in line] == [
+        f"bench.py --level hgemm --size 4096,8192 --dtype {dt}" for dt in ("fp16", "bf16")]
 
 
 # ---------------------------------------------------------------------------- interleaved timing

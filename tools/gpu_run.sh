@@ -51,7 +51,8 @@
 #             figures, notebook): every tests/test_*.py not named above, so none is left out (146 s)
 #     (pytest's seconds on the H200 after the warm step; docs/data/h200_gpu_suite.json)
 #   `tests` runs chunk ${TEST_CHUNK:-1} and says which to run next, or the files in TEST_FILES.
-#   LEVELS / SIZES (or SGEMM_SHAPES: space-separated M,N,K) narrow the sgemm step, HGEMM_LEVELS the hgemm step, SANITIZE_LEVELS (default:
+#   LEVELS / SIZES (or SGEMM_SHAPES: space-separated M,N,K) narrow the sgemm step, HGEMM_LEVELS /
+#   HGEMM_SHAPES (space-separated M,N,K; default the squares 4096 and 8192) the hgemm step, SANITIZE_LEVELS (default:
 #   every native level) the sanitize step, HGEMM_DTYPES (default: fp16 bf16) the hgemm step,
 #   OVERHEAD_LEVELS (default: every level) the overhead step, PYTEST_ARGS / TEST_TIMEOUT (per chunk) the tests steps,
 #   SANITIZE_TOOLS / SANITIZE_SHAPE (M,N,K; default 127,200,72) the sanitize step, CURVE_LEVELS the curve, PROFILE_LEVELS / PROFILE_SIZE (or
@@ -175,8 +176,10 @@ if runs sgemm; then
   cat "$OUT/sgemm.txt"
 fi
 if runs hgemm; then
+  if [[ -n "${HGEMM_SHAPES:-}" ]]; then shape_args $HGEMM_SHAPES; hsizes=("${shape_argv[@]}")
+  else hsizes=(--size 4096,8192); fi
   for dt in ${HGEMM_DTYPES:-fp16 bf16}; do
-    timeout $(cap 300) python3 bench.py --level "${HGEMM_LEVELS:-hgemm}" --size 4096,8192 --dtype $dt --json "$OUT/hgemm_$dt.json" >"$OUT/hgemm_$dt.txt" 2>&1
+    timeout $(cap 300) python3 bench.py --level "${HGEMM_LEVELS:-hgemm}" "${hsizes[@]}" --dtype $dt --json "$OUT/hgemm_$dt.json" >"$OUT/hgemm_$dt.txt" 2>&1
     cat "$OUT/hgemm_$dt.txt"
   done
 fi
