@@ -106,6 +106,9 @@ python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >"$OUT/
 shape_args() {  # the M,N,K words given, as bench.py arguments in the array shape_argv
   shape_argv=(); for s in "$@"; do shape_argv+=(--shape "$s"); done
 }
+shapes_or_sizes() {  # shapes_or_sizes "M,N,K ..." SIZES: those shapes, else --size SIZES, in shape_argv
+  if [[ -n $1 ]]; then shape_args $1; else shape_argv=(--size "$2"); fi
+}
 levels_where() {  # comma list of registry levels satisfying a Python predicate on `lv`
   python3 -c "from numba_gemm.registry import registry; print(','.join(n for n, lv in registry().items() if $1))"
 }
@@ -170,16 +173,14 @@ if runs sanitize; then
   done
 fi
 if runs sgemm; then
-  if [[ -n "${SGEMM_SHAPES:-}" ]]; then shape_args $SGEMM_SHAPES; sizes=("${shape_argv[@]}")
-  else sizes=(--size "${SIZES:-4096,4097,8192}"); fi
-  timeout $(cap 420) python3 bench.py --level "${LEVELS:-sgemm}" "${sizes[@]}" --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
+  shapes_or_sizes "${SGEMM_SHAPES:-}" "${SIZES:-4096,4097,8192}"
+  timeout $(cap 420) python3 bench.py --level "${LEVELS:-sgemm}" "${shape_argv[@]}" --json "$OUT/sgemm.json" >"$OUT/sgemm.txt" 2>&1
   cat "$OUT/sgemm.txt"
 fi
 if runs hgemm; then
-  if [[ -n "${HGEMM_SHAPES:-}" ]]; then shape_args $HGEMM_SHAPES; hsizes=("${shape_argv[@]}")
-  else hsizes=(--size 4096,8192); fi
+  shapes_or_sizes "${HGEMM_SHAPES:-}" 4096,8192
   for dt in ${HGEMM_DTYPES:-fp16 bf16}; do
-    timeout $(cap 300) python3 bench.py --level "${HGEMM_LEVELS:-hgemm}" "${hsizes[@]}" --dtype $dt --json "$OUT/hgemm_$dt.json" >"$OUT/hgemm_$dt.txt" 2>&1
+    timeout $(cap 300) python3 bench.py --level "${HGEMM_LEVELS:-hgemm}" "${shape_argv[@]}" --dtype $dt --json "$OUT/hgemm_$dt.json" >"$OUT/hgemm_$dt.txt" 2>&1
     cat "$OUT/hgemm_$dt.txt"
   done
 fi

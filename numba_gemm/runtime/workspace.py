@@ -7,8 +7,8 @@ allocates it and every later call reuses it — outside any timed loop, and outs
 capture once the call has been warmed up. The launches gemm() and plan() record hold the buffer
 (launch.keeping), so a replayed call writes the same memory; a buffer a captured launch writes
 stays allocated for the process's life (launch.keep_for_graphs), since its graph may replay
-any time. Two outputs never
-share a buffer; two calls writing the same C at once on two streams race on C itself anyway.
+any time. Two outputs never share a buffer; two calls writing the same C at once on two
+streams race on C itself anyway.
 `scratch` keeps other per-output buffers the same way (v11p's aligned copies of A and B), and
 `counters` the per-tile arrival counters of a split reduced inside its kernel (k6gv): zero when
 made, and zero again after every call, since the last CTA to count on each resets it.
